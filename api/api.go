@@ -1,0 +1,224 @@
+// Package api is the HTTP surface shared by every API of DDS: the router
+// that authenticates routes, the one place errors become statuses and the
+// JSON envelope, request decoding with size caps, and the middleware every
+// request passes (request id, logging, panic recovery, rate limits).
+// Surfaces live in sub-packages (rest, files, webhooks, graphql, admin,
+// connectapi) and register their routes on a Router.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/ratelimit"
+)
+
+// Authenticator turns an Authorization header into a principal.
+type Authenticator interface {
+	Authenticate(ctx context.Context, header string) (*auth.Principal, error)
+}
+
+// Router is an http.ServeMux whose Handle routes require authentication.
+type Router struct {
+	mux     *http.ServeMux
+	authn   Authenticator
+	tenant  *ratelimit.Limiter
+	maxBody int64
+}
+
+// NewRouter returns a router. tenantLimit may be nil (no per-tenant limit).
+func NewRouter(authn Authenticator, tenantLimit *ratelimit.Limiter, maxBody int64) *Router {
+	r := &Router{mux: http.NewServeMux(), authn: authn, tenant: tenantLimit, maxBody: maxBody}
+	r.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
+		WriteError(w, req, apperr.New(apperr.NotFound, "no route for %s %s", req.Method, req.URL.Path))
+	})
+	return r
+}
+
+// Handle registers an authenticated route: the principal is in the request
+// context, the tenant rate limit applies and the body is size-capped.
+func (r *Router) Handle(pattern string, h http.Handler) {
+	r.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		p, err := r.authn.Authenticate(req.Context(), req.Header.Get("Authorization"))
+		if err != nil {
+			WriteError(w, req, err)
+			return
+		}
+		if res := r.tenant.Allow(p.TenantID); res.Limit > 0 {
+			if !limitHeaders(w, res) {
+				WriteError(w, req, apperr.New(apperr.RateLimited, "tenant rate limit of %d requests per minute exceeded", res.Limit))
+				return
+			}
+		}
+		req.Body = http.MaxBytesReader(w, req.Body, r.maxBody)
+		h.ServeHTTP(w, req.WithContext(auth.WithPrincipal(req.Context(), p)))
+	}))
+}
+
+// HandleFunc is Handle for a function.
+func (r *Router) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	r.Handle(pattern, http.HandlerFunc(h))
+}
+
+// Public registers a route without authentication (health, presigned
+// storage URLs, operator-token and socket routes that authenticate
+// themselves).
+func (r *Router) Public(pattern string, h http.Handler) { r.mux.Handle(pattern, h) }
+
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) { r.mux.ServeHTTP(w, req) }
+
+// Principal returns the authenticated principal of a Handle route.
+func Principal(r *http.Request) *auth.Principal {
+	p, ok := auth.FromContext(r.Context())
+	if !ok {
+		panic("api.Principal called on a route registered with Public")
+	}
+	return p
+}
+
+// limitHeaders sets X-RateLimit-* unless a stricter layer already did, and
+// reports whether the request is allowed.
+func limitHeaders(w http.ResponseWriter, res ratelimit.Result) bool {
+	h := w.Header()
+	if prev := h.Get("X-RateLimit-Remaining"); prev == "" || res.Remaining <= atoi(prev) || !res.Allowed {
+		h.Set("X-RateLimit-Limit", fmt.Sprint(res.Limit))
+		h.Set("X-RateLimit-Remaining", fmt.Sprint(res.Remaining))
+		h.Set("X-RateLimit-Reset", fmt.Sprint(res.Reset))
+	}
+	if !res.Allowed {
+		h.Set("Retry-After", fmt.Sprint(res.Reset))
+	}
+	return res.Allowed
+}
+
+func atoi(s string) int {
+	n := 0
+	fmt.Sscan(s, &n)
+	return n
+}
+
+// WriteJSON writes v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// WriteRaw writes JSON that Postgres already built.
+func WriteRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// Status maps an error code to its HTTP status.
+func Status(code apperr.Code) int {
+	switch code {
+	case apperr.Validation, apperr.BadRequest:
+		return http.StatusBadRequest
+	case apperr.Unauthenticated:
+		return http.StatusUnauthorized
+	case apperr.Forbidden:
+		return http.StatusForbidden
+	case apperr.NotFound:
+		return http.StatusNotFound
+	case apperr.Conflict:
+		return http.StatusConflict
+	case apperr.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case apperr.RateLimited:
+		return http.StatusTooManyRequests
+	case apperr.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// Envelope is the error body: {"error": {...}}.
+func Envelope(e *apperr.Error) map[string]any {
+	body := map[string]any{"code": e.Code, "message": e.Message}
+	if e.Code == apperr.Internal {
+		body["message"] = "internal error; quote the X-Request-Id when reporting it"
+	}
+	if len(e.Details) > 0 {
+		body["details"] = e.Details
+	}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	return map[string]any{"error": body}
+}
+
+// WriteError is the one place an error becomes a response. Internal causes
+// are logged with the request id and never sent.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	e := apperr.As(err)
+	status := Status(e.Code)
+	if status >= 500 {
+		LoggerFrom(r.Context()).Error("request failed", "code", e.Code, "err", e)
+	}
+	WriteJSON(w, status, Envelope(e))
+}
+
+// DecodeJSON decodes a JSON body into dst, numbers as json.Number. The body
+// was already size-capped by Router.Handle.
+func DecodeJSON(r *http.Request, dst any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return apperr.New(apperr.BadRequest, "the request body must hold a single JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return apperr.New(apperr.BadRequest, "the request body must hold a single JSON value")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var big *http.MaxBytesError
+	switch {
+	case errors.Is(err, io.EOF):
+		return apperr.New(apperr.BadRequest, "a JSON request body is required")
+	case errors.As(err, &big):
+		return apperr.New(apperr.TooLarge, "the request body exceeds %d bytes", big.Limit)
+	case errors.As(err, &syn):
+		return apperr.New(apperr.BadRequest, "invalid JSON at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return apperr.New(apperr.BadRequest, "the request body must be a JSON %s", jsonKind(typ.Type.Kind().String()))
+		}
+		return apperr.Field(field, "must be %s", jsonKind(typ.Type.Kind().String()))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apperr.New(apperr.BadRequest, "the JSON request body is truncated")
+	}
+	return apperr.New(apperr.BadRequest, "invalid JSON body: %s", err.Error())
+}
+
+func jsonKind(goKind string) string {
+	switch {
+	case goKind == "map" || goKind == "struct":
+		return "an object"
+	case goKind == "slice" || goKind == "array":
+		return "an array"
+	case goKind == "string":
+		return "a string"
+	case goKind == "bool":
+		return "a boolean"
+	case strings.HasPrefix(goKind, "int") || strings.HasPrefix(goKind, "uint") || strings.HasPrefix(goKind, "float"):
+		return "a number"
+	}
+	return "of another type"
+}

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/ratelimit"
+)
+
+type loggerKey struct{}
+
+// LoggerFrom returns the request-scoped logger (with request_id).
+func LoggerFrom(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+// Limits are the per-IP rate-limit layers; AuthPaths are the routes of the
+// stricter auth layer.
+type Limits struct {
+	Global     *ratelimit.Limiter
+	Auth       *ratelimit.Limiter
+	AuthPaths  map[string]bool // "POST /api/v1/auth/token"
+	TrustProxy bool            // take the client IP from X-Forwarded-For
+}
+
+// Middleware wraps the whole server: request id, access log, panic
+// recovery, the DELETE body rule, and per-IP rate limits.
+func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 128 {
+			b := make([]byte, 12)
+			_, _ = rand.Read(b)
+			id = hex.EncodeToString(b)
+		}
+		w.Header().Set("X-Request-Id", id)
+		l := log.With("request_id", id)
+		r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, l))
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				l.Error("panic", "panic", p, "stack", string(debug.Stack()))
+				if !sw.wrote {
+					WriteError(sw, r, apperr.New(apperr.Internal, "internal error"))
+				}
+			}
+			l.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+		}()
+		ip := clientIP(r, limits.TrustProxy)
+		if res := limits.Global.Allow(ip); res.Limit > 0 && !limitHeaders(sw, res) {
+			WriteError(sw, r, apperr.New(apperr.RateLimited, "rate limit of %d requests per minute exceeded", res.Limit))
+			return
+		}
+		if limits.AuthPaths[r.Method+" "+r.URL.Path] {
+			if res := limits.Auth.Allow(ip); res.Limit > 0 && !limitHeaders(sw, res) {
+				WriteError(sw, r, apperr.New(apperr.RateLimited, "auth rate limit of %d requests per minute exceeded", res.Limit))
+				return
+			}
+		}
+		if r.Method == http.MethodDelete && strings.Contains(r.Header.Get("Content-Type"), "json") && r.ContentLength == 0 {
+			WriteError(sw, r, apperr.New(apperr.BadRequest, "a DELETE without a body must not send Content-Type: application/json"))
+			return
+		}
+		next.ServeHTTP(sw, r)
+	})
+}
+
+func clientIP(r *http.Request, trustProxy bool) string {
+	if trustProxy {
+		if f := r.Header.Get("X-Forwarded-For"); f != "" {
+			first, _, _ := strings.Cut(f, ",")
+			return strings.TrimSpace(first)
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer
+// (flushing, hijacking for WebSockets).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,253 @@
+package auth
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/dds-project/dds/apperr"
+)
+
+// MaxTokenTTL bounds access-token lifetimes.
+const MaxTokenTTL = 24 * time.Hour
+
+// Authenticator resolves bearer credentials. Valid keys are cached by hash;
+// a revocation (NOTIFY dds_keys) drops the key's entry on every replica at
+// once. lastUsed is kept in memory and flushed in batches, so a request
+// never writes.
+type Authenticator struct {
+	db     *sqlx.DB
+	env    string
+	secret []byte
+	ttl    time.Duration
+	log    *slog.Logger
+
+	mu    sync.RWMutex
+	keys  map[string]cachedKey // key id -> key
+	index map[string]string    // hex hash -> key id
+
+	usedMu sync.Mutex
+	used   map[string]time.Time
+}
+
+type cachedKey struct {
+	p  *Principal
+	at time.Time
+}
+
+// NewAuthenticator builds an authenticator for the deployment's key env.
+func NewAuthenticator(db *sqlx.DB, env string, jwtSecret []byte, cacheTTL time.Duration, log *slog.Logger) *Authenticator {
+	return &Authenticator{db: db, env: env, secret: jwtSecret, ttl: cacheTTL, log: log,
+		keys: map[string]cachedKey{}, index: map[string]string{}, used: map[string]time.Time{}}
+}
+
+// Env is the key environment keys are minted for.
+func (a *Authenticator) Env() string { return a.env }
+
+var errUnauthenticated = apperr.New(apperr.Unauthenticated, "missing or invalid credentials")
+
+// Authenticate resolves "Bearer <key or token>" to a principal.
+func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Principal, error) {
+	cred, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || cred == "" {
+		return nil, apperr.New(apperr.Unauthenticated, "missing Authorization: Bearer <API key or access token>")
+	}
+	cred = strings.TrimSpace(cred)
+	if strings.HasPrefix(cred, keyPrefix) {
+		return a.authenticateKey(ctx, cred)
+	}
+	return a.authenticateToken(ctx, cred)
+}
+
+func (a *Authenticator) authenticateKey(ctx context.Context, key string) (*Principal, error) {
+	env, ok := KeyEnv(key)
+	if !ok {
+		return nil, errUnauthenticated
+	}
+	if env != a.env {
+		return nil, apperr.New(apperr.Unauthenticated, "this API key belongs to the %q environment; this deployment accepts %q keys", env, a.env)
+	}
+	h := hex.EncodeToString(HashKey(key))
+	a.mu.RLock()
+	id, hit := a.index[h]
+	k := a.keys[id]
+	a.mu.RUnlock()
+	if hit && k.p != nil && time.Since(k.at) < a.ttl {
+		a.touch(id)
+		return k.p, nil
+	}
+	var row struct {
+		ID       string         `db:"id"`
+		TenantID string         `db:"tenant_id"`
+		Scopes   pq.StringArray `db:"scopes"`
+	}
+	err := a.db.GetContext(ctx, &row, `SELECT id, tenant_id, scopes FROM dds.api_keys WHERE key_hash = $1 AND revoked_at IS NULL`, HashKey(key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errUnauthenticated
+	}
+	if err != nil {
+		return nil, apperr.Wrap(err, "authentication failed")
+	}
+	scopes, err := ParseScopes(row.Scopes)
+	if err != nil {
+		return nil, apperr.Wrap(err, "stored scopes are invalid")
+	}
+	p := &Principal{TenantID: row.TenantID, KeyID: row.ID, Scopes: scopes}
+	a.mu.Lock()
+	a.keys[row.ID] = cachedKey{p: p, at: time.Now()}
+	a.index[h] = row.ID
+	a.mu.Unlock()
+	a.touch(row.ID)
+	return p, nil
+}
+
+// keyValid reports whether the key that minted a token is still valid.
+func (a *Authenticator) keyValid(ctx context.Context, keyID string) (bool, error) {
+	a.mu.RLock()
+	k, hit := a.keys[keyID]
+	a.mu.RUnlock()
+	if hit && time.Since(k.at) < a.ttl {
+		return true, nil
+	}
+	var ok bool
+	err := a.db.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM dds.api_keys WHERE id = $1 AND revoked_at IS NULL)`, keyID)
+	if err != nil {
+		return false, apperr.Wrap(err, "authentication failed")
+	}
+	if ok {
+		a.mu.Lock()
+		if _, present := a.keys[keyID]; !present {
+			a.keys[keyID] = cachedKey{at: time.Now()}
+		}
+		a.mu.Unlock()
+	}
+	return ok, nil
+}
+
+// Revoked drops a key (and so the tokens it minted) from the cache; wired to
+// NOTIFY dds_keys.
+func (a *Authenticator) Revoked(keyID string) {
+	a.mu.Lock()
+	delete(a.keys, keyID)
+	for h, id := range a.index {
+		if id == keyID {
+			delete(a.index, h)
+		}
+	}
+	a.mu.Unlock()
+}
+
+// Flush drops every cached key (after a missed-notification window).
+func (a *Authenticator) Flush() {
+	a.mu.Lock()
+	a.keys = map[string]cachedKey{}
+	a.index = map[string]string{}
+	a.mu.Unlock()
+}
+
+func (a *Authenticator) touch(keyID string) {
+	a.usedMu.Lock()
+	a.used[keyID] = time.Now()
+	a.usedMu.Unlock()
+}
+
+// FlushLastUsed writes the lastUsed times gathered since the last call in one
+// statement.
+func (a *Authenticator) FlushLastUsed(ctx context.Context) error {
+	a.usedMu.Lock()
+	used := a.used
+	a.used = map[string]time.Time{}
+	a.usedMu.Unlock()
+	if len(used) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(used))
+	times := make([]time.Time, 0, len(used))
+	for id, t := range used {
+		ids = append(ids, id)
+		times = append(times, t)
+	}
+	_, err := a.db.ExecContext(ctx, `UPDATE dds.api_keys k SET last_used = u.t
+		FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, t)
+		WHERE k.id = u.id AND (k.last_used IS NULL OR k.last_used < u.t)`, pq.Array(ids), pq.Array(times))
+	return err
+}
+
+// Run flushes lastUsed every interval until ctx ends (and once more then).
+func (a *Authenticator) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := a.FlushLastUsed(fctx); err != nil {
+				a.log.Warn("flush lastUsed", "err", err)
+			}
+			cancel()
+			return
+		case <-t.C:
+			if err := a.FlushLastUsed(ctx); err != nil {
+				a.log.Warn("flush lastUsed", "err", err)
+			}
+		}
+	}
+}
+
+type tokenClaims struct {
+	Scopes []string `json:"scp"`
+	KeyID  string   `json:"kid"`
+	jwt.RegisteredClaims
+}
+
+// Mint issues an access token for p narrowed to scopes, valid for ttl.
+func (a *Authenticator) Mint(p *Principal, scopes Scopes, ttl time.Duration) (string, time.Time, error) {
+	if !p.Scopes.Covers(scopes) {
+		return "", time.Time{}, apperr.Field("scopes", "a token cannot have scopes its key lacks")
+	}
+	if ttl <= 0 || ttl > MaxTokenTTL {
+		return "", time.Time{}, apperr.Field("expiresIn", "must be between 1 and %d seconds", int(MaxTokenTTL.Seconds()))
+	}
+	now := time.Now()
+	exp := now.Add(ttl)
+	claims := tokenClaims{Scopes: scopes.Strings(), KeyID: p.KeyID, RegisteredClaims: jwt.RegisteredClaims{
+		Issuer: "dds", Subject: p.TenantID, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
+		ID: uuid.NewString(), Audience: jwt.ClaimStrings{a.env},
+	}}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(a.secret)
+	if err != nil {
+		return "", time.Time{}, apperr.Wrap(err, "sign token")
+	}
+	return s, exp, nil
+}
+
+func (a *Authenticator) authenticateToken(ctx context.Context, raw string) (*Principal, error) {
+	var c tokenClaims
+	_, err := jwt.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return a.secret, nil },
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer("dds"), jwt.WithAudience(a.env), jwt.WithExpirationRequired())
+	if err != nil {
+		return nil, errUnauthenticated
+	}
+	scopes, err := ParseScopes(c.Scopes)
+	if err != nil {
+		return nil, errUnauthenticated
+	}
+	ok, err := a.keyValid(ctx, c.KeyID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apperr.New(apperr.Unauthenticated, "the API key that issued this token was revoked")
+	}
+	return &Principal{TenantID: c.Subject, KeyID: c.KeyID, Scopes: scopes, Token: true}, nil
+}

@@ -1,0 +1,237 @@
+// Command dds is the one DDS binary:
+//
+//	dds serve                      the HTTP server
+//	dds worker                     the Temporal worker (relay, deliveries, files)
+//	dds migrate                    apply control-plane migrations
+//	dds tenant create --name NAME  create a tenant and print its admin key once
+//	dds dev                        migrate, ensure a dev tenant, run server and worker together
+//
+// Configuration comes from the environment (see config.Config).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/config"
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/server"
+	"github.com/dds-project/dds/worker"
+)
+
+const usage = `usage: dds <command> [flags]
+
+commands:
+  serve                         run the HTTP server
+  worker                        run the Temporal worker
+  migrate                       apply control-plane migrations
+  tenant create --name NAME     create a tenant; prints its admin key once (--json for JSON)
+  dev                           migrate, ensure a "dev" tenant, run server + worker, print a fresh admin key
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "dds:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errors.New("no command")
+	}
+	switch args[0] {
+	case "serve":
+		return withConfig(func(cfg *config.Config, log *slog.Logger) error { return serve(ctx, cfg, log) })
+	case "worker":
+		return withConfig(func(cfg *config.Config, log *slog.Logger) error { return runWorker(ctx, cfg, log) })
+	case "migrate":
+		return withConfig(func(cfg *config.Config, log *slog.Logger) error { return migrate(ctx, cfg) })
+	case "tenant":
+		return tenantCmd(ctx, args[1:])
+	case "dev":
+		return dev(ctx)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return nil
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func withConfig(fn func(*config.Config, *slog.Logger) error) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	return fn(cfg, newLogger(cfg))
+}
+
+func newLogger(cfg *config.Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+func migrate(ctx context.Context, cfg *config.Config) error {
+	d, err := db.Open(ctx, cfg.DatabaseURL, 2)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return db.Migrate(ctx, d.DB)
+}
+
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	s, err := server.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Run(ctx)
+}
+
+func runWorker(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	w, err := worker.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return w.Run(ctx)
+}
+
+func tenantCmd(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: dds tenant create --name NAME [--json]")
+	}
+	fs := flag.NewFlagSet("tenant create", flag.ContinueOnError)
+	name := fs.String("name", "", "tenant name")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	return withConfig(func(cfg *config.Config, log *slog.Logger) error {
+		s, err := server.New(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		c, err := s.Tenants.Create(ctx, *name)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(os.Stdout).Encode(map[string]string{"tenantId": c.TenantID, "apiKey": c.APIKey})
+		}
+		fmt.Printf("tenant %s (%s)\nadmin key (shown once): %s\n", c.Name, c.TenantID, c.APIKey)
+		return nil
+	})
+}
+
+// dev runs everything in one process for a developer's machine. Missing
+// secrets are generated once and kept under .dds/.
+func dev(ctx context.Context) error {
+	for env, file := range map[string]string{"DDS_JWT_SECRET": "jwt-secret", "DDS_OPERATOR_TOKEN": "operator-token"} {
+		if os.Getenv(env) != "" {
+			continue
+		}
+		v, err := devSecret(filepath.Join(".dds", file))
+		if err != nil {
+			return err
+		}
+		os.Setenv(env, v)
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg)
+	if err := migrate(ctx, cfg); err != nil {
+		return err
+	}
+	s, err := server.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	tenantID, key, err := devTenant(ctx, s, cfg)
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	fmt.Printf(`
+DDS is running.
+  API:          http://%[1]s/api/v1
+  GraphQL:      http://%[1]s/api/v1/dynamic-gql/%[2]s
+  Temporal UI:  http://127.0.0.1:8233
+  Tenant:       dev (%[2]s)
+  Admin key:    %[3]s   (a fresh key each start; older dev keys stay valid)
+  Operator token (POST /api/v1/tenants): see .dds/operator-token
+
+Try:  curl -H "Authorization: Bearer %[3]s" http://%[1]s/api/v1/schemas
+Ctrl-C stops everything.
+
+`, cfg.HTTPAddr, tenantID, key)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.Run(gctx) })
+	g.Go(func() error { return w.Run(gctx) })
+	return g.Wait()
+}
+
+func devTenant(ctx context.Context, s *server.Server, cfg *config.Config) (string, string, error) {
+	var id string
+	err := s.DB.GetContext(ctx, &id, `SELECT id FROM dds.tenants WHERE name = 'dev' ORDER BY created_at LIMIT 1`)
+	if err != nil {
+		c, err := s.Tenants.Create(ctx, "dev")
+		if err != nil {
+			return "", "", err
+		}
+		return c.TenantID, c.APIKey, nil
+	}
+	admin, _ := auth.ParseScopes([]string{"*:*:*"})
+	k, err := auth.NewKeys(s.DB, cfg.Env).Create(ctx, id, "dev admin", admin)
+	if err != nil {
+		return "", "", err
+	}
+	return id, k.Key, nil
+}
+
+func devSecret(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	v := hex.EncodeToString(b)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return v, os.WriteFile(path, []byte(v+"\n"), 0o600)
+}

@@ -1,0 +1,75 @@
+// Package config loads the process configuration from the environment once,
+// at start-up, reporting every missing or malformed variable at once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is the whole configuration of the server and worker processes.
+type Config struct {
+	DatabaseURL string `env:"DATABASE_URL,required"`
+	HTTPAddr    string `env:"DDS_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	PublicURL   string `env:"DDS_PUBLIC_URL" envDefault:"http://127.0.0.1:8080"`
+	// Env is the key environment of this deployment: keys of the other
+	// environment are refused with 401.
+	Env           string `env:"DDS_ENV" envDefault:"live"`
+	OperatorToken string `env:"DDS_OPERATOR_TOKEN"`
+	JWTSecret     string `env:"DDS_JWT_SECRET,required"`
+	LogLevel      string `env:"DDS_LOG_LEVEL" envDefault:"info"`
+	LogFormat     string `env:"DDS_LOG_FORMAT" envDefault:"text"`
+	MaxBodyBytes  int64  `env:"DDS_MAX_BODY_BYTES" envDefault:"16777216"`
+	DBMaxConns    int    `env:"DDS_DB_MAX_CONNS" envDefault:"40"`
+
+	// Rate limits per minute; 0 disables a layer.
+	RateGlobal int  `env:"DDS_RATE_GLOBAL" envDefault:"500"`
+	RateAuth   int  `env:"DDS_RATE_AUTH" envDefault:"20"`
+	RateTenant int  `env:"DDS_RATE_TENANT" envDefault:"300"`
+	TrustProxy bool `env:"DDS_TRUST_PROXY" envDefault:"false"`
+
+	TemporalAddress   string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
+	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
+	TemporalTaskQueue string `env:"DDS_TASK_QUEUE" envDefault:"dds"`
+
+	AuthCacheTTL time.Duration `env:"DDS_AUTH_CACHE_TTL" envDefault:"5m"`
+
+	// File storage (storage.Config). DDS_PUBLIC_URL is the base of local
+	// presigned URLs.
+	FileStorageDriver      string        `env:"FILE_STORAGE_DRIVER" envDefault:"local"`
+	FileStorageLocalDir    string        `env:"FILE_STORAGE_LOCAL_DIR" envDefault:".dds/files"`
+	FileStorageLocalSecret string        `env:"FILE_STORAGE_LOCAL_SECRET"`
+	FileStorageS3Endpoint  string        `env:"FILE_STORAGE_S3_ENDPOINT"`
+	FileStorageS3Region    string        `env:"FILE_STORAGE_S3_REGION" envDefault:"us-east-1"`
+	FileStorageS3Bucket    string        `env:"FILE_STORAGE_S3_BUCKET" envDefault:"dds-files"`
+	FileStorageS3AccessKey string        `env:"FILE_STORAGE_S3_ACCESS_KEY"`
+	FileStorageS3SecretKey string        `env:"FILE_STORAGE_S3_SECRET_KEY"`
+	FileStorageS3PathStyle bool          `env:"FILE_STORAGE_S3_PATH_STYLE" envDefault:"true"`
+	FileStorageURLTTL      time.Duration `env:"FILE_STORAGE_URL_TTL" envDefault:"15m"`
+	// Grace after an upload URL expires before an unconfirmed upload is
+	// deleted and marked expired.
+	FileUploadGrace time.Duration `env:"FILE_STORAGE_UPLOAD_GRACE" envDefault:"10m"`
+}
+
+// Load reads the environment. Every problem is reported in one error.
+func Load() (*Config, error) {
+	var c Config
+	err := env.Parse(&c)
+	var problems []error
+	if err != nil {
+		problems = append(problems, err)
+	}
+	if c.Env != "live" && c.Env != "test" {
+		problems = append(problems, fmt.Errorf(`DDS_ENV must be "live" or "test", got %q`, c.Env))
+	}
+	if c.JWTSecret != "" && len(c.JWTSecret) < 32 {
+		problems = append(problems, errors.New("DDS_JWT_SECRET must be at least 32 characters"))
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return &c, nil
+}

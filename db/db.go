@@ -1,0 +1,64 @@
+// Package db opens the Postgres connection pool and applies the embedded,
+// versioned control-plane migrations.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the Postgres driver
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Open connects to url, checks the connection and sizes the pool.
+func Open(ctx context.Context, url string, maxConns int) (*sqlx.DB, error) {
+	d, err := sqlx.Open("postgres", url)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if maxConns <= 0 {
+		maxConns = 20
+	}
+	d.SetMaxOpenConns(maxConns)
+	d.SetMaxIdleConns(maxConns)
+	d.SetConnMaxIdleTime(5 * time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := d.PingContext(pctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return d, nil
+}
+
+// Migrate applies every pending migration. Concurrent callers (replicas
+// starting together, parallel test packages) are serialised by a Postgres
+// advisory lock.
+func Migrate(ctx context.Context, d *sql.DB) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, d, sub,
+		goose.WithSessionLocker(locker), goose.WithAllowOutofOrder(true))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	return nil
+}

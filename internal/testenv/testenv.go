@@ -1,0 +1,218 @@
+// Package testenv gives integration tests the real services: the migrated
+// Postgres of `make test`, a real DDS server on 127.0.0.1, and a fresh tenant
+// per test so tests run in parallel without seeing each other.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/dds-project/dds/config"
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/server"
+)
+
+// OperatorToken is the operator token of test servers.
+const OperatorToken = "test-operator-token-0123456789abcdef"
+
+var (
+	dbOnce sync.Once
+	dbConn *sqlx.DB
+	dbErr  error
+)
+
+// DatabaseURL returns the test database URL or fails the test.
+func DatabaseURL(t testing.TB) string {
+	u := os.Getenv("DATABASE_URL")
+	if u == "" {
+		t.Fatal("DATABASE_URL is not set: run the tests with `make test` (it starts Postgres and exports the environment)")
+	}
+	return u
+}
+
+// DB returns a migrated connection pool shared by the test binary.
+func DB(t testing.TB) *sqlx.DB {
+	url := DatabaseURL(t)
+	dbOnce.Do(func() {
+		ctx := context.Background()
+		dbConn, dbErr = db.Open(ctx, url, 20)
+		if dbErr == nil {
+			dbErr = db.Migrate(ctx, dbConn.DB)
+		}
+	})
+	if dbErr != nil {
+		t.Fatalf("test database: %v", dbErr)
+	}
+	return dbConn
+}
+
+// Config returns a server configuration for tests: rate limits off unless
+// a test turns them on.
+func Config(t testing.TB) *config.Config {
+	return &config.Config{
+		DatabaseURL: DatabaseURL(t), HTTPAddr: "127.0.0.1:0", PublicURL: "http://127.0.0.1:0", Env: "test",
+		OperatorToken: OperatorToken, JWTSecret: "test-jwt-secret-0123456789abcdef0123456789",
+		MaxBodyBytes: 16 << 20, DBMaxConns: 20, AuthCacheTTL: time.Minute,
+		TemporalAddress: os.Getenv("TEMPORAL_ADDRESS"), TemporalNamespace: "default", TemporalTaskQueue: "dds",
+	}
+}
+
+// App is a running DDS server.
+type App struct {
+	URL    string
+	Server *server.Server
+	Client *http.Client
+}
+
+var (
+	appOnce sync.Once
+	shared  *App
+	appErr  error
+)
+
+// Server returns the server shared by the test binary (rate limits off).
+func Server(t testing.TB) *App {
+	DB(t)
+	appOnce.Do(func() { shared, appErr = start(Config(t)) })
+	if appErr != nil {
+		t.Fatalf("start server: %v", appErr)
+	}
+	return shared
+}
+
+// NewServer starts a dedicated server with cfg (for tests that change
+// configuration, such as rate limits); it stops when the test ends.
+func NewServer(t testing.TB, cfg *config.Config) *App {
+	DB(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := startCtx(ctx, cfg)
+	if err != nil {
+		cancel()
+		t.Fatalf("start server: %v", err)
+	}
+	t.Cleanup(func() { cancel(); a.Server.Close() })
+	return a
+}
+
+func start(cfg *config.Config) (*App, error) { return startCtx(context.Background(), cfg) }
+
+func startCtx(ctx context.Context, cfg *config.Config) (*App, error) {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := server.New(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go s.Serve(ctx, ln)
+	return &App{URL: "http://" + ln.Addr().String(), Server: s, Client: &http.Client{Timeout: 60 * time.Second}}, nil
+}
+
+// Tenant creates a fresh tenant and returns its id and admin key.
+func (a *App) Tenant(t testing.TB) (string, string) {
+	t.Helper()
+	c, err := a.Server.Tenants.Create(context.Background(), t.Name())
+	if err != nil {
+		t.Fatalf("create tenant: %v", err)
+	}
+	return c.TenantID, c.APIKey
+}
+
+// Response is a captured HTTP response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic value (numbers as float64).
+func (r *Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response is not a JSON object (status %d): %s", r.Status, r.Body)
+	}
+	return m
+}
+
+// Decode decodes the body into v.
+func (r *Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode response (status %d): %v: %s", r.Status, err, r.Body)
+	}
+}
+
+// Do sends a request with a bearer credential (empty for none). body may be
+// nil, a string or []byte (sent as is), or any value (sent as JSON).
+func (a *App) Do(t testing.TB, method, path, key string, body any, headers ...string) *Response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, a.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	resp, err := a.Client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// Must is Do that fails the test unless the status is want.
+func (a *App) Must(t testing.TB, want int, method, path, key string, body any) *Response {
+	t.Helper()
+	r := a.Do(t, method, path, key, body)
+	if r.Status != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.Status, want, r.Body)
+	}
+	return r
+}
+
+// Schema creates (and, for a tenant's first schema, activates) a schema.
+func (a *App) Schema(t testing.TB, key string, def any) map[string]any {
+	t.Helper()
+	return a.Must(t, http.StatusCreated, "POST", "/api/v1/schemas", key, def).JSON(t)
+}

@@ -1,0 +1,357 @@
+package query
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/schema"
+	"github.com/google/uuid"
+)
+
+// Compiler compiles plans against one schema version stored in one Postgres
+// schema. It is immutable and safe for concurrent use.
+type Compiler struct {
+	def *schema.Definition
+	pg  string
+}
+
+// New returns a compiler for def, whose tables live in Postgres schema pg.
+func New(def *schema.Definition, pg string) *Compiler { return &Compiler{def: def, pg: pg} }
+
+// Definition returns the schema the compiler serves.
+func (c *Compiler) Definition() *schema.Definition { return c.def }
+
+// Table is the quoted, schema-qualified table of an entity or relationship.
+func (c *Compiler) Table(name string) string { return schema.QualifiedIdent(c.pg, name) }
+
+// Entity looks up an entity by exact name; NOT_FOUND otherwise.
+func (c *Compiler) Entity(name string) (*schema.Entity, error) {
+	e, ok := c.def.Entity(name)
+	if !ok {
+		return nil, apperr.New(apperr.NotFound, "entity %q does not exist in the active schema (names are case-sensitive)", name)
+	}
+	return e, nil
+}
+
+// Relationship looks up a relationship by exact name; NOT_FOUND otherwise.
+func (c *Compiler) Relationship(name string) (*schema.Relationship, error) {
+	r, ok := c.def.Relationship(name)
+	if !ok {
+		return nil, apperr.New(apperr.NotFound, "relationship %q does not exist in the active schema (names are case-sensitive)", name)
+	}
+	return r, nil
+}
+
+// Args accumulates bind parameters; Add returns the placeholder.
+type Args struct{ list []any }
+
+// Add binds v and returns "$n::cast" (or "$n" when cast is empty).
+func (a *Args) Add(v any, cast string) string {
+	a.list = append(a.list, v)
+	if cast == "" {
+		return fmt.Sprintf("$%d", len(a.list))
+	}
+	return fmt.Sprintf("$%d::%s", len(a.list), cast)
+}
+
+// List returns the bound values.
+func (a *Args) List() []any { return a.list }
+
+// Columns is the select list of a record of e (system fields first, then the
+// selected user fields in schema order) read from table alias tbl.
+func (c *Compiler) Columns(e *schema.Entity, fields []string, tbl string) ([]string, error) {
+	return columns(e, fields, tbl, "select", "")
+}
+
+func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]string, error) {
+	cols := []string{tbl + `."id"`, tbl + `."createdAt"`, tbl + `."updatedAt"`}
+	if fields == nil {
+		for i := range e.Fields {
+			if e.Fields[i].Name != skip {
+				cols = append(cols, column(&e.Fields[i], tbl))
+			}
+		}
+		return cols, nil
+	}
+	want := map[string]bool{}
+	for _, f := range fields {
+		if schema.IsReserved(f) {
+			continue
+		}
+		if _, ok := e.Field(f); !ok {
+			return nil, apperr.Field(path, "unknown field %q on %s", f, e.Name)
+		}
+		want[f] = true
+	}
+	for i := range e.Fields {
+		if want[e.Fields[i].Name] && e.Fields[i].Name != skip {
+			cols = append(cols, column(&e.Fields[i], tbl))
+		}
+	}
+	return cols, nil
+}
+
+func column(f *schema.Field, tbl string) string {
+	expr := schema.SelectExpr(f, tbl)
+	if f.Type == schema.Vector {
+		return expr + " AS " + schema.Ident(f.Name)
+	}
+	return expr
+}
+
+// ParseID validates a record id; a malformed id is simply not found.
+func ParseID(entity, id string) (string, error) {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return "", apperr.New(apperr.NotFound, "%s %q not found", entity, id)
+	}
+	return u.String(), nil
+}
+
+// Get compiles a read of one record by id (with nested relationship
+// selections). The statement returns no row when the record does not exist.
+func (c *Compiler) Get(entity, id string, sel Selection) (Statement, error) {
+	e, err := c.Entity(entity)
+	if err != nil {
+		return Statement{}, err
+	}
+	if id, err = ParseID(entity, id); err != nil {
+		return Statement{}, err
+	}
+	var a Args
+	b := &builder{c: c, a: &a}
+	cols, err := b.record(e, sel, "t", "select", "", 0)
+	if err != nil {
+		return Statement{}, err
+	}
+	sql := fmt.Sprintf(`SELECT row_to_json(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE t."id" = %s`,
+		c.Table(e.Name), strings.Join(cols, ", "), a.Add(id, "uuid"))
+	return Statement{SQL: sql, Args: a.List()}, nil
+}
+
+// CheckPage validates limit and offset, applying the default limit.
+func CheckPage(limit, offset int) (int, error) {
+	return checkPage(limit, offset, "")
+}
+
+func checkPage(limit, offset int, path string) (int, error) {
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	if limit < 1 || limit > MaxLimit {
+		return 0, apperr.Field(joinPath(path, "limit"), "must be between 1 and %d", MaxLimit)
+	}
+	if offset < 0 {
+		return 0, apperr.Field(joinPath(path, "offset"), "must not be negative")
+	}
+	return limit, nil
+}
+
+// MaxDepth bounds the nesting of relationship selections.
+const MaxDepth = 5
+
+// record renders the select list of a record of e read from alias tbl,
+// including nested relationship selections as correlated subqueries.
+// skip omits one user field (shadowed by edge members).
+func (b *builder) record(e *schema.Entity, sel Selection, tbl, path, skip string, depth int) ([]string, error) {
+	cols, err := columns(e, sel.Fields, tbl, joinPath(path, "select"), skip)
+	if err != nil {
+		return nil, err
+	}
+	if len(sel.Nested) == 0 {
+		return cols, nil
+	}
+	if depth >= MaxDepth {
+		return nil, apperr.Field(path, "relationship selections nest at most %d levels deep", MaxDepth)
+	}
+	taken := map[string]bool{schema.ColID: true, schema.ColCreatedAt: true, schema.ColUpdatedAt: true}
+	for i := range e.Fields {
+		taken[e.Fields[i].Name] = true
+	}
+	for i, n := range sel.Nested {
+		npath := fmt.Sprintf("%s[%d]", joinPath(path, "traverse"), i)
+		key := n.Key
+		if key == "" {
+			key = n.Relationship
+		}
+		if taken[key] || key == "" {
+			return nil, apperr.Field(npath, "key %q is already used by a field or another traversal", key)
+		}
+		taken[key] = true
+		sub, err := b.nested(e, tbl, n, npath, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, sub+" AS "+quoteAlias(key))
+	}
+	return cols, nil
+}
+
+// orderKey is one compiled sort key.
+type orderKey struct {
+	ref  ref
+	desc bool
+}
+
+func (k orderKey) sql(expr string, reverse bool) string {
+	d := k.desc != reverse
+	if d {
+		return expr + " DESC"
+	}
+	return expr + " ASC"
+}
+
+// orderKeys resolves sort keys; id is always the last key.
+func orderKeys(e *schema.Entity, keys []Order, tbl, path string) ([]orderKey, error) {
+	var out []orderKey
+	idDesc := false
+	for i, k := range keys {
+		r, ok := entityRef(e, k.Field, tbl)
+		if !ok {
+			return nil, apperr.Field(joinPath(path, "orderBy"), "unknown field %q on %s", k.Field, e.Name)
+		}
+		if r.id {
+			if i == len(keys)-1 {
+				idDesc = k.Desc
+			}
+			continue
+		}
+		if !r.f.Ordered() && r.f.Type != schema.Boolean {
+			return nil, apperr.Field(joinPath(path, "orderBy"), "cannot sort by %s field %q", describeType(r.f), k.Field)
+		}
+		out = append(out, orderKey{ref: r, desc: k.Desc})
+	}
+	idRef, _ := entityRef(e, schema.ColID, tbl)
+	return append(out, orderKey{ref: idRef, desc: idDesc}), nil
+}
+
+func describeType(f *schema.Field) string {
+	if f.List {
+		return string(f.Type) + " list"
+	}
+	return string(f.Type)
+}
+
+func renderOrder(keys []orderKey, reverse bool) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k.sql(k.ref.expr, reverse)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// List compiles a list of records into {"items": [...], "count": n}; count
+// is present only when IncludeCount is set. The page is selected first
+// (filter, search, seek, order, limit, offset) and only its rows are turned
+// into JSON (with their nested selections), aggregated in page order.
+func (c *Compiler) List(l List) (Statement, error) {
+	e, err := c.Entity(l.Entity)
+	if err != nil {
+		return Statement{}, err
+	}
+	limit, err := CheckPage(l.Limit, l.Offset)
+	if err != nil {
+		return Statement{}, err
+	}
+	var a Args
+	b := &builder{c: c, a: &a}
+	s := &scope{b: b, path: "where", ent: e, tbl: "t", related: true}
+	where, err := s.filter(l.Where)
+	if err != nil {
+		return Statement{}, err
+	}
+	var rank string
+	if l.Search != "" {
+		if len(e.SearchableFields()) == 0 {
+			return Statement{}, apperr.Field("search", "%s has no searchable fields", e.Name)
+		}
+		if err := checkSearch(l.Search); err != nil {
+			return Statement{}, err
+		}
+		q := "websearch_to_tsquery('english', " + a.Add(l.Search, "text") + ")"
+		where = and(where, `t."_search" @@ `+q)
+		if len(l.OrderBy) == 0 {
+			rank = `ts_rank(t."_search", ` + q + `)`
+		}
+	}
+	keys, err := orderKeys(e, l.OrderBy, "t", "")
+	if err != nil {
+		return Statement{}, err
+	}
+	pageWhere := where
+	if l.Seek != nil {
+		if rank != "" {
+			return Statement{}, apperr.Field("search", "cursor pagination needs an explicit orderBy with search")
+		}
+		p, err := keyset(keys, l.Seek.Values, l.Seek.Backward, &a)
+		if err != nil {
+			return Statement{}, err
+		}
+		pageWhere = and(pageWhere, p)
+	}
+	backward := l.Seek != nil && l.Seek.Backward
+	cols, err := b.record(e, l.Select, "t", "", "", 0)
+	if err != nil {
+		return Statement{}, err
+	}
+	innerOrder, aggOrder := renderOrder(keys, backward), renderOrder(keys, false)
+	extra := ""
+	if rank != "" {
+		extra = ", " + rank + ` AS "_rank"`
+		innerOrder = `"_rank" DESC, ` + innerOrder
+		aggOrder = `t."_rank" DESC, ` + aggOrder
+	}
+	page := fmt.Sprintf("SELECT t.*%s FROM %s t WHERE %s ORDER BY %s LIMIT %s OFFSET %s",
+		extra, c.Table(e.Name), pageWhere, innerOrder, a.Add(limit, "int"), a.Add(l.Offset, "int"))
+	sql := fmt.Sprintf(`SELECT json_build_object('items', (SELECT coalesce(json_agg(r ORDER BY %s), '[]'::json) FROM (%s) t CROSS JOIN LATERAL (SELECT %s) r)`,
+		aggOrder, page, strings.Join(cols, ", "))
+	if l.IncludeCount {
+		sql += fmt.Sprintf(`, 'count', (SELECT count(*) FROM %s t WHERE %s)`, c.Table(e.Name), where)
+	}
+	sql += ")"
+	return Statement{SQL: sql, Args: a.List()}, nil
+}
+
+// Count compiles the number of records matching where (GraphQL
+// <entity>Count, connections' totalCount): one row, one bigint column.
+func (c *Compiler) Count(entity string, where Filter, search string) (Statement, error) {
+	e, err := c.Entity(entity)
+	if err != nil {
+		return Statement{}, err
+	}
+	var a Args
+	b := &builder{c: c, a: &a}
+	s := &scope{b: b, path: "where", ent: e, tbl: "t", related: true}
+	w, err := s.filter(where)
+	if err != nil {
+		return Statement{}, err
+	}
+	if search != "" {
+		if len(e.SearchableFields()) == 0 {
+			return Statement{}, apperr.Field("search", "%s has no searchable fields", e.Name)
+		}
+		if err := checkSearch(search); err != nil {
+			return Statement{}, err
+		}
+		w = and(w, `t."_search" @@ websearch_to_tsquery('english', `+a.Add(search, "text")+")")
+	}
+	return Statement{SQL: fmt.Sprintf("SELECT count(*) FROM %s t WHERE %s", c.Table(e.Name), w), Args: a.List()}, nil
+}
+
+func checkSearch(s string) error {
+	if _, err := textArg(s); err != nil {
+		return apperr.Field("search", "%s", err.Error())
+	}
+	if len(s) > 1000 {
+		return apperr.Field("search", "must be at most 1000 characters")
+	}
+	return nil
+}
+
+func and(a, b string) string {
+	if a == "TRUE" {
+		return b
+	}
+	return a + " AND " + b
+}

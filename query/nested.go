@@ -1,0 +1,204 @@
+package query
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/schema"
+)
+
+// nested compiles a relationship selection of the parent record (entity pe,
+// alias ptbl) into a correlated subquery returning a JSON array:
+//
+//	(SELECT coalesce(json_agg(r ORDER BY <keys>), '[]') FROM (
+//	   SELECT n.*, <edge columns> FROM (<edges of the parent>) e
+//	   JOIN <target> n ON n."id" = e."_other"
+//	   WHERE <where on n> AND <edgeWhere on e>
+//	   ORDER BY <keys> LIMIT l OFFSET o) n
+//	 CROSS JOIN LATERAL (SELECT <selected columns>) r)
+//
+// The page is chosen before any JSON is built; the aggregate re-applies the
+// page order, so item order is deterministic (ties broken by edge id).
+// Default order is the edges' creation order.
+func (b *builder) nested(pe *schema.Entity, ptbl string, n Nested, path string, depth int) (string, error) {
+	c := b.c
+	rel, dirs, err := c.relationshipFor(pe, n.Relationship, n.Direction, path)
+	if err != nil {
+		return "", err
+	}
+	oe, _ := c.def.Entity(otherEnd(rel, dirs[0]))
+	limit, err := checkPage(n.Limit, n.Offset, path)
+	if err != nil {
+		return "", err
+	}
+	e, t, r := b.alias("e"), b.alias("n"), b.alias("r")
+
+	// Edges of the parent, tagged with their direction and far end.
+	branches := make([]string, len(dirs))
+	for i, d := range dirs {
+		self, far := `"source_id"`, `"target_id"`
+		if d == DirIn {
+			self, far = far, self
+		}
+		x := b.alias("x")
+		branches[i] = fmt.Sprintf(`SELECT %s."id", %s."properties", %s."created_at", '%s'::text AS "_dir", %s.%s AS "_other" FROM %s %s WHERE %s.%s = %s."id"`,
+			x, x, x, d, x, far, c.Table(schema.RelTable(rel)), x, x, self, ptbl)
+	}
+	edges := strings.Join(branches, " UNION ALL ")
+
+	ns := &scope{b: b, path: joinPath(path, "where"), ent: oe, tbl: t, related: true}
+	where, err := ns.filter(n.Where)
+	if err != nil {
+		return "", err
+	}
+	es := &scope{b: b, path: joinPath(path, "edgeWhere"), rel: rel, tbl: e}
+	ew, err := es.filter(n.EdgeWhere)
+	if err != nil {
+		return "", err
+	}
+	where = and(where, ew)
+
+	var innerOrder, aggOrder string
+	if len(n.OrderBy) == 0 {
+		innerOrder = fmt.Sprintf(`%s."created_at" ASC, %s."id" ASC`, e, e)
+		aggOrder = fmt.Sprintf(`%s."_ecreated" ASC, %s."_eid" ASC`, t, t)
+	} else {
+		keys, err := orderKeys(oe, n.OrderBy, t, path)
+		if err != nil {
+			return "", err
+		}
+		keys = keys[:len(keys)-1] // the edge id breaks ties: a node may appear once per edge
+		parts := renderOrder(keys, false)
+		if parts != "" {
+			parts += ", "
+		}
+		innerOrder = parts + e + `."id" ASC`
+		aggOrder = parts + t + `."_eid" ASC`
+	}
+
+	skip := ""
+	if n.Edges {
+		skip = "properties"
+	}
+	cols, err := b.record(oe, n.Select, t, path, skip, depth)
+	if err != nil {
+		return "", err
+	}
+	if n.Edges {
+		cols = append(cols,
+			fmt.Sprintf(`json_build_object('id', %s."_eid", 'type', %s, 'direction', %s."_edir", 'createdAt', %s."_ecreated") AS "_relationship"`,
+				t, sqlString(rel.Name), t, t),
+			t+`."_eprops" AS "properties"`)
+	}
+	page := fmt.Sprintf(`SELECT %s.*, %s."id" AS "_eid", %s."properties" AS "_eprops", %s."created_at" AS "_ecreated", %s."_dir" AS "_edir" FROM (%s) %s JOIN %s %s ON %s."id" = %s."_other" WHERE %s ORDER BY %s LIMIT %s OFFSET %s`,
+		t, e, e, e, e, edges, e, c.Table(oe.Name), t, t, e, where, innerOrder, b.a.Add(limit, "int"), b.a.Add(n.Offset, "int"))
+	return fmt.Sprintf(`(SELECT coalesce(json_agg(%s ORDER BY %s), '[]'::json) FROM (%s) %s CROSS JOIN LATERAL (SELECT %s) %s)`,
+		r, aggOrder, page, t, strings.Join(cols, ", "), r), nil
+}
+
+// RelationshipList compiles the edges of one record (REST GET
+// .../{Entity}/{id}/relationships/{rel}) into {"items": [...]} where each
+// item is the far node with "_relationship" and "properties" members (see
+// Nested.Edges). n.Relationship names the relationship; n.Edges is implied.
+// The statement returns no row when the source record does not exist.
+func (c *Compiler) RelationshipList(entity, id string, n Nested) (Statement, error) {
+	e, err := c.Entity(entity)
+	if err != nil {
+		return Statement{}, err
+	}
+	if _, err := c.Relationship(n.Relationship); err != nil {
+		return Statement{}, err
+	}
+	if id, err = ParseID(entity, id); err != nil {
+		return Statement{}, err
+	}
+	n.Edges = true
+	var a Args
+	b := &builder{c: c, a: &a}
+	sub, err := b.nested(e, "t", n, "", 1)
+	if err != nil {
+		return Statement{}, err
+	}
+	sql := fmt.Sprintf(`SELECT json_build_object('items', %s) FROM %s t WHERE t."id" = %s`,
+		sub, c.Table(e.Name), a.Add(id, "uuid"))
+	return Statement{SQL: sql, Args: a.List()}, nil
+}
+
+// Keys returns the sort keys a List with orderBy really uses, in order:
+// the given keys (minus any id) and then "id". A Seek's Values follow it.
+func (c *Compiler) Keys(entity string, orderBy []Order) ([]Order, error) {
+	e, err := c.Entity(entity)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := orderKeys(e, orderBy, "t", "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Order, len(keys))
+	for i, k := range keys {
+		out[i] = Order{Field: k.ref.name, Desc: k.desc}
+	}
+	return out, nil
+}
+
+// keyset renders the predicate "row comes after (or, backward, before) the
+// cursor" for the sort keys, matching Postgres' default null placement
+// (NULLS LAST ascending, NULLS FIRST descending). values are the cursor's
+// JSON values of each key (nil for a null), the id last.
+func keyset(keys []orderKey, values []any, backward bool, a *Args) (string, error) {
+	if len(values) != len(keys) {
+		return "", apperr.New(apperr.Validation, "invalid cursor: it was made for a different order")
+	}
+	binds := make([]string, len(keys))
+	for i, k := range keys {
+		if values[i] == nil {
+			continue
+		}
+		v, err := coerceScalar(k.ref, values[i])
+		if err != nil {
+			return "", apperr.New(apperr.Validation, "invalid cursor: %s %s", k.ref.name, err.Error())
+		}
+		binds[i] = a.Add(v, elementType(k.ref))
+	}
+	var ors []string
+	for i, k := range keys {
+		var conj []string
+		for j := 0; j < i; j++ {
+			if binds[j] == "" {
+				conj = append(conj, keys[j].ref.expr+" IS NULL")
+			} else {
+				conj = append(conj, keys[j].ref.expr+" = "+binds[j])
+			}
+		}
+		// Postgres sorts null as larger than every value. greater: the
+		// wanted rows have larger keys (ascending forward, descending
+		// backward), nulls included.
+		greater := k.desc == backward
+		var step string
+		switch {
+		case binds[i] == "" && greater: // nothing is larger than null
+			continue
+		case binds[i] == "":
+			step = k.ref.expr + " IS NOT NULL"
+		case greater && notNull(k.ref):
+			step = k.ref.expr + " > " + binds[i]
+		case greater:
+			step = "(" + k.ref.expr + " > " + binds[i] + " OR " + k.ref.expr + " IS NULL)"
+		default:
+			step = k.ref.expr + " < " + binds[i]
+		}
+		conj = append(conj, step)
+		ors = append(ors, "("+strings.Join(conj, " AND ")+")")
+	}
+	if len(ors) == 0 {
+		return "FALSE", nil
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", nil
+}
+
+// notNull reports whether the column can never be null.
+func notNull(r ref) bool {
+	return r.id || r.name == schema.ColCreatedAt || r.name == schema.ColUpdatedAt || r.f.Required
+}

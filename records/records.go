@@ -1,0 +1,326 @@
+// Package records is the tenant-scoped data layer for entity records. A
+// Scope can only be obtained for a tenant, and resolves that tenant's active
+// schema; every statement is compiled against it, so no handler can reach
+// another tenant's tables. Each write and its outbox event are one SQL
+// statement, so no committed write lacks its event.
+package records
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/schema"
+)
+
+// FileVerifier checks that FILE field values name confirmed files of the
+// tenant. Declared here, where it is consumed; implemented by package files.
+type FileVerifier interface {
+	VerifyConfirmed(ctx context.Context, tenantID string, ids []string) error
+}
+
+// Store reads and writes records.
+type Store struct {
+	db      *sqlx.DB
+	schemas *schema.Service
+	files   FileVerifier
+}
+
+// NewStore returns a store. files may be nil (FILE fields then only need a
+// well-formed id).
+func NewStore(db *sqlx.DB, schemas *schema.Service, files FileVerifier) *Store {
+	return &Store{db: db, schemas: schemas, files: files}
+}
+
+// DB exposes the pool to sibling files of this package's consumers (batch,
+// relationships) that need transactions.
+func (s *Store) DB() *sqlx.DB { return s.db }
+
+// Scope is a tenant's view of its active schema.
+type Scope struct {
+	TenantID string
+	Schema   *schema.Active
+	Compiler *query.Compiler
+}
+
+// Scope resolves the tenant's active schema.
+func (s *Store) Scope(ctx context.Context, tenantID string) (*Scope, error) {
+	a, err := s.schemas.ActiveFor(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	c := a.Memo("query.Compiler", func() any { return query.New(a.Def, a.PgSchema) }).(*query.Compiler)
+	return &Scope{TenantID: tenantID, Schema: a, Compiler: c}, nil
+}
+
+// Mode says how input fields are interpreted.
+type Mode int
+
+// Write modes.
+const (
+	Create  Mode = iota // absent fields take their default; required must be present
+	Replace             // PUT: absent fields become null (or their default)
+	Patch               // only present fields change
+)
+
+// Row is validated input: columns and the values to bind to them.
+type Row struct {
+	Fields []*schema.Field
+	Values []any
+	Files  []string // FILE ids to verify
+}
+
+// Prepare validates input against e for mode and returns every problem.
+// System fields (id, createdAt, updatedAt) in the input are ignored, so a
+// client may send back a record it read.
+func Prepare(e *schema.Entity, input map[string]any, mode Mode) (Row, []apperr.FieldError) {
+	var row Row
+	var errs []apperr.FieldError
+	for _, name := range slices.Sorted(maps.Keys(input)) {
+		if schema.IsReserved(name) {
+			continue
+		}
+		if _, ok := e.Field(name); !ok {
+			errs = append(errs, apperr.FieldError{Field: name, Message: fmt.Sprintf("unknown field on %s", e.Name)})
+		}
+	}
+	for i := range e.Fields {
+		f := &e.Fields[i]
+		v, present := input[f.Name]
+		if !present {
+			switch {
+			case mode == Patch:
+				continue
+			case f.Default != nil:
+				v = f.Default
+			case f.Required:
+				errs = append(errs, apperr.FieldError{Field: f.Name, Message: "is required"})
+				continue
+			case mode == Create:
+				continue
+			}
+		}
+		if v == nil && f.Required {
+			errs = append(errs, apperr.FieldError{Field: f.Name, Message: "is required and cannot be null"})
+			continue
+		}
+		c, err := schema.CoerceValue(f, v)
+		if err != nil {
+			errs = append(errs, apperr.FieldError{Field: f.Name, Message: err.Error()})
+			continue
+		}
+		if f.Type == schema.File && c != nil {
+			row.Files = append(row.Files, c.(string))
+		}
+		row.Fields = append(row.Fields, f)
+		row.Values = append(row.Values, c)
+	}
+	return row, errs
+}
+
+// VerifyFiles checks FILE references of rows.
+func (s *Store) VerifyFiles(ctx context.Context, tenantID string, ids []string) error {
+	if s.files == nil || len(ids) == 0 {
+		return nil
+	}
+	return s.files.VerifyConfirmed(ctx, tenantID, ids)
+}
+
+// Event types.
+const (
+	EventCreated = "entity.created"
+	EventUpdated = "entity.updated"
+	EventDeleted = "entity.deleted"
+)
+
+// OutboxCTE renders a data-modifying CTE inserting one event per row of CTE
+// src (whose rows are records of entity) into dds.events.
+func OutboxCTE(sc *Scope, a *query.Args, eventType, entity, src string) string {
+	return fmt.Sprintf(`INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
+  SELECT %s, %s, %s, %s, %s, w."id", row_to_json(w)::jsonb FROM %s w`,
+		a.Add(sc.TenantID, "uuid"), a.Add(sc.Schema.ID, "uuid"), a.Add(sc.Schema.Name, "text"),
+		a.Add(eventType, "text"), a.Add(entity, "text"), src)
+}
+
+// Get reads one record.
+func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query.Selection) (json.RawMessage, error) {
+	st, err := sc.Compiler.Get(entity, id, sel)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	err = s.db.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
+	}
+	if err != nil {
+		return nil, MapError(sc, entity, err)
+	}
+	return out, nil
+}
+
+// List runs a list plan and returns {"items": [...], "count": n}.
+func (s *Store) List(ctx context.Context, sc *Scope, l query.List) (json.RawMessage, error) {
+	st, err := sc.Compiler.List(l)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	if err := s.db.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out); err != nil {
+		return nil, MapError(sc, l.Entity, err)
+	}
+	return out, nil
+}
+
+// Create inserts a record and its entity.created event in one statement.
+func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[string]any) (json.RawMessage, error) {
+	e, err := sc.Compiler.Entity(entity)
+	if err != nil {
+		return nil, err
+	}
+	row, errs := Prepare(e, input, Create)
+	if err := apperr.Fields(errs); err != nil {
+		return nil, err
+	}
+	if err := s.VerifyFiles(ctx, sc.TenantID, row.Files); err != nil {
+		return nil, err
+	}
+	var a query.Args
+	cols := []string{`"id"`}
+	vals := []string{a.Add(uuid.Must(uuid.NewV7()).String(), "uuid")}
+	for i, f := range row.Fields {
+		cols = append(cols, schema.Ident(f.Name))
+		vals = append(vals, a.Add(row.Values[i], schema.ColumnType(f)))
+	}
+	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	sqlText := fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
+		sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
+		OutboxCTE(sc, &a, EventCreated, e.Name, "w"))
+	return s.one(ctx, sc, entity, "", sqlText, a.List())
+}
+
+// Update replaces (PUT) or merges (PATCH) a record and writes its
+// entity.updated event in one statement.
+func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input map[string]any, mode Mode) (json.RawMessage, error) {
+	e, err := sc.Compiler.Entity(entity)
+	if err != nil {
+		return nil, err
+	}
+	if id, err = query.ParseID(entity, id); err != nil {
+		return nil, err
+	}
+	row, errs := Prepare(e, input, mode)
+	if err := apperr.Fields(errs); err != nil {
+		return nil, err
+	}
+	if err := s.VerifyFiles(ctx, sc.TenantID, row.Files); err != nil {
+		return nil, err
+	}
+	var a query.Args
+	idArg := a.Add(id, "uuid")
+	sets := []string{`"updatedAt" = now()`}
+	for i, f := range row.Fields {
+		sets = append(sets, schema.Ident(f.Name)+" = "+a.Add(row.Values[i], schema.ColumnType(f)))
+	}
+	if mode == Replace {
+		for i := range e.Fields {
+			f := &e.Fields[i]
+			if !containsField(row.Fields, f) {
+				sets = append(sets, schema.Ident(f.Name)+" = NULL")
+			}
+		}
+	}
+	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
+		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), idArg, strings.Join(ret, ", "),
+		OutboxCTE(sc, &a, EventUpdated, e.Name, "w"))
+	return s.one(ctx, sc, entity, id, sqlText, a.List())
+}
+
+func containsField(fs []*schema.Field, f *schema.Field) bool {
+	for _, x := range fs {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Delete removes a record (its edges cascade) and writes entity.deleted,
+// carrying the deleted record, in one statement.
+func (s *Store) Delete(ctx context.Context, sc *Scope, entity, id string) error {
+	e, err := sc.Compiler.Entity(entity)
+	if err != nil {
+		return err
+	}
+	if id, err = query.ParseID(entity, id); err != nil {
+		return err
+	}
+	var a query.Args
+	idArg := a.Add(id, "uuid")
+	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
+		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), OutboxCTE(sc, &a, EventDeleted, e.Name, "w"))
+	_, err = s.one(ctx, sc, entity, id, sqlText, a.List())
+	return err
+}
+
+func (s *Store) one(ctx context.Context, sc *Scope, entity, id, sqlText string, args []any) (json.RawMessage, error) {
+	var out []byte
+	err := s.db.QueryRowContext(ctx, sqlText, args...).Scan(&out)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
+	}
+	if err != nil {
+		return nil, MapError(sc, entity, err)
+	}
+	return out, nil
+}
+
+// MapError turns a Postgres error of a statement on entity into a public
+// error naming the field where one is to blame.
+func MapError(sc *Scope, entity string, err error) error {
+	var pe *pq.Error
+	if !errors.As(err, &pe) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return &apperr.Error{Code: apperr.Unavailable, Message: "the request was cancelled or timed out", Err: err}
+		}
+		return apperr.Wrap(err, "database error")
+	}
+	e, _ := sc.Schema.Def.Entity(entity)
+	switch pe.Code {
+	case "23505": // unique_violation
+		if e != nil {
+			for i := range e.Fields {
+				if schema.UniqueIndexName(e.Name, e.Fields[i].Name) == pe.Constraint {
+					return &apperr.Error{Code: apperr.Conflict, Message: fmt.Sprintf("%s: a %s with this value already exists", e.Fields[i].Name, e.Name),
+						Details: []apperr.FieldError{{Field: e.Fields[i].Name, Message: "must be unique"}}, Err: err}
+				}
+			}
+		}
+		return &apperr.Error{Code: apperr.Conflict, Message: "a record with these values already exists", Err: err}
+	case "23502": // not_null_violation
+		return &apperr.Error{Code: apperr.Validation, Message: pe.Column + ": is required",
+			Details: []apperr.FieldError{{Field: pe.Column, Message: "is required"}}, Err: err}
+	case "57014": // query_canceled (statement timeout)
+		return &apperr.Error{Code: apperr.Unavailable, Message: "the query took too long", Err: err}
+	}
+	if pe.Code.Class() == "22" { // data exception: a value out of the column's range
+		return &apperr.Error{Code: apperr.Validation, Message: "a value is out of range: " + pe.Message, Err: err}
+	}
+	if pe.Code == "42P01" || pe.Code == "42703" { // table/column vanished: schema changed under us
+		return &apperr.Error{Code: apperr.Conflict, Message: "the schema changed during the request; retry", Err: err}
+	}
+	return apperr.Wrap(err, "database error")
+}

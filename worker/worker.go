@@ -1,0 +1,81 @@
+// Package worker wires the Temporal worker process: it owns work that
+// outlives a request (webhook delivery and its outbox relay, the file upload
+// lifecycle, large batch jobs).
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jmoiron/sqlx"
+	"go.temporal.io/sdk/client"
+	tworker "go.temporal.io/sdk/worker"
+
+	"github.com/dds-project/dds/config"
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/pgnotify"
+)
+
+// Worker is the worker process.
+type Worker struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	DB       *sqlx.DB
+	Hub      *pgnotify.Hub
+	Temporal client.Client
+	tw       tworker.Worker
+	// background loops started with the worker (outbox relay, sweepers).
+	loops []func(context.Context) error
+}
+
+// New connects to Postgres and Temporal and registers workflows and
+// activities.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, error) {
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: slogAdapter{log}})
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	w := &Worker{cfg: cfg, log: log, DB: d, Hub: pgnotify.New(cfg.DatabaseURL, log), Temporal: tc,
+		tw: tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})}
+	return w, nil
+}
+
+// Run runs the Temporal worker and the background loops until ctx ends.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.tw.Start(); err != nil {
+		return fmt.Errorf("start Temporal worker: %w", err)
+	}
+	defer w.tw.Stop()
+	go w.Hub.Run(ctx)
+	errc := make(chan error, len(w.loops))
+	for _, loop := range w.loops {
+		go func() { errc <- loop(ctx) }()
+	}
+	w.log.Info("worker running", "temporal", w.cfg.TemporalAddress, "task_queue", w.cfg.TemporalTaskQueue)
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+// Close releases connections.
+func (w *Worker) Close() {
+	w.Temporal.Close()
+	w.DB.Close()
+}
+
+// slogAdapter lets the Temporal SDK log through slog.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Debug(msg string, kv ...any) { a.l.Debug(msg, kv...) }
+func (a slogAdapter) Info(msg string, kv ...any)  { a.l.Debug(msg, kv...) }
+func (a slogAdapter) Warn(msg string, kv ...any)  { a.l.Warn(msg, kv...) }
+func (a slogAdapter) Error(msg string, kv ...any) { a.l.Error(msg, kv...) }
