@@ -174,7 +174,7 @@ func fieldIndexes(pg, table string, f *Field) []Step {
 			u = "UNIQUE "
 		}
 		out = append(out, Step{
-			SQL: fmt.Sprintf("CREATE %sINDEX %s ON %s %s(%s)", u, Ident(indexName(table, f.Name, kind)), tableSQL(pg, table), method, expr),
+			SQL:         fmt.Sprintf("CREATE %sINDEX %s ON %s %s(%s)", u, Ident(indexName(table, f.Name, kind)), tableSQL(pg, table), method, expr),
 			Description: fmt.Sprintf("%s index on %s.%s", kind, table, f.Name),
 		})
 	}
