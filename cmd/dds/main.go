@@ -188,7 +188,7 @@ func dev(ctx context.Context) error {
 DDS is running.
   API:          http://%[1]s/api/v1
   GraphQL:      http://%[1]s/api/v1/dynamic-gql/%[2]s
-  Temporal UI:  http://127.0.0.1:8233
+  Temporal UI:  %[4]s
   Tenant:       dev (%[2]s)
   Admin key:    %[3]s   (a fresh key each start; older dev keys stay valid)
   Operator token (POST /api/v1/tenants): see .dds/operator-token
@@ -196,11 +196,18 @@ DDS is running.
 Try:  curl -H "Authorization: Bearer %[3]s" http://%[1]s/api/v1/schemas
 Ctrl-C stops everything.
 
-`, cfg.HTTPAddr, tenantID, key)
+`, cfg.HTTPAddr, tenantID, key, temporalUI())
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.Run(gctx) })
 	g.Go(func() error { return w.Run(gctx) })
 	return g.Wait()
+}
+
+func temporalUI() string {
+	if u := os.Getenv("DDS_TEMPORAL_UI_URL"); u != "" {
+		return u
+	}
+	return "http://127.0.0.1:8233"
 }
 
 func devTenant(ctx context.Context, s *server.Server, cfg *config.Config) (string, string, error) {

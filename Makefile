@@ -1,0 +1,131 @@
+# DDS — developer entry points. `make` (or `make help`) lists the targets.
+#
+# `make run` and `make test` work on a fresh Debian 12 machine: deploy/install.sh installs what is
+# missing (cached under $(DDS_CACHE)), deploy/stack.sh runs PostgreSQL + pgvector, the Temporal
+# dev server and MinIO under .dds/ in the repository.
+
+# Pinned tool versions, used by `make generate` and `make lint` only (not by run or test).
+# The versions of the Temporal CLI and MinIO that run the stack are pinned in deploy/install.sh.
+BUF_VERSION                   := v1.75.0
+PROTOC_GEN_GO_VERSION         := v1.36.12
+PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
+GOLANGCI_LINT_VERSION         := v2.15.0
+
+SHELL       := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS   += --no-print-directory
+
+DDS_CACHE ?= $(HOME)/.cache/dds
+export DDS_CACHE
+TOOLS := $(DDS_CACHE)/bin
+
+# Overridable: `make test PKGS=./auth/... GO_TEST_FLAGS='-count=1 -run TestScopes -v'`.
+PKGS          ?= ./...
+GO_TEST_FLAGS ?= -count=1 -p 2 -timeout 20m
+BENCH_ARGS    ?=
+
+# MinIO is started for `make run` only when the s3 file storage driver is chosen.
+RUN_MINIO := $(if $(filter s3,$(FILE_STORAGE_DRIVER)),--with-minio,)
+INSTALL_RUN_FLAGS := $(if $(RUN_MINIO),,--no-minio)
+
+.PHONY: help
+help: ## Show this list
+	@awk 'BEGIN { FS = ":.*## " } \
+		/^##@/ { printf "\n%s\n", substr($$0, 5) } \
+		/^[a-zA-Z0-9_-]+:.*## / { printf "  %-13s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+##@ Run and test
+
+.PHONY: install
+install: ## Install what is missing: PostgreSQL 15, pgvector, Temporal CLI, MinIO (cached)
+	@bash deploy/install.sh
+
+.PHONY: run
+run: ## Install, start the stack, migrate, then server + worker in one process (Ctrl-C stops all)
+	@bash deploy/install.sh $(INSTALL_RUN_FLAGS)
+	@mkdir -p bin && go build -o bin/dds ./cmd/dds
+	@bash deploy/with-stack.sh $(RUN_MINIO) --profile run -- bin/dds dev
+
+.PHONY: test
+test: ## Install, start the stack (with MinIO), run every test incl. fuzz seed corpora
+	@bash deploy/install.sh
+	@bash deploy/with-stack.sh --with-minio --profile test --db dds_test -- \
+		go test $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: bench
+bench: ## Install, start the stack, run the load generator (bench/cmd/ddsbench)
+	@bash deploy/install.sh --no-minio
+	@bash deploy/with-stack.sh --profile run --db dds_bench -- go run ./bench/cmd/ddsbench $(BENCH_ARGS)
+
+.PHONY: stack-up
+stack-up: ## Start the stack (Postgres, Temporal, MinIO) and leave it running; env in .dds/env
+	@bash deploy/install.sh
+	@bash deploy/stack.sh up --with-minio
+
+.PHONY: stack-down
+stack-down: ## Stop the services stack-up/run/test started
+	@bash deploy/stack.sh down
+
+.PHONY: stack-status
+stack-status: ## Show which services of the stack are running
+	@bash deploy/stack.sh status
+
+##@ Code
+
+.PHONY: build
+build: ## Build the dds binary into bin/dds
+	@mkdir -p bin
+	go build -o bin/dds ./cmd/dds
+
+.PHONY: fmt
+fmt: ## gofmt every Go file
+	gofmt -w $$(find . -name '*.go' -not -path './.dds/*' -not -path '*/node_modules/*')
+
+.PHONY: lint
+lint: $(TOOLS)/.golangci-lint-$(GOLANGCI_LINT_VERSION) ## gofmt check, go vet, golangci-lint (.golangci.yml); reports all three
+	@fail=0; \
+	out=$$(gofmt -l $$(find . -name '*.go' -not -path './.dds/*' -not -path '*/node_modules/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed (run make fmt):"; echo "$$out"; fail=1; fi; \
+	echo "go vet ./..."; go vet ./... || fail=1; \
+	echo "golangci-lint run ./..."; $(TOOLS)/golangci-lint run ./... || fail=1; \
+	exit $$fail
+
+.PHONY: generate
+generate: tools ## Regenerate code from proto/ with buf (pinned buf and plugins)
+	@test -f proto/buf.gen.yaml || { echo "proto/buf.gen.yaml missing"; exit 1; }
+	cd proto && PATH="$(TOOLS):$$PATH" buf generate
+
+GEN_TOOLS := $(TOOLS)/.buf-$(BUF_VERSION) $(TOOLS)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
+	$(TOOLS)/.protoc-gen-connect-go-$(PROTOC_GEN_CONNECT_GO_VERSION)
+
+.PHONY: tools
+tools: $(GEN_TOOLS) ## Install the pinned code generators (buf, protoc-gen-go, -connect-go)
+
+# One stamp file per tool version: changing a pin above reinstalls that tool.
+$(TOOLS)/.buf-$(BUF_VERSION):
+	@mkdir -p $(TOOLS)
+	cd / && GOBIN=$(TOOLS) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	@touch $@
+$(TOOLS)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION):
+	@mkdir -p $(TOOLS)
+	cd / && GOBIN=$(TOOLS) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	@touch $@
+$(TOOLS)/.protoc-gen-connect-go-$(PROTOC_GEN_CONNECT_GO_VERSION):
+	@mkdir -p $(TOOLS)
+	cd / && GOBIN=$(TOOLS) go install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
+	@touch $@
+$(TOOLS)/.golangci-lint-$(GOLANGCI_LINT_VERSION):
+	@mkdir -p $(TOOLS)
+	cd / && GOBIN=$(TOOLS) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	@touch $@
+
+.PHONY: clean
+clean: ## Remove build output and coverage files (keeps .dds/ data and the cache)
+	rm -rf bin coverage.out coverage.html *.coverprofile
+
+.PHONY: clean-stack
+clean-stack: ## Stop the stack and delete its data (.dds/)
+	@bash deploy/stack.sh down
+	@if [ -L .dds/pg ]; then rm -rf "$$(readlink -f .dds/pg)"; fi
+	rm -rf .dds
