@@ -44,16 +44,24 @@ func NewRouter(authn Authenticator, tenantLimit *ratelimit.Limiter, maxBody int6
 
 // Handle registers an authenticated route: the principal is in the request
 // context, the tenant rate limit applies and the body is size-capped.
-func (r *Router) Handle(pattern string, h http.Handler) {
+func (r *Router) Handle(pattern string, h http.Handler) { r.HandleRendering(pattern, h, WriteError) }
+
+// ErrorWriter renders an error response.
+type ErrorWriter func(http.ResponseWriter, *http.Request, error)
+
+// HandleRendering is Handle for a surface whose errors have another shape
+// (GraphQL's {"errors": [...]}): authentication and rate-limit failures are
+// rendered by writeErr.
+func (r *Router) HandleRendering(pattern string, h http.Handler, writeErr ErrorWriter) {
 	r.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		p, err := r.authn.Authenticate(req.Context(), req.Header.Get("Authorization"))
 		if err != nil {
-			WriteError(w, req, err)
+			writeErr(w, req, err)
 			return
 		}
 		if res := r.tenant.Allow(p.TenantID); res.Limit > 0 {
 			if !limitHeaders(w, res) {
-				WriteError(w, req, apperr.New(apperr.RateLimited, "tenant rate limit of %d requests per minute exceeded", res.Limit))
+				writeErr(w, req, apperr.New(apperr.RateLimited, "tenant rate limit of %d requests per minute exceeded", res.Limit))
 				return
 			}
 		}
@@ -161,7 +169,7 @@ func Envelope(e *apperr.Error) map[string]any {
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := apperr.As(err)
 	status := Status(e.Code)
-	if status >= 500 {
+	if status >= 500 && r.Context().Err() == nil { // a client that went away is not a server error
 		LoggerFrom(r.Context()).Error("request failed", "code", e.Code, "err", e)
 	}
 	WriteJSON(w, status, Envelope(e))

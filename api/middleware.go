@@ -15,14 +15,28 @@ import (
 	"github.com/dds-project/dds/ratelimit"
 )
 
-type loggerKey struct{}
+type reqKey struct{}
 
-// LoggerFrom returns the request-scoped logger (with request_id).
+type reqInfo struct {
+	id  string
+	log *slog.Logger
+}
+
+// LoggerFrom returns a logger carrying the request id. It is built only
+// when something logs, so a quiet request allocates no logger.
 func LoggerFrom(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
-		return l
+	if ri, ok := ctx.Value(reqKey{}).(*reqInfo); ok {
+		return ri.log.With("request_id", ri.id)
 	}
 	return slog.Default()
+}
+
+// RequestID returns the request's id.
+func RequestID(ctx context.Context) string {
+	if ri, ok := ctx.Value(reqKey{}).(*reqInfo); ok {
+		return ri.id
+	}
+	return ""
 }
 
 // Limits are the per-IP rate-limit layers; AuthPaths are the routes of the
@@ -46,20 +60,21 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 			id = hex.EncodeToString(b)
 		}
 		w.Header().Set("X-Request-Id", id)
-		l := log.With("request_id", id)
-		r = r.WithContext(context.WithValue(r.Context(), loggerKey{}, l))
+		r = r.WithContext(context.WithValue(r.Context(), reqKey{}, &reqInfo{id: id, log: log}))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				l.Error("panic", "panic", p, "stack", string(debug.Stack()))
+				LoggerFrom(r.Context()).Error("panic", "panic", p, "stack", string(debug.Stack()))
 				if !sw.wrote {
 					WriteError(sw, r, apperr.New(apperr.Internal, "internal error"))
 				}
 			}
-			l.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+			if log.Enabled(r.Context(), slog.LevelDebug) {
+				LoggerFrom(r.Context()).Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+			}
 		}()
 		ip := clientIP(r, limits.TrustProxy)
 		if res := limits.Global.Allow(ip); res.Limit > 0 && !limitHeaders(sw, res) {

@@ -37,6 +37,18 @@ type Config struct {
 
 	AuthCacheTTL time.Duration `env:"DDS_AUTH_CACHE_TTL" envDefault:"5m"`
 
+	// GraphQL protection (0 = the built-in default).
+	GraphQLMaxDocumentBytes int `env:"DDS_GRAPHQL_MAX_DOCUMENT_BYTES" envDefault:"65536"`
+	GraphQLMaxDepth         int `env:"DDS_GRAPHQL_MAX_DEPTH" envDefault:"12"`
+	GraphQLMaxAliases       int `env:"DDS_GRAPHQL_MAX_ALIASES" envDefault:"50"`
+	GraphQLMaxComplexity    int `env:"DDS_GRAPHQL_MAX_COMPLEXITY" envDefault:"200000"`
+
+	// Webhooks. AllowPrivate lets deliveries reach loopback/private/link-local
+	// addresses (tests, closed networks); CAFile adds trusted roots (PEM).
+	WebhookAllowPrivate bool   `env:"DDS_WEBHOOK_ALLOW_PRIVATE" envDefault:"false"`
+	WebhookCAFile       string `env:"DDS_WEBHOOK_CA_FILE"`
+	WebhookHTTPWorkers  int    `env:"DDS_WEBHOOK_HTTP_WORKERS" envDefault:"64"`
+
 	// File storage (storage.Config). DDS_PUBLIC_URL is the base of local
 	// presigned URLs.
 	FileStorageDriver      string        `env:"FILE_STORAGE_DRIVER" envDefault:"local"`

@@ -14,7 +14,7 @@ var restOps = map[string]Op{
 	"$eq": Eq, "$neq": Neq, "$ne": Neq,
 	"$gt": Gt, "$gte": Gte, "$lt": Lt, "$lte": Lte,
 	"$in": In, "$notIn": NotIn, "$nin": NotIn,
-	"$isNull": IsNull,
+	"$isNull":   IsNull,
 	"$contains": Contains, "$startsWith": StartsWith, "$endsWith": EndsWith,
 }
 

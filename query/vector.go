@@ -28,7 +28,8 @@ func VectorEfSearch(topK int) int {
 // {"data": {...selected fields}, "score": s} ordered by similarity, where s
 // is the cosine similarity 1 - (v <=> query) clamped to [0, 1].
 //
-// The statement must run in a transaction after its Setup statements:
+// With a where filter (or topK above 40) the statement must run in a
+// transaction after its Setup statements:
 // "SET LOCAL hnsw.iterative_scan = relaxed_order" makes pgvector (≥ 0.8)
 // continue the HNSW scan until topK rows pass Where, so a selective filter
 // applied after ranking does not return fewer than topK matches when that
@@ -77,8 +78,19 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 		col, q, c.Table(e.Name), and(where, col+" IS NOT NULL"), topK)
 	sql := fmt.Sprintf(`SELECT coalesce(json_agg(json_build_object('data', r, 'score', greatest(0, least(1, 1 - t."_dist"))) ORDER BY t."_dist", t."id"), '[]'::json) FROM (%s) t CROSS JOIN LATERAL (SELECT %s) r`,
 		page, strings.Join(cols, ", "))
-	return Statement{SQL: sql, Args: a.List(), Setup: []string{
-		"SET LOCAL hnsw.iterative_scan = relaxed_order",
-		fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", VectorEfSearch(topK)),
-	}}, nil
+	st := Statement{SQL: sql, Args: a.List()}
+	// Without a filter and within pgvector's default candidate list (40) a
+	// plain HNSW scan already returns topK rows: no transaction, one round
+	// trip (recall then follows the session's hnsw.ef_search, which
+	// migration 00005 raises to 100 where the role may).
+	if v.Where != nil || topK > pgvectorDefaultEfSearch {
+		st.Setup = []string{
+			"SET LOCAL hnsw.iterative_scan = relaxed_order",
+			fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", VectorEfSearch(topK)),
+		}
+	}
+	return st, nil
 }
+
+// pgvectorDefaultEfSearch is pgvector's built-in hnsw.ef_search.
+const pgvectorDefaultEfSearch = 40

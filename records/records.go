@@ -24,22 +24,27 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
-// FileVerifier checks that FILE field values name confirmed files of the
-// tenant. Declared here, where it is consumed; implemented by package files.
-type FileVerifier interface {
+// Files is what records needs of the file service: FILE field values must
+// name confirmed files of the tenant, and deleting a record deletes the
+// files it holds, durably (marked in the delete's transaction, purged after
+// commit; the worker's sweeper finishes a purge a crash interrupted).
+// Declared here, where it is consumed; implemented by package files.
+type Files interface {
 	VerifyConfirmed(ctx context.Context, tenantID string, ids []string) error
+	MarkDeleted(ctx context.Context, tx sqlx.ExecerContext, tenantID string, ids []string) error
+	PurgeDeleted(ctx context.Context, tenantID string, ids []string)
 }
 
 // Store reads and writes records.
 type Store struct {
 	db      *sqlx.DB
 	schemas *schema.Service
-	files   FileVerifier
+	files   Files
 }
 
 // NewStore returns a store. files may be nil (FILE fields then only need a
-// well-formed id).
-func NewStore(db *sqlx.DB, schemas *schema.Service, files FileVerifier) *Store {
+// well-formed id, and deleting a record leaves its files).
+func NewStore(db *sqlx.DB, schemas *schema.Service, files Files) *Store {
 	return &Store{db: db, schemas: schemas, files: files}
 }
 
@@ -76,9 +81,10 @@ const (
 
 // Row is validated input: columns and the values to bind to them.
 type Row struct {
-	Fields []*schema.Field
-	Values []any
-	Files  []string // FILE ids to verify
+	Fields     []*schema.Field
+	Values     []any
+	Files      []string // FILE ids to verify
+	FileFields []string // the field holding each of Files
 }
 
 // Prepare validates input against e for mode and returns every problem.
@@ -122,6 +128,7 @@ func Prepare(e *schema.Entity, input map[string]any, mode Mode) (Row, []apperr.F
 		}
 		if f.Type == schema.File && c != nil {
 			row.Files = append(row.Files, c.(string))
+			row.FileFields = append(row.FileFields, f.Name)
 		}
 		row.Fields = append(row.Fields, f)
 		row.Values = append(row.Values, c)
@@ -135,6 +142,26 @@ func (s *Store) VerifyFiles(ctx context.Context, tenantID string, ids []string) 
 		return nil
 	}
 	return s.files.VerifyConfirmed(ctx, tenantID, ids)
+}
+
+// VerifyRowFiles checks a row's FILE references and names the entity field
+// holding a bad one (the file service names the file id).
+func (s *Store) VerifyRowFiles(ctx context.Context, tenantID string, row Row) error {
+	err := s.VerifyFiles(ctx, tenantID, row.Files)
+	var ae *apperr.Error
+	if err == nil || !errors.As(err, &ae) || ae.Code != apperr.Validation {
+		return err
+	}
+	details := make([]apperr.FieldError, len(ae.Details))
+	for i, d := range ae.Details {
+		details[i] = d
+		for j, id := range row.Files {
+			if id == d.Field {
+				details[i] = apperr.FieldError{Field: row.FileFields[j], Message: fmt.Sprintf("file %s %s", id, d.Message)}
+			}
+		}
+	}
+	return apperr.Fields(details)
 }
 
 // Event types.
@@ -193,7 +220,7 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}
-	if err := s.VerifyFiles(ctx, sc.TenantID, row.Files); err != nil {
+	if err := s.VerifyRowFiles(ctx, sc.TenantID, row); err != nil {
 		return nil, err
 	}
 	var a query.Args
@@ -224,7 +251,7 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}
-	if err := s.VerifyFiles(ctx, sc.TenantID, row.Files); err != nil {
+	if err := s.VerifyRowFiles(ctx, sc.TenantID, row); err != nil {
 		return nil, err
 	}
 	var a query.Args
@@ -260,25 +287,72 @@ func containsField(fs []*schema.Field, f *schema.Field) bool {
 // Delete removes a record (its edges cascade) and writes entity.deleted,
 // carrying the deleted record, in one statement.
 func (s *Store) Delete(ctx context.Context, sc *Scope, entity, id string) error {
+	_, err := s.DeleteReturning(ctx, sc, entity, id)
+	return err
+}
+
+// DeleteReturning is Delete that also returns the deleted record.
+func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id string) (json.RawMessage, error) {
 	e, err := sc.Compiler.Entity(entity)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if id, err = query.ParseID(entity, id); err != nil {
-		return err
+		return nil, err
 	}
 	var a query.Args
 	idArg := a.Add(id, "uuid")
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
 		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), OutboxCTE(sc, &a, EventDeleted, e.Name, "w"))
-	_, err = s.one(ctx, sc, entity, id, sqlText, a.List())
-	return err
+	fileFields := e.FileFields()
+	if s.files == nil || len(fileFields) == 0 {
+		return s.one(ctx, sc, entity, id, sqlText, a.List())
+	}
+	// The record holds files: they are marked deleted in the same
+	// transaction, and their objects purged after commit.
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, apperr.Wrap(err, "begin")
+	}
+	defer tx.Rollback()
+	out, err := s.oneIn(ctx, tx, sc, entity, id, sqlText, a.List())
+	if err != nil {
+		return nil, err
+	}
+	ids := FileIDs(out, fileFields)
+	if err := s.files.MarkDeleted(ctx, tx, sc.TenantID, ids); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, MapError(sc, entity, err)
+	}
+	s.files.PurgeDeleted(ctx, sc.TenantID, ids)
+	return out, nil
+}
+
+// FileIDs returns the non-null values of fields in a record's JSON.
+func FileIDs(record []byte, fields []string) []string {
+	var m map[string]any
+	if json.Unmarshal(record, &m) != nil {
+		return nil
+	}
+	var ids []string
+	for _, f := range fields {
+		if id, ok := m[f].(string); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func (s *Store) one(ctx context.Context, sc *Scope, entity, id, sqlText string, args []any) (json.RawMessage, error) {
+	return s.oneIn(ctx, s.db, sc, entity, id, sqlText, args)
+}
+
+func (s *Store) oneIn(ctx context.Context, q sqlx.QueryerContext, sc *Scope, entity, id, sqlText string, args []any) (json.RawMessage, error) {
 	var out []byte
-	err := s.db.QueryRowContext(ctx, sqlText, args...).Scan(&out)
+	err := q.QueryRowxContext(ctx, sqlText, args...).Scan(&out)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
 	}

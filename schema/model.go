@@ -107,12 +107,28 @@ var (
 func ValidIdent(s string) bool { return identRe.MatchString(s) }
 
 // Ident quotes a validated identifier for SQL. It panics on a name that did
-// not pass validation: reaching it with one is a programming error.
+// not pass validation: reaching it with one is a programming error. It is
+// on every request's path, so it checks bytes rather than running identRe.
 func Ident(name string) string {
-	if !identRe.MatchString(name) && name != ColSearch {
+	if !isIdent(name) && name != ColSearch {
 		panic("schema.Ident: unvalidated identifier " + name)
 	}
 	return `"` + name + `"`
+}
+
+// isIdent is identRe.MatchString without the regexp engine.
+func isIdent(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '_')) {
+			return false
+		}
+	}
+	return true
 }
 
 // QualifiedIdent quotes schema.table.
@@ -166,6 +182,17 @@ func (e *Entity) SearchableFields() []*Field {
 	for i := range e.Fields {
 		if e.Fields[i].Searchable {
 			out = append(out, &e.Fields[i])
+		}
+	}
+	return out
+}
+
+// FileFields lists the names of the entity's FILE fields.
+func (e *Entity) FileFields() []string {
+	var out []string
+	for i := range e.Fields {
+		if e.Fields[i].Type == File {
+			out = append(out, e.Fields[i].Name)
 		}
 	}
 	return out

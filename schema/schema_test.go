@@ -204,3 +204,16 @@ func FuzzEntityAndFieldNames(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIdent keeps the hand-written identifier check equal to the regexp
+// that documents it.
+func FuzzIdent(f *testing.F) {
+	for _, s := range []string{"a", "A_1", "_a", "1a", "", "a-b", "ä", strings.Repeat("a", 63), strings.Repeat("a", 64), "a\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if isIdent(s) != identRe.MatchString(s) {
+			t.Fatalf("isIdent(%q) = %v, regexp says %v", s, isIdent(s), identRe.MatchString(s))
+		}
+	})
+}

@@ -12,17 +12,24 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
 
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/api/admin"
+	"github.com/dds-project/dds/api/connectapi"
+	apifiles "github.com/dds-project/dds/api/files"
+	"github.com/dds-project/dds/api/graphql"
 	"github.com/dds-project/dds/api/rest"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/files"
+	"github.com/dds-project/dds/openapi"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/ratelimit"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
+	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/tenant"
 )
 
@@ -36,7 +43,9 @@ type Server struct {
 	Schemas *schema.Service
 	Tenants *tenant.Service
 	Records *records.Store
+	Files   *files.Service
 	Handler http.Handler
+	gqlSubs *graphql.Subscriptions
 }
 
 // New builds the server: connects to Postgres and wires every surface.
@@ -60,11 +69,33 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 	s.hub.OnReconnect(s.authn.Flush)
 	s.hub.OnReconnect(s.Schemas.Flush)
 
-	s.Records = records.NewStore(d, s.Schemas, nil)
+	fileStore, err := storage.Open(ctx, storage.FromConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	// Lazy: the server starts without Temporal; file uploads and webhook
+	// retries need it.
+	temporal, err := client.NewLazyClient(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace})
+	if err != nil {
+		return nil, err
+	}
+	s.Files = files.New(d, fileStore, temporal, files.OptionsFrom(cfg, log))
+
+	s.Records = records.NewStore(d, s.Schemas, s.Files)
 
 	router := api.NewRouter(s.authn, ratelimit.New(cfg.RateTenant, time.Minute), cfg.MaxBodyBytes)
-	rest.New(s.Records).Routes(router)
-	admin.New(s.Tenants, keys, s.authn, s.Schemas, openAPIPending{}, cfg.OperatorToken).Routes(router)
+	restAPI := rest.New(s.Records, s.Files)
+	restAPI.Routes(router)
+	restAPI.QueryRoutes(router) // query, batch, vector search, relationships
+	connectapi.New(s.Records, s.Schemas).Routes(router)
+	gqlLimits := graphql.Limits{MaxDocumentBytes: cfg.GraphQLMaxDocumentBytes, MaxDepth: cfg.GraphQLMaxDepth, MaxAliases: cfg.GraphQLMaxAliases, MaxComplexity: cfg.GraphQLMaxComplexity}
+	s.gqlSubs = graphql.NewSubscriptions(s.authn, s.Records, d, gqlLimits, log)
+	if err := s.hub.Subscribe("dds_events", s.gqlSubs.Notify); err != nil {
+		return nil, err
+	}
+	graphql.New(s.Records, d, s.gqlSubs, gqlLimits, log).Routes(router)
+	apifiles.New(s.Files, fileStore).Routes(router)
+	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)
 	router.Public("GET /healthz", http.HandlerFunc(s.health))
 	router.Public("GET /metrics", promhttp.Handler())
 
@@ -89,10 +120,20 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 
 // Serve serves on ln until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	authDone := make(chan struct{})
+	defer func() { <-authDone }() // the last flush of lastUsed must precede Close
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // runs first: stops the background loops, also when Serve fails
 	go s.hub.Run(ctx)
-	go s.authn.Run(ctx, 30*time.Second)
+	go func() { s.authn.Run(ctx, 30*time.Second); close(authDone) }()
+	go s.gqlSubs.Run(ctx)
+	// HTTP/1.1 plus unencrypted HTTP/2, so gRPC clients reach the Connect
+	// services without TLS (a TLS-terminating proxy in front is the norm).
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+		Protocols: &protocols, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -121,3 +162,6 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Close releases the database pool.
 func (s *Server) Close() error { return s.DB.Close() }
+
+// FlushAuth writes pending lastUsed times now (tests, shutdown).
+func (s *Server) FlushAuth(ctx context.Context) error { return s.authn.FlushLastUsed(ctx) }

@@ -12,9 +12,13 @@ import (
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 
+	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/pgnotify"
+	"github.com/dds-project/dds/storage"
+	"github.com/dds-project/dds/workflows"
 )
 
 // Worker is the worker process.
@@ -43,6 +47,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 	}
 	w := &Worker{cfg: cfg, log: log, DB: d, Hub: pgnotify.New(cfg.DatabaseURL, log), Temporal: tc,
 		tw: tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})}
+	// Files: upload lifecycle and durable deletes, plus the sweeper.
+	fileStore, err := storage.Open(ctx, storage.FromConfig(cfg))
+	if err != nil {
+		tc.Close()
+		d.Close()
+		return nil, err
+	}
+	if err := storage.EnsureBucket(ctx, fileStore); err != nil {
+		log.Warn("file storage bucket", "err", err)
+	}
+	w.tw.RegisterWorkflow(workflows.FileUpload)
+	w.tw.RegisterWorkflow(workflows.FileDelete)
+	w.tw.RegisterActivity(&activities.Files{DB: d, Storage: fileStore})
+	w.loops = append(w.loops, files.New(d, fileStore, tc, files.OptionsFrom(cfg, log)).SweepLoop)
 	return w, nil
 }
 

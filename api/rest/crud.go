@@ -4,9 +4,7 @@
 package rest
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/dds-project/dds/api"
@@ -18,10 +16,13 @@ import (
 // Handler serves the dynamic REST API.
 type Handler struct {
 	store *records.Store
+	files FileLookup
 }
 
-// New returns the REST handler.
-func New(store *records.Store) *Handler { return &Handler{store: store} }
+// New returns the REST handler. files may be nil (no ?expand=files).
+func New(store *records.Store, files FileLookup) *Handler {
+	return &Handler{store: store, files: files}
+}
 
 // Routes registers the CRUD routes.
 func (h *Handler) Routes(r *api.Router) {
@@ -56,6 +57,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := h.store.Get(r.Context(), sc, entity, r.PathValue("id"), query.Selection{Fields: splitList(r.URL.Query().Get("select"))})
+	if err == nil && wantsFiles(r) {
+		out, err = h.expandFiles(r.Context(), sc, entity, out, false)
+	}
 	if err != nil {
 		api.WriteError(w, r, err)
 		return
@@ -69,12 +73,15 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, r, err)
 		return
 	}
-	l, err := listParams(r, entity)
+	l, err := ParseListQuery(r.URL.Query(), entity)
 	if err != nil {
 		api.WriteError(w, r, err)
 		return
 	}
 	out, err := h.store.List(r.Context(), sc, l)
+	if err == nil && wantsFiles(r) {
+		out, err = h.expandFiles(r.Context(), sc, entity, out, true)
+	}
 	if err != nil {
 		api.WriteError(w, r, err)
 		return
@@ -138,61 +145,16 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 
 // decodeObject decodes a JSON object body (null and non-objects are 400).
 func decodeObject(r *http.Request, dst *map[string]any) error {
-	var raw json.RawMessage
-	if err := api.DecodeJSON(r, &raw); err != nil {
+	var v any
+	if err := api.DecodeJSON(r, &v); err != nil {
 		return err
 	}
-	if len(raw) == 0 || raw[0] != '{' {
+	m, ok := v.(map[string]any)
+	if !ok {
 		return apperr.New(apperr.BadRequest, "the request body must be a JSON object of fields")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	if err := dec.Decode(dst); err != nil {
-		return apperr.New(apperr.BadRequest, "invalid JSON object")
-	}
+	*dst = m
 	return nil
-}
-
-// listParams parses the list query parameters: limit, offset, includeCount,
-// orderBy, orderDirection, select.
-func listParams(r *http.Request, entity string) (query.List, error) {
-	q := r.URL.Query()
-	l := query.List{Entity: entity, Select: query.Selection{Fields: splitList(q.Get("select"))}}
-	var errs []apperr.FieldError
-	intParam := func(name string, dst *int) {
-		if v := q.Get(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				errs = append(errs, apperr.FieldError{Field: name, Message: "must be an integer"})
-				return
-			}
-			*dst = n
-		}
-	}
-	intParam("limit", &l.Limit)
-	intParam("offset", &l.Offset)
-	if v := q.Get("includeCount"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, apperr.FieldError{Field: "includeCount", Message: "must be true or false"})
-		}
-		l.IncludeCount = b
-	}
-	if f := q.Get("orderBy"); f != "" {
-		o := query.Order{Field: f}
-		switch strings.ToUpper(q.Get("orderDirection")) {
-		case "", "ASC":
-		case "DESC":
-			o.Desc = true
-		default:
-			errs = append(errs, apperr.FieldError{Field: "orderDirection", Message: "must be ASC or DESC"})
-		}
-		l.OrderBy = []query.Order{o}
-	}
-	if e := apperr.Fields(errs); e != nil {
-		return l, e
-	}
-	return l, nil
 }
 
 func splitList(s string) []string {

@@ -3,6 +3,7 @@ package rest_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -197,6 +198,13 @@ func TestListPaging(t *testing.T) {
 	if l["count"].(float64) != 7 || len(items) != 3 || items[0].(map[string]any)["name"] != "p2" {
 		t.Fatalf("page 2 by price desc: %v", l)
 	}
+	w := url.QueryEscape(`{"price": {"$lte": 6}, "name": {"$startsWith": "p"}}`)
+	f := app.Must(t, 200, "GET", "/api/v1/dynamic/Product?includeCount=true&orderBy=price&where="+w, key, nil).JSON(t)
+	if f["count"].(float64) != 3 || f["items"].([]any)[0].(map[string]any)["name"] != "p6" {
+		t.Fatalf("GET list with where: %v", f)
+	}
+	app.Must(t, 400, "GET", "/api/v1/dynamic/Product?where="+url.QueryEscape(`{"price": {"$like": 1}}`), key, nil)
+	app.Must(t, 400, "GET", "/api/v1/dynamic/Product?where=notjson", key, nil)
 	if _, has := app.Must(t, 200, "GET", "/api/v1/dynamic/Product", key, nil).JSON(t)["count"]; has {
 		t.Error("count must only be present with includeCount=true")
 	}

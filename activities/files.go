@@ -1,0 +1,148 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/dds-project/dds/storage"
+)
+
+// Error types of the file activities' non-retryable failures; the files
+// service maps them to CONFLICT.
+const (
+	ErrTypeNotUploaded = "FILE_NOT_UPLOADED" // no object stored under the key
+	ErrTypeMismatch    = "FILE_MISMATCH"     // stored size or type differs
+	ErrTypeGone        = "FILE_GONE"         // expired, deleted or unknown
+)
+
+// ObjectStore is what the file activities need from a storage driver.
+type ObjectStore interface {
+	Head(ctx context.Context, key string) (storage.ObjectInfo, error)
+	Delete(ctx context.Context, key string) error
+}
+
+// Files holds the dependencies of the file-lifecycle activities: the
+// control-plane database (dds.files) and the storage driver.
+type Files struct {
+	DB      *sqlx.DB
+	Storage ObjectStore
+}
+
+// FileRef names one file of one tenant.
+type FileRef struct {
+	TenantID string
+	FileID   string
+}
+
+// FileConfirmUpload verifies the stored object against the requested size
+// and type and marks the file confirmed (createdAt = now). Confirming a
+// confirmed file succeeds again.
+func (a *Files) FileConfirmUpload(ctx context.Context, ref FileRef) error {
+	var row struct {
+		Key    string `db:"storage_key"`
+		Mime   string `db:"mime_type"`
+		Size   int64  `db:"size_bytes"`
+		Status string `db:"status"`
+	}
+	err := a.DB.GetContext(ctx, &row, `SELECT storage_key, mime_type, size_bytes, status FROM dds.files
+		WHERE id = $1 AND tenant_id = $2`, ref.FileID, ref.TenantID)
+	if errors.Is(err, sqlNoRows) {
+		return temporal.NewNonRetryableApplicationError("file not found", ErrTypeGone, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("load file: %w", err)
+	}
+	switch row.Status {
+	case "confirmed":
+		return nil
+	case "pending", "uploaded":
+	default:
+		return temporal.NewNonRetryableApplicationError("file is "+row.Status, ErrTypeGone, nil)
+	}
+	info, err := a.Storage.Head(ctx, row.Key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return temporal.NewNonRetryableApplicationError("nothing was uploaded for this file", ErrTypeNotUploaded, nil)
+	}
+	if err != nil {
+		return err // the store did not answer: retried
+	}
+	if info.Size != row.Size {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("stored object is %d bytes, %d were announced", info.Size, row.Size), ErrTypeMismatch, nil)
+	}
+	if !strings.EqualFold(strings.TrimSpace(info.ContentType), strings.TrimSpace(row.Mime)) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("stored object has type %q, %q was announced", info.ContentType, row.Mime), ErrTypeMismatch, nil)
+	}
+	res, err := a.DB.ExecContext(ctx, `UPDATE dds.files SET status = 'confirmed', created_at = now()
+		WHERE id = $1 AND tenant_id = $2 AND status IN ('pending', 'uploaded')`, ref.FileID, ref.TenantID)
+	if err != nil {
+		return fmt.Errorf("confirm file: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		var status string
+		if err := a.DB.GetContext(ctx, &status, `SELECT status FROM dds.files WHERE id = $1 AND tenant_id = $2`,
+			ref.FileID, ref.TenantID); err == nil && status == "confirmed" {
+			return nil
+		}
+		return temporal.NewNonRetryableApplicationError("file is no longer pending", ErrTypeGone, nil)
+	}
+	return nil
+}
+
+// FileExpireUpload marks a file that was never confirmed expired and
+// deletes any orphan object. A confirmed file is left alone. Idempotent.
+func (a *Files) FileExpireUpload(ctx context.Context, ref FileRef) error {
+	if _, err := a.DB.ExecContext(ctx, `UPDATE dds.files SET status = 'expired'
+		WHERE id = $1 AND tenant_id = $2 AND status IN ('pending', 'uploaded')`, ref.FileID, ref.TenantID); err != nil {
+		return fmt.Errorf("expire file: %w", err)
+	}
+	return a.purge(ctx, ref, "expired", "deleted")
+}
+
+// FileDeleteObject marks the file deleted (if it is not already) and
+// removes its object from storage. Idempotent; retried until the store
+// answers.
+func (a *Files) FileDeleteObject(ctx context.Context, ref FileRef) error {
+	if _, err := a.DB.ExecContext(ctx, `UPDATE dds.files SET status = 'deleted', deleted_at = coalesce(deleted_at, now())
+		WHERE id = $1 AND tenant_id = $2 AND status <> 'deleted'`, ref.FileID, ref.TenantID); err != nil {
+		return fmt.Errorf("mark file deleted: %w", err)
+	}
+	return a.purge(ctx, ref, "deleted")
+}
+
+// purge deletes the object when the file's status is one of statuses.
+func (a *Files) purge(ctx context.Context, ref FileRef, statuses ...string) error {
+	var row struct {
+		Key    string `db:"storage_key"`
+		Status string `db:"status"`
+	}
+	err := a.DB.GetContext(ctx, &row, `SELECT storage_key, status FROM dds.files WHERE id = $1 AND tenant_id = $2`,
+		ref.FileID, ref.TenantID)
+	if errors.Is(err, sqlNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load file: %w", err)
+	}
+	match := false
+	for _, s := range statuses {
+		match = match || row.Status == s
+	}
+	if !match {
+		return nil
+	}
+	if err := a.Storage.Delete(ctx, row.Key); err != nil {
+		return err
+	}
+	if _, err := a.DB.ExecContext(ctx, `UPDATE dds.files SET purged_at = coalesce(purged_at, now())
+		WHERE id = $1 AND tenant_id = $2`, ref.FileID, ref.TenantID); err != nil {
+		return fmt.Errorf("mark file purged: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+package activities
+
+import "database/sql"
+
+var sqlNoRows = sql.ErrNoRows

@@ -1,0 +1,213 @@
+package graphql
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
+)
+
+// batch runs batchCreate/batchUpdate/batchDelete through the records store
+// (validate every item, then one atomic statement with its outbox events).
+// A rejected batch is data, not an error: successful is empty and failed
+// lists every problem, as in REST.
+func (x *execCtx) batch(rf rootField, cf *cfield, args map[string]any) ([]byte, error) {
+	e := rf.entity
+	op := map[rootKind]string{rBatchCreate: "create", rBatchUpdate: "update", rBatchDelete: "delete"}[rf.kind]
+	if err := x.p.Require("entity", e.Name, op); err != nil {
+		return nil, err
+	}
+	resT := e.Name + "BatchResult"
+	var sel query.Selection
+	type part struct {
+		cf *cfield
+		sh *shape
+	}
+	var parts []part
+	for _, c := range x.collect(cf.sel, resT) {
+		p := part{cf: c}
+		switch c.field.Name {
+		case "successful":
+			sh, err := x.record(e, c.sel, &sel)
+			if err != nil {
+				return nil, err
+			}
+			if len(sel.Nested) > 0 {
+				return nil, apperr.New(apperr.BadRequest, "relationship fields are not available on batch results; query the records by id")
+			}
+			p.sh = sh
+		case "failed":
+			p.sh = x.failureShape(c)
+		}
+		parts = append(parts, p)
+	}
+	var res *records.BatchResult
+	var err error
+	switch rf.kind {
+	case rBatchCreate:
+		items, _ := norm(args["input"]).([]any)
+		res, err = x.e.store.BatchCreate(x.ctx, x.sc, e.Name, items)
+	case rBatchUpdate:
+		list, _ := norm(args["input"]).([]any)
+		items := make([]records.BatchUpdateItem, len(list))
+		for i, it := range list {
+			m, _ := it.(map[string]any)
+			data, _ := m["data"].(map[string]any)
+			items[i] = records.BatchUpdateItem{ID: m["id"], Data: data, Raw: it}
+		}
+		res, err = x.e.store.BatchUpdate(x.ctx, x.sc, e.Name, items)
+	case rBatchDelete:
+		ids, _ := norm(args["ids"]).([]any)
+		res, err = x.e.store.BatchDelete(x.ctx, x.sc, e.Name, ids)
+	}
+	if err != nil {
+		return nil, err
+	}
+	failed, err := json.Marshal(res.Failed)
+	if err != nil {
+		return nil, apperr.Wrap(err, "encode failures")
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeKey(&b, p.cf.key)
+		switch p.cf.field.Name {
+		case "__typename":
+			writeString(&b, resT)
+		case "successful":
+			succ := []byte(res.Successful)
+			if len(succ) == 0 {
+				succ = []byte("[]")
+			}
+			if err := writeList(&b, p.sh, succ); err != nil {
+				return nil, apperr.Wrap(err, "reshape result")
+			}
+		case "failed":
+			if err := writeList(&b, p.sh, failed); err != nil {
+				return nil, apperr.Wrap(err, "reshape result")
+			}
+		case "totalCount":
+			b.WriteString(strconv.Itoa(res.TotalCount))
+		case "successCount":
+			b.WriteString(strconv.Itoa(res.SuccessCount))
+		case "failureCount":
+			b.WriteString(strconv.Itoa(res.FailureCount))
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func (x *execCtx) failureShape(cf *cfield) *shape {
+	sh := &shape{}
+	for _, f := range x.collect(cf.sel, "BatchFailure") {
+		switch f.field.Name {
+		case "__typename":
+			sh.fields = append(sh.fields, outField{key: f.key, kind: oTypename, typename: "BatchFailure"})
+		case "error":
+			es := &shape{}
+			for _, ef := range x.collect(f.sel, "BatchError") {
+				if ef.field.Name == "__typename" {
+					es.fields = append(es.fields, outField{key: ef.key, kind: oTypename, typename: "BatchError"})
+				} else {
+					es.fields = append(es.fields, outField{key: ef.key, kind: oScalar, src: ef.field.Name})
+				}
+			}
+			sh.fields = append(sh.fields, outField{key: f.key, kind: oObject, src: "error", sub: es})
+		default:
+			sh.fields = append(sh.fields, outField{key: f.key, kind: oScalar, src: f.field.Name})
+		}
+	}
+	return sh
+}
+
+// edge runs the relationship mutations. By-id mutations first find the
+// edge's source (the store acts on edges of a record), then write.
+func (x *execCtx) edge(rf rootField, cf *cfield, args map[string]any) ([]byte, error) {
+	rel := rf.rel
+	op := map[rootKind]string{rRelCreate: "create", rRelUpdate: "update", rRelDelete: "delete"}[rf.kind]
+	if err := x.p.Require("relationship", rel.Name, op); err != nil {
+		return nil, err
+	}
+	props, _ := norm(args["properties"]).(map[string]any)
+	var raw []byte
+	var err error
+	switch rf.kind {
+	case rRelCreate:
+		from, _ := args["from"].(string)
+		to, _ := args["to"].(string)
+		raw, err = x.e.store.CreateEdge(x.ctx, x.sc, rel.From, from, rel.Name, to, props)
+	default:
+		id, _ := args["id"].(string)
+		notFound := apperr.New(apperr.NotFound, "%s edge %q not found", rel.Name, id)
+		if _, perr := uuid.Parse(id); perr != nil {
+			return nil, notFound
+		}
+		var source string
+		q := `SELECT "source_id" FROM ` + x.sc.Compiler.Table(schema.RelTable(rel)) + ` WHERE "id" = $1`
+		if err := x.e.db.QueryRowContext(x.ctx, q, id).Scan(&source); err != nil {
+			return nil, notFound
+		}
+		if rf.kind == rRelUpdate {
+			raw, err = x.e.store.UpdateEdgeByID(x.ctx, x.sc, rel.From, source, rel.Name, id, props)
+		} else {
+			raw, err = x.e.store.DeleteEdgeByID(x.ctx, x.sc, rel.From, source, rel.Name, id)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rf.kind != rRelCreate { // by-id writes answer {"items": [the edge]}
+		ms, err := objectMembers(raw, nil)
+		if err != nil {
+			return nil, apperr.Wrap(err, "read result")
+		}
+		items, err := arrayItems(lookup(ms, "items"), nil)
+		if err != nil || len(items) != 1 {
+			return nil, apperr.Wrap(errBadJSON, "read result")
+		}
+		raw = items[0]
+	}
+	typ := "DeletedRelationship"
+	if rf.kind != rRelDelete {
+		typ = newNamer().relationship(rel).Edge
+	}
+	sh := &shape{}
+	for _, f := range x.collect(cf.sel, typ) {
+		src := map[string]string{"from": "sourceId", "to": "targetId"}[f.field.Name]
+		if src == "" {
+			src = f.field.Name
+		}
+		switch f.field.Name {
+		case "__typename":
+			sh.fields = append(sh.fields, outField{key: f.key, kind: oTypename, typename: typ})
+		case "properties":
+			ps := &shape{}
+			propsT := newNamer().relationship(rel).Properties
+			for _, pf := range x.collect(f.sel, propsT) {
+				if pf.field.Name == "__typename" {
+					ps.fields = append(ps.fields, outField{key: pf.key, kind: oTypename, typename: propsT})
+				} else {
+					ps.fields = append(ps.fields, outField{key: pf.key, kind: oScalar, src: pf.field.Name})
+				}
+			}
+			sh.fields = append(sh.fields, outField{key: f.key, kind: oObject, src: "properties", sub: ps})
+		default:
+			sh.fields = append(sh.fields, outField{key: f.key, kind: oScalar, src: src})
+		}
+	}
+	var b bytes.Buffer
+	if err := writeObj(&b, sh, raw); err != nil {
+		return nil, apperr.Wrap(err, "reshape result")
+	}
+	return b.Bytes(), nil
+}

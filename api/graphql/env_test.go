@@ -1,0 +1,258 @@
+package graphql
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/dds-project/dds/api"
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/pgnotify"
+	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
+	"github.com/dds-project/dds/tenant"
+)
+
+// countingDB counts the statements the executor sends (the seam the
+// one-statement-per-root-field test reads).
+type countingDB struct {
+	*sqlx.DB
+	n atomic.Int64
+}
+
+func (c *countingDB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	c.n.Add(1)
+	return c.DB.QueryRowContext(ctx, q, args...)
+}
+
+func (c *countingDB) BeginTx(ctx context.Context, o *sql.TxOptions) (*sql.Tx, error) {
+	c.n.Add(1)
+	return c.DB.BeginTx(ctx, o)
+}
+
+// env is a real GraphQL server over the test database: the router, the
+// authenticator, the records store and the subscription socket of
+// production, on 127.0.0.1.
+type env struct {
+	URL     string
+	DB      *sqlx.DB
+	Counter *countingDB
+	Authn   *auth.Authenticator
+	Keys    *auth.Keys
+	Tenants *tenant.Service
+	Schemas *schema.Service
+	Store   *records.Store
+	Subs    *Subscriptions
+}
+
+var (
+	envOnce sync.Once
+	shared  *env
+	envErr  error
+)
+
+const testJWTSecret = "graphql-test-secret-0123456789abcdef0123"
+
+func testEnv(t testing.TB) *env {
+	t.Helper()
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		t.Fatal("DATABASE_URL is not set: run the tests with `make test` (it starts Postgres and exports the environment)")
+	}
+	envOnce.Do(func() { shared, envErr = startEnv(url) })
+	if envErr != nil {
+		t.Fatalf("test env: %v", envErr)
+	}
+	return shared
+}
+
+func startEnv(url string) (*env, error) {
+	ctx := context.Background()
+	d, err := db.Open(ctx, url, 30)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx, d.DB); err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e := &env{DB: d, Counter: &countingDB{DB: d}}
+	e.Schemas = schema.NewService(d)
+	e.Keys = auth.NewKeys(d, "test")
+	e.Tenants = tenant.NewService(d, e.Keys)
+	e.Authn = auth.NewAuthenticator(d, "test", []byte(testJWTSecret), time.Minute, log)
+	e.Store = records.NewStore(d, e.Schemas, nil)
+	hub := pgnotify.New(url, log)
+	limits := Limits{}
+	e.Subs = NewSubscriptions(e.Authn, e.Store, d, limits, log)
+	e.Subs.InitTimeout = 2 * time.Second
+	if err := hub.Subscribe("dds_events", e.Subs.Notify); err != nil {
+		return nil, err
+	}
+	if err := hub.Subscribe("dds_schemas", e.Schemas.Invalidate); err != nil {
+		return nil, err
+	}
+	go hub.Run(ctx)
+	go e.Subs.Run(ctx)
+	r := api.NewRouter(e.Authn, nil, 16<<20)
+	New(e.Store, e.Counter, e.Subs, limits, log).Routes(r)
+	srv := httptest.NewServer(r)
+	e.URL = srv.URL
+	return e, nil
+}
+
+// tenantWith creates a tenant with def as its active schema; it returns
+// the tenant id and an admin key.
+func (e *env) tenantWith(t testing.TB, def *schema.Definition) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := e.Tenants.Create(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Schemas.Create(ctx, c.TenantID, def); err != nil {
+		t.Fatal(err)
+	}
+	return c.TenantID, c.APIKey
+}
+
+// key creates an API key with scopes.
+func (e *env) key(t testing.TB, tenantID string, scopes ...string) string {
+	t.Helper()
+	sc, err := auth.ParseScopes(scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := e.Keys.Create(context.Background(), tenantID, "k", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.Key
+}
+
+func (e *env) scope(t testing.TB, tenantID string) *records.Scope {
+	t.Helper()
+	sc, err := e.Store.Scope(context.Background(), tenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// create inserts a record through the store and returns its id.
+func (e *env) create(t testing.TB, tenantID, entity string, fields map[string]any) string {
+	t.Helper()
+	raw, err := e.Store.Create(context.Background(), e.scope(t, tenantID), entity, normAll(fields))
+	if err != nil {
+		t.Fatalf("create %s: %v", entity, err)
+	}
+	var m struct{ ID string }
+	json.Unmarshal(raw, &m)
+	return m.ID
+}
+
+func normAll(m map[string]any) map[string]any {
+	b, _ := json.Marshal(m)
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var out map[string]any
+	d.Decode(&out)
+	return out
+}
+
+// link inserts an edge (test fixture: the edge API is records' concern).
+func (e *env) link(t testing.TB, tenantID, rel, from, to string, props map[string]any) string {
+	t.Helper()
+	sc := e.scope(t, tenantID)
+	if props == nil {
+		props = map[string]any{}
+	}
+	p, _ := json.Marshal(props)
+	id := uuid.Must(uuid.NewV7()).String()
+	_, err := e.DB.Exec(`INSERT INTO `+sc.Compiler.Table(rel)+` (id, source_id, target_id, properties) VALUES ($1, $2, $3, $4)`, id, from, to, string(p))
+	if err != nil {
+		t.Fatalf("link: %v", err)
+	}
+	return id
+}
+
+type gqlResp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Data   map[string]any
+	Errors []struct {
+		Message    string         `json:"message"`
+		Path       []any          `json:"path"`
+		Extensions map[string]any `json:"extensions"`
+	}
+}
+
+func (r *gqlResp) code(i int) string {
+	if i >= len(r.Errors) {
+		return ""
+	}
+	c, _ := r.Errors[i].Extensions["code"].(string)
+	return c
+}
+
+// gql posts a query as application/json with the admin key.
+func (e *env) gql(t testing.TB, tenantID, key, q string, vars map[string]any) *gqlResp {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": q, "variables": vars})
+	return e.post(t, "/api/v1/dynamic-gql/"+tenantID, key, body, "application/graphql-response+json")
+}
+
+func (e *env) post(t testing.TB, path, key string, body []byte, accept string) *gqlResp {
+	t.Helper()
+	req, _ := http.NewRequest("POST", e.URL+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return do(t, req)
+}
+
+func do(t testing.TB, req *http.Request) *gqlResp {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := &gqlResp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	if strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		if err := json.Unmarshal(b, r); err != nil {
+			t.Fatalf("response is not JSON: %s", b)
+		}
+	}
+	return r
+}
+
+// ok fails unless the response is 200 without errors.
+func (r *gqlResp) ok(t testing.TB) map[string]any {
+	t.Helper()
+	if r.Status != 200 || len(r.Errors) > 0 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	return r.Data
+}

@@ -1,0 +1,242 @@
+package graphql
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/dds-project/dds/api"
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/records"
+)
+
+// Media types of GraphQL over HTTP.
+const (
+	mediaGraphQLResponse = "application/graphql-response+json"
+	mediaJSON            = "application/json"
+)
+
+// Handler serves GraphQL over HTTP for the tenant's active schema.
+type Handler struct {
+	store  *records.Store
+	engine *Engine
+	subs   *Subscriptions
+	log    *slog.Logger
+}
+
+// New returns the GraphQL handler. db is what queries read through
+// (normally store.DB()); subs may be nil (no subscription socket).
+func New(store *records.Store, db DB, subs *Subscriptions, limits Limits, log *slog.Logger) *Handler {
+	return &Handler{store: store, engine: NewEngine(db, store, limits, log), subs: subs, log: log}
+}
+
+// Engine is the executor (shared with the subscription socket).
+func (h *Handler) Engine() *Engine { return h.engine }
+
+// Routes registers the GraphQL routes.
+func (h *Handler) Routes(r *api.Router) {
+	r.HandleRendering("POST /api/v1/dynamic-gql/{tenantId}", http.HandlerFunc(h.serve), h.writeErr)
+	r.HandleRendering("GET /api/v1/dynamic-gql/{tenantId}", http.HandlerFunc(h.serve), h.writeErr)
+	r.HandleFunc("GET /api/v1/dynamic-gql/{tenantId}/schema.graphql", h.schemaSDL)
+	if h.subs != nil {
+		r.Public("GET /api/v1/dynamic-gql/ws", h.subs)
+	}
+}
+
+// scope checks that the path's tenant is the caller's and resolves the
+// active schema's model. Another tenant's id is "not found", never data.
+func (h *Handler) scope(r *http.Request) (*records.Scope, *Model, error) {
+	p := api.Principal(r)
+	if r.PathValue("tenantId") != p.TenantID {
+		return nil, nil, apperr.New(apperr.NotFound, "no GraphQL API for tenant %q with these credentials", r.PathValue("tenantId"))
+	}
+	sc, err := h.store.Scope(r.Context(), p.TenantID)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := ModelFor(sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc, m, nil
+}
+
+func (h *Handler) schemaSDL(w http.ResponseWriter, r *http.Request) {
+	_, m, err := h.scope(r)
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/graphql; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = io.WriteString(w, m.SDL)
+}
+
+// accepts picks the response media type from the Accept header:
+// application/graphql-response+json when listed, application/json when
+// that, */* or no header is sent (what legacy clients expect); "" when
+// neither is acceptable.
+func accepts(header string) string {
+	if strings.TrimSpace(header) == "" {
+		return mediaJSON
+	}
+	json, any := false, false
+	for _, part := range strings.Split(header, ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case mediaGraphQLResponse:
+			return mediaGraphQLResponse
+		case mediaJSON:
+			json = true
+		case "*/*", "application/*":
+			any = true
+		}
+	}
+	if json || any {
+		return mediaJSON
+	}
+	return ""
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	media := accepts(r.Header.Get("Accept"))
+	if media == "" {
+		h.write(w, mediaJSON, http.StatusNotAcceptable, requestError(apperr.BadRequest, "Accept must allow application/graphql-response+json or application/json"))
+		return
+	}
+	req, res, status := h.decode(r)
+	if res != nil {
+		h.write(w, media, status, res)
+		return
+	}
+	sc, m, err := h.scope(r)
+	if err != nil {
+		ae := apperr.As(err)
+		h.write(w, media, api.Status(ae.Code), requestError(ae.Code, ae.Message))
+		return
+	}
+	pr, res := h.engine.Prepare(m, req)
+	if res != nil {
+		status := http.StatusBadRequest
+		if media == mediaJSON {
+			status = http.StatusOK
+		}
+		h.write(w, media, status, res)
+		return
+	}
+	if r.Method == http.MethodGet && pr.op.Operation != ast.Query {
+		w.Header().Set("Allow", "POST")
+		h.write(w, media, http.StatusMethodNotAllowed, requestError(apperr.BadRequest, "only queries may be sent with GET; use POST for "+string(pr.op.Operation)+"s"))
+		return
+	}
+	res = h.engine.Execute(r.Context(), sc, api.Principal(r), pr)
+	status = http.StatusOK
+	if res.RequestError && media == mediaGraphQLResponse {
+		status = http.StatusBadRequest
+	}
+	h.write(w, media, status, res)
+}
+
+// decode reads the GraphQL request from a GET query string or a POST JSON
+// body. A malformed request is a 400 whatever the Accept header.
+func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
+	var raw struct {
+		Query         json.RawMessage `json:"query"`
+		OperationName json.RawMessage `json:"operationName"`
+		Variables     json.RawMessage `json:"variables"`
+		Extensions    json.RawMessage `json:"extensions"`
+	}
+	bad := func(msg string) (Request, *Result, int) {
+		return Request{}, requestError(apperr.BadRequest, msg), http.StatusBadRequest
+	}
+	if r.Method == http.MethodGet {
+		q := r.URL.Query()
+		if !q.Has("query") {
+			return bad("the query parameter is required")
+		}
+		raw.Query, _ = json.Marshal(q.Get("query"))
+		if q.Has("operationName") {
+			raw.OperationName, _ = json.Marshal(q.Get("operationName"))
+		}
+		if v := q.Get("variables"); v != "" {
+			raw.Variables = json.RawMessage(v)
+		}
+		if v := q.Get("extensions"); v != "" {
+			raw.Extensions = json.RawMessage(v)
+		}
+	} else {
+		ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || ct != mediaJSON {
+			return Request{}, requestError(apperr.BadRequest, "Content-Type must be application/json"), http.StatusUnsupportedMediaType
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			var big *http.MaxBytesError
+			if errors.As(err, &big) {
+				return Request{}, requestError(apperr.TooLarge, "the request body is too large"), http.StatusRequestEntityTooLarge
+			}
+			return bad("could not read the request body")
+		}
+		if len(bytes.TrimSpace(body)) == 0 {
+			return bad("a JSON request body is required")
+		}
+		if err := json.Unmarshal(body, &raw); err != nil {
+			return bad("the request body must be a JSON object: " + err.Error())
+		}
+	}
+	var req Request
+	if err := json.Unmarshal(raw.Query, &req.Query); err != nil || len(raw.Query) == 0 || string(raw.Query) == "null" {
+		return bad("query must be a string")
+	}
+	if len(raw.OperationName) > 0 && string(raw.OperationName) != "null" {
+		if err := json.Unmarshal(raw.OperationName, &req.OperationName); err != nil {
+			return bad("operationName must be a string")
+		}
+	}
+	for _, p := range []struct {
+		raw  json.RawMessage
+		dst  *map[string]any
+		name string
+	}{{raw.Variables, &req.Variables, "variables"}, {raw.Extensions, &req.Extensions, "extensions"}} {
+		if len(p.raw) == 0 || string(p.raw) == "null" {
+			continue
+		}
+		d := json.NewDecoder(bytes.NewReader(p.raw))
+		d.UseNumber()
+		if err := d.Decode(p.dst); err != nil || *p.dst == nil {
+			return bad(p.name + " must be a JSON object")
+		}
+	}
+	return req, nil, 0
+}
+
+// writeErr renders a failure before execution (authentication, rate
+// limit) as a GraphQL response with the HTTP status of its code.
+func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	media := accepts(r.Header.Get("Accept"))
+	if media == "" {
+		media = mediaJSON
+	}
+	ae := apperr.As(err)
+	h.write(w, media, api.Status(ae.Code), requestError(ae.Code, ae.Message))
+}
+
+func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Result) {
+	body, err := res.MarshalJSON()
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL_ERROR"}}]}`)
+	}
+	w.Header().Set("Content-Type", media+"; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,197 @@
+package graphql
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestScopesPerField(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	readProducts := e.key(t, s.tenant, "entity:Product:read")
+	r := e.gql(t, s.tenant, readProducts, `{ productsCount categoriesCount }`, nil)
+	if r.Status != 200 || r.Data != nil || len(r.Errors) != 1 || r.code(0) != "FORBIDDEN" || r.Errors[0].Path[0] != "categoriesCount" {
+		t.Errorf("per-field scope: %s", r.Body)
+	}
+	r = e.gql(t, s.tenant, readProducts, `{ productsCount }`, nil)
+	r.ok(t)
+	// Traversing to categories needs read on Category and on the relationship.
+	r = e.gql(t, s.tenant, readProducts, `{ products { categories { name } } }`, nil)
+	if r.code(0) != "FORBIDDEN" {
+		t.Errorf("traversal without scope: %s", r.Body)
+	}
+	r = e.gql(t, s.tenant, readProducts, `{ products(where: {categories_some: {name: {equals: "x"}}}) { name } }`, nil)
+	if r.code(0) != "FORBIDDEN" {
+		t.Errorf("relationship filter without scope: %s", r.Body)
+	}
+	both := e.key(t, s.tenant, "entity:*:read", "relationship:IN_CATEGORY:read")
+	e.gql(t, s.tenant, both, `{ products { categories { name } } }`, nil).ok(t)
+	r = e.gql(t, s.tenant, both, `mutation { createProduct(input: {name: "x"}) { id } }`, nil)
+	if r.code(0) != "FORBIDDEN" {
+		t.Errorf("create with read scope: %s", r.Body)
+	}
+	creator := e.key(t, s.tenant, "entity:Product:create")
+	e.gql(t, s.tenant, creator, `mutation { createProduct(input: {name: "x"}) { id } }`, nil).ok(t)
+	r = e.gql(t, s.tenant, creator, fmt.Sprintf(`mutation { deleteProduct(id: %q) { id } }`, s.p[0]), nil)
+	if r.code(0) != "FORBIDDEN" {
+		t.Errorf("delete with create scope: %s", r.Body)
+	}
+}
+
+func TestTenantMustMatchAndAuth(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	a := newShop(t)
+	b := newShop(t)
+	r := e.gql(t, b.tenant, a.key, `{ productsCount }`, nil)
+	if r.Status != 404 || r.Data != nil || r.code(0) != "NOT_FOUND" {
+		t.Errorf("other tenant: %d %s", r.Status, r.Body)
+	}
+	r = e.gql(t, a.tenant, "", `{ productsCount }`, nil)
+	if r.Status != 401 || r.code(0) != "UNAUTHORIZED" {
+		t.Errorf("no key must be a GraphQL error with extensions.code UNAUTHORIZED: %d %s", r.Status, r.Body)
+	}
+	// JWT access tokens work in the same header.
+	p, err := e.Authn.Authenticate(t.Context(), "Bearer "+a.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := e.Authn.Mint(p, p.Scopes, 60e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := e.gql(t, a.tenant, tok, `{ productsCount }`, nil).ok(t)
+	if d["productsCount"].(float64) != 3 {
+		t.Errorf("count %v", d)
+	}
+	// schema download
+	req, _ := http.NewRequest("GET", e.URL+"/api/v1/dynamic-gql/"+a.tenant+"/schema.graphql", nil)
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	sr := do(t, req)
+	if sr.Status != 200 || !strings.Contains(string(sr.Body), "productsConnection(") || !strings.HasPrefix(sr.Header.Get("Content-Type"), "application/graphql") {
+		t.Errorf("schema.graphql: %d %s", sr.Status, sr.Header.Get("Content-Type"))
+	}
+	req, _ = http.NewRequest("GET", e.URL+"/api/v1/dynamic-gql/"+b.tenant+"/schema.graphql", nil)
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	if sr := do(t, req); sr.Status != 404 {
+		t.Errorf("other tenant's schema: %d", sr.Status)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	deep := `{ products(limit: 1) { categories(limit: 1) { products(limit: 1) { categories(limit: 1) { products(limit: 1) { categories(limit: 1) { products(limit: 1) { categories(limit: 1) { products(limit: 1) { categories(limit: 1) { products(limit: 1) { categories(limit: 1) { name } } } } } } } } } } } } }`
+	wide := "{ products(limit: 100) { categories(limit: 100) { products(limit: 100) { name } } } }"
+	var aliases strings.Builder
+	aliases.WriteString("{")
+	for i := 0; i < 51; i++ {
+		fmt.Fprintf(&aliases, " a%d: productsCount", i)
+	}
+	aliases.WriteString(" }")
+	for name, q := range map[string]string{"depth": deep, "complexity": wide, "aliases": aliases.String(),
+		"size": "{ productsCount " + strings.Repeat(" ", 70<<10) + "}"} {
+		r := e.gql(t, s.tenant, s.key, q, nil)
+		if r.Status != 400 || r.Data != nil || len(r.Errors) != 1 {
+			t.Errorf("%s: %d %s", name, r.Status, r.Body)
+		}
+	}
+	// Introspection is not counted against the depth limit.
+	e.gql(t, s.tenant, s.key, introspectionQuery, nil).ok(t)
+}
+
+func TestTransport(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	path := "/api/v1/dynamic-gql/" + s.tenant
+	get := func(q, accept string) *gqlResp {
+		req, _ := http.NewRequest("GET", e.URL+path+"?query="+url.QueryEscape(q), nil)
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		return do(t, req)
+	}
+	r := get("{ productsCount }", "application/graphql-response+json")
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/graphql-response+json; charset=utf-8" {
+		t.Errorf("GET: %d %s %s", r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	r = get(`mutation { createProduct(input: {name: "x"}) { id } }`, "")
+	if r.Status != 405 || r.Header.Get("Allow") != "POST" {
+		t.Errorf("GET mutation: %d %s", r.Status, r.Body)
+	}
+	r = get("{ productsCount }", "application/json")
+	if r.Header.Get("Content-Type") != "application/json; charset=utf-8" {
+		t.Errorf("Accept application/json: %s", r.Header.Get("Content-Type"))
+	}
+	// Validation errors: 400 under graphql-response+json, 200 under json.
+	if r := get("{ nope }", "application/graphql-response+json"); r.Status != 400 || r.code(0) != "GRAPHQL_VALIDATION_FAILED" {
+		t.Errorf("validation: %d %s", r.Status, r.Body)
+	}
+	if r := get("{ nope }", "application/json"); r.Status != 200 || len(r.Errors) != 1 {
+		t.Errorf("validation (json): %d %s", r.Status, r.Body)
+	}
+	if r := get("{ products(", ""); r.code(0) != "GRAPHQL_PARSE_FAILED" {
+		t.Errorf("parse: %s", r.Body)
+	}
+	for _, body := range []string{`{`, `[]`, `{"query": 1}`, `{"query": "{ productsCount }", "variables": "x"}`} {
+		if r := e.post(t, path, s.key, []byte(body), "application/json"); r.Status != 400 {
+			t.Errorf("%s: %d %s", body, r.Status, r.Body)
+		}
+	}
+	r = e.post(t, path, s.key, []byte(`{"query": "query A { productsCount } query B { __typename }", "operationName": "B", "variables": null, "extensions": null}`), "")
+	if r.Status != 200 || r.Data["__typename"] != "Query" {
+		t.Errorf("operationName: %d %s", r.Status, r.Body)
+	}
+}
+
+// introspectionQuery is GraphiQL's.
+const introspectionQuery = `query IntrospectionQuery {
+  __schema {
+    queryType { name } mutationType { name } subscriptionType { name }
+    types { ...FullType }
+    directives { name description locations isRepeatable args(includeDeprecated: true) { ...InputValue } }
+  }
+}
+fragment FullType on __Type {
+  kind name description specifiedByURL
+  fields(includeDeprecated: true) { name description args(includeDeprecated: true) { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
+  inputFields(includeDeprecated: true) { ...InputValue }
+  interfaces { ...TypeRef }
+  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
+  possibleTypes { ...TypeRef }
+}
+fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue isDeprecated deprecationReason }
+fragment TypeRef on __Type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } } }`
+
+func TestIntrospection(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	d := e.gql(t, s.tenant, s.key, introspectionQuery, nil).ok(t)
+	sch := d["__schema"].(map[string]any)
+	if sch["queryType"].(map[string]any)["name"] != "Query" || sch["subscriptionType"].(map[string]any)["name"] != "Subscription" {
+		t.Errorf("root types: %v", sch)
+	}
+	var product map[string]any
+	for _, ty := range sch["types"].([]any) {
+		if ty.(map[string]any)["name"] == "Product" {
+			product = ty.(map[string]any)
+		}
+	}
+	if product == nil || product["kind"] != "OBJECT" {
+		t.Fatalf("Product type: %v", product)
+	}
+	d = e.gql(t, s.tenant, s.key, `{ __type(name: "ProductOrderBy") { kind inputFields { name defaultValue type { kind ofType { name } } } }
+	  enum: __type(name: "ProductStatus") { enumValues { name } } missing: __type(name: "Nope") { name } }`, nil).ok(t)
+	jsonEq(t, d, `{"__type": {"kind": "INPUT_OBJECT", "inputFields": [
+	  {"name": "field", "defaultValue": null, "type": {"kind": "NON_NULL", "ofType": {"name": "String"}}},
+	  {"name": "direction", "defaultValue": "ASC", "type": {"kind": "ENUM", "ofType": null}}]},
+	  "enum": {"enumValues": [{"name": "draft"}, {"name": "live"}]}, "missing": null}`)
+}

@@ -1,0 +1,505 @@
+// Package graphql serves the GraphQL API generated from a tenant's active
+// schema: SDL generation (cached per schema version), introspection over
+// gqlparser's AST, validation, execution of each root field as one SQL
+// statement compiled by package query, GraphQL over HTTP, and subscriptions
+// over graphql-transport-ws fed by the events outbox (NOTIFY dds_events).
+package graphql
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/schema"
+)
+
+// rootKind says what a root field does.
+type rootKind int
+
+const (
+	rList rootKind = iota
+	rOne
+	rCount
+	rConnection
+	rVectorSearch
+	rCreate
+	rUpdate
+	rDelete
+	rBatchCreate
+	rBatchUpdate
+	rBatchDelete
+	rRelCreate
+	rRelUpdate
+	rRelDelete
+	rCreated
+	rUpdated
+	rDeleted
+)
+
+// rootField is the meaning of one Query/Mutation/Subscription field.
+type rootField struct {
+	kind   rootKind
+	entity *schema.Entity
+	rel    *schema.Relationship
+}
+
+// relField is a relationship field of an entity type.
+type relField struct {
+	rel    *schema.Relationship
+	dir    query.Direction
+	target *schema.Entity
+	conn   bool // <field>Connection: edges with properties
+}
+
+// Model is the GraphQL view of one schema version: the SDL, the parsed
+// schema, and what each generated field means.
+type Model struct {
+	Def    *schema.Definition
+	SDL    string
+	Schema *ast.Schema
+
+	roots map[string]rootField
+	// rels[entity][field] are the relationship fields of an entity type;
+	// preds[entity][name] the <field>_some/_none/_every where-predicates.
+	rels  map[string]map[string]relField
+	preds map[string]map[string]relPred
+	// objects maps an object type name to the entity it renders.
+	objects map[string]*schema.Entity
+}
+
+type relPred struct {
+	rel    *schema.Relationship
+	dir    query.Direction
+	target *schema.Entity
+	q      query.Quantifier
+}
+
+// Build generates the model of def. An error means the schema cannot be
+// exposed over GraphQL (a generated name collides); it is reported as a
+// VALIDATION_ERROR naming the collision.
+func Build(def *schema.Definition) (*Model, error) {
+	g := &gen{n: newNamer(), def: def, defined: map[string]bool{}, m: &Model{
+		Def: def, roots: map[string]rootField{}, rels: map[string]map[string]relField{},
+		preds: map[string]map[string]relPred{}, objects: map[string]*schema.Entity{},
+	}}
+	sdl, err := g.sdl()
+	if err != nil {
+		return nil, err
+	}
+	s, gerr := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: sdl})
+	if gerr != nil {
+		return nil, apperr.New(apperr.Validation, "the schema cannot be exposed over GraphQL: %s", gerr.Error())
+	}
+	g.m.SDL, g.m.Schema = sdl, s
+	return g.m, nil
+}
+
+type gen struct {
+	n       namer
+	def     *schema.Definition
+	m       *Model
+	b       strings.Builder
+	defined map[string]bool
+	errs    []string
+	query   []string
+	mut     []string
+	sub     []string
+}
+
+func (g *gen) define(name string) {
+	if g.defined[name] {
+		g.errs = append(g.errs, fmt.Sprintf("type %s is generated twice (rename an entity, field, or relationship)", name))
+	}
+	g.defined[name] = true
+}
+
+func (g *gen) root(list *[]string, name string, rf rootField, decl string) {
+	if _, dup := g.m.roots[name]; dup {
+		g.errs = append(g.errs, fmt.Sprintf("root field %s is generated twice", name))
+	}
+	g.m.roots[name] = rf
+	*list = append(*list, "  "+name+decl)
+}
+
+func (g *gen) typ(kind, name, desc string, lines []string) {
+	g.define(name)
+	if desc != "" {
+		fmt.Fprintf(&g.b, "%q\n", desc)
+	}
+	fmt.Fprintf(&g.b, "%s %s {\n%s\n}\n\n", kind, name, strings.Join(lines, "\n"))
+}
+
+// Shared types every generated schema has.
+const prelude = `"An ISO 8601 timestamp, e.g. 2024-01-31T12:00:00Z."
+scalar DateTime
+
+"A calendar date, YYYY-MM-DD."
+scalar Date
+
+"Any JSON value."
+scalar JSON
+
+enum SortDirection {
+  ASC
+  DESC
+}
+
+type PageInfo {
+  hasNextPage: Boolean!
+  hasPreviousPage: Boolean!
+  startCursor: String
+  endCursor: String
+}
+
+"One item of a batch that was not processed."
+type BatchFailure {
+  index: Int!
+  item: JSON
+  error: BatchError!
+}
+
+type BatchError {
+  code: String!
+  message: String!
+  field: String
+}
+
+"A deleted relationship edge."
+type DeletedRelationship {
+  id: ID!
+  from: ID!
+  to: ID!
+}
+
+`
+
+var sharedTypes = []string{"DateTime", "Date", "JSON", "SortDirection", "PageInfo", "BatchFailure", "BatchError", "DeletedRelationship"}
+
+// Filter input types per scalar. Keys are the GraphQL element type.
+var scalarFilters = []struct{ name, elem, ops string }{
+	{"StringFilter", "String", "cmp str"},
+	{"IntFilter", "Int", "cmp"},
+	{"FloatFilter", "Float", "cmp"},
+	{"BooleanFilter", "Boolean", "eq"},
+	{"DateTimeFilter", "DateTime", "cmp"},
+	{"DateFilter", "Date", "cmp"},
+	{"IDFilter", "ID", "in"},
+	{"JSONFilter", "JSON", "json"},
+}
+
+var listFilters = []struct{ name, elem string }{
+	{"StringListFilter", "String"}, {"IntListFilter", "Int"}, {"FloatListFilter", "Float"},
+	{"BooleanListFilter", "Boolean"}, {"DateTimeListFilter", "DateTime"}, {"DateListFilter", "Date"},
+}
+
+// filterLines renders the operators of a filter over elem. ops: "eq" =
+// equals/not; "in" adds in/notIn; "cmp" adds lt..gte; "str" adds the
+// string matches.
+func filterLines(elem, ops string) []string {
+	var l []string
+	if ops == "json" {
+		return []string{"  \"JSON containment (@>): the value contains this JSON.\"", "  contains: JSON", "  isNull: Boolean"}
+	}
+	if elem != "" {
+		l = append(l, "  equals: "+elem, "  not: "+elem)
+		if ops != "eq" {
+			l = append(l, "  in: ["+elem+"!]", "  notIn: ["+elem+"!]")
+		}
+		if strings.Contains(ops, "cmp") {
+			l = append(l, "  lt: "+elem, "  lte: "+elem, "  gt: "+elem, "  gte: "+elem)
+		}
+		if strings.Contains(ops, "str") {
+			l = append(l, "  contains: "+elem, "  startsWith: "+elem, "  endsWith: "+elem)
+		}
+	}
+	return append(l, "  isNull: Boolean")
+}
+
+func (g *gen) sdl() (string, error) {
+	g.b.WriteString(prelude)
+	for _, t := range sharedTypes {
+		g.define(t)
+	}
+	for _, f := range scalarFilters {
+		g.typ("input", f.name, "", filterLines(f.elem, f.ops))
+	}
+	for _, f := range listFilters {
+		g.typ("input", f.name, "", []string{"  \"The list contains this element.\"", "  contains: " + f.elem, "  isNull: Boolean"})
+	}
+	// Relationship fields per entity, in schema order.
+	relsOf := map[string][]relField{}
+	relNamesOf := map[string][]string{}
+	for i := range g.def.Relationships {
+		r := &g.def.Relationships[i]
+		from, _ := g.def.Entity(r.From)
+		to, _ := g.def.Entity(r.To)
+		if from == nil || to == nil {
+			continue
+		}
+		if r.FromField != "" {
+			relsOf[r.From] = append(relsOf[r.From], relField{rel: r, dir: query.DirOut, target: to})
+			relNamesOf[r.From] = append(relNamesOf[r.From], r.FromField)
+		}
+		if r.ToField != "" {
+			relsOf[r.To] = append(relsOf[r.To], relField{rel: r, dir: query.DirIn, target: from})
+			relNamesOf[r.To] = append(relNamesOf[r.To], r.ToField)
+		}
+	}
+	for i := range g.def.Entities {
+		e := &g.def.Entities[i]
+		g.entity(e, relsOf[e.Name], relNamesOf[e.Name])
+	}
+	for i := range g.def.Relationships {
+		g.relationship(&g.def.Relationships[i])
+	}
+	g.typ("type", "Query", "", g.query)
+	g.typ("type", "Mutation", "", g.mut)
+	g.typ("type", "Subscription", "Entity events, streamed over graphql-transport-ws at /api/v1/dynamic-gql/ws.", g.sub)
+	if len(g.errs) > 0 {
+		sort.Strings(g.errs)
+		return "", apperr.New(apperr.Validation, "the schema cannot be exposed over GraphQL: %s", strings.Join(g.errs, "; "))
+	}
+	return g.b.String(), nil
+}
+
+// outType is the GraphQL output type of a field (required → non-null).
+func outType(owner string, f *schema.Field) string {
+	t := elemType(owner, f)
+	if f.List {
+		t = "[" + t + "!]"
+	}
+	if f.Required {
+		t += "!"
+	}
+	return t
+}
+
+func elemType(owner string, f *schema.Field) string {
+	switch f.Type {
+	case schema.String, schema.Text:
+		return "String"
+	case schema.Integer:
+		return "Int"
+	case schema.Number:
+		return "Float"
+	case schema.Boolean:
+		return "Boolean"
+	case schema.Timestamp:
+		return "DateTime"
+	case schema.Date:
+		return "Date"
+	case schema.JSON:
+		return "JSON"
+	case schema.Enum:
+		return enumType(owner, f)
+	case schema.File:
+		return "ID"
+	case schema.Vector:
+		return "[Float!]"
+	}
+	return "JSON"
+}
+
+// inType is the input type; nonNull marks a required create input.
+func inType(owner string, f *schema.Field, nonNull bool) string {
+	t := elemType(owner, f)
+	if f.List {
+		t = "[" + t + "!]"
+	}
+	if nonNull {
+		t += "!"
+	}
+	return t
+}
+
+// filterType is the where-filter input of a field ("" = not filterable).
+func filterType(owner string, f *schema.Field) string {
+	if f.Type == schema.Vector {
+		return ""
+	}
+	if f.Type == schema.Enum {
+		if f.List {
+			return enumType(owner, f) + "ListFilter"
+		}
+		return enumType(owner, f) + "Filter"
+	}
+	if f.List {
+		return elemType(owner, f) + "ListFilter"
+	}
+	switch f.Type {
+	case schema.File:
+		return "IDFilter"
+	case schema.JSON:
+		return "JSONFilter"
+	}
+	return elemType(owner, f) + "Filter"
+}
+
+func (g *gen) enums(owner string, fields []schema.Field) {
+	for i := range fields {
+		f := &fields[i]
+		if f.Type != schema.Enum {
+			continue
+		}
+		name := enumType(owner, f)
+		var vals []string
+		for _, v := range f.Values {
+			if v == "true" || v == "false" || v == "null" {
+				g.errs = append(g.errs, fmt.Sprintf("%s.%s: %q cannot be a GraphQL enum value", owner, f.Name, v))
+			}
+			vals = append(vals, "  "+v)
+		}
+		g.typ("enum", name, "", vals)
+		g.typ("input", name+"Filter", "", filterLines(name, "in"))
+		g.typ("input", name+"ListFilter", "", []string{"  contains: " + name, "  isNull: Boolean"})
+	}
+}
+
+func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
+	n := g.n.entity(e)
+	g.m.objects[n.Type] = e
+	g.m.rels[e.Name] = map[string]relField{}
+	g.m.preds[e.Name] = map[string]relPred{}
+	g.enums(e.Name, e.Fields)
+
+	fieldNames := map[string]bool{"id": true, "createdAt": true, "updatedAt": true}
+	claim := func(name string) {
+		if fieldNames[name] {
+			g.errs = append(g.errs, fmt.Sprintf("%s.%s is generated twice", e.Name, name))
+		}
+		fieldNames[name] = true
+	}
+	obj := []string{"  id: ID!", "  createdAt: DateTime!", "  updatedAt: DateTime!"}
+	for i := range e.Fields {
+		f := &e.Fields[i]
+		claim(f.Name)
+		obj = append(obj, "  "+f.Name+": "+outType(e.Name, f))
+	}
+	for i, rf := range rels {
+		name := relNames[i]
+		tn := g.n.entity(rf.target)
+		claim(name)
+		g.m.rels[e.Name][name] = rf
+		obj = append(obj, fmt.Sprintf("  %s(where: %s, limit: Int, offset: Int, orderBy: [%s!]): [%s!]!", name, tn.Where, tn.OrderBy, tn.Type))
+		if len(rf.rel.Properties) > 0 {
+			cn := name + "Connection"
+			claim(cn)
+			c := rf
+			c.conn = true
+			g.m.rels[e.Name][cn] = c
+			rn := g.n.relationship(rf.rel)
+			connT, edgeT := relConnTypes(e.Name, name)
+			obj = append(obj, fmt.Sprintf("  %s(nodeWhere: %s, edgeWhere: %s, limit: Int, offset: Int, orderBy: [%s!]): %s!", cn, tn.Where, rn.PropsWhere, tn.OrderBy, connT))
+			g.typ("type", connT, "", []string{"  edges: [" + edgeT + "!]!"})
+			g.typ("type", edgeT, fmt.Sprintf("An edge of %s with its properties and the related %s.", rf.rel.Name, rf.target.Name),
+				[]string{"  id: ID!", "  createdAt: DateTime!", "  properties: " + rn.Properties + "!", "  node: " + tn.Type + "!"})
+		}
+	}
+	g.typ("type", n.Type, "", obj)
+
+	// where
+	where := []string{"  id: IDFilter", "  createdAt: DateTimeFilter", "  updatedAt: DateTimeFilter"}
+	for i := range e.Fields {
+		if ft := filterType(e.Name, &e.Fields[i]); ft != "" {
+			where = append(where, "  "+e.Fields[i].Name+": "+ft)
+		}
+	}
+	for i, rf := range rels {
+		tn := g.n.entity(rf.target)
+		for _, q := range []query.Quantifier{query.Some, query.None, query.Every} {
+			pn := relNames[i] + "_" + string(q)
+			claim(pn)
+			g.m.preds[e.Name][pn] = relPred{rel: rf.rel, dir: rf.dir, target: rf.target, q: q}
+			where = append(where, "  "+pn+": "+tn.Where)
+		}
+	}
+	where = append(where, "  AND: ["+n.Where+"!]", "  OR: ["+n.Where+"!]", "  NOT: "+n.Where)
+	g.typ("input", n.Where, "", where)
+	g.typ("input", n.OrderBy, "", []string{"  \"A field of " + e.Name + " (id, createdAt, updatedAt or a sortable field).\"", "  field: String!", "  direction: SortDirection = ASC"})
+
+	var create, update []string
+	for i := range e.Fields {
+		f := &e.Fields[i]
+		create = append(create, "  "+f.Name+": "+inType(e.Name, f, f.Required && f.Default == nil))
+		update = append(update, "  "+f.Name+": "+inType(e.Name, f, false))
+	}
+	g.typ("input", n.CreateInput, "", create)
+	g.typ("input", n.UpdateInput, "Only the fields present change; null clears a field.", update)
+	g.typ("input", n.BatchUpdateInput, "", []string{"  id: ID!", "  data: " + n.UpdateInput + "!"})
+	g.typ("type", n.Connection, "", []string{"  edges: [" + n.Edge + "!]!", "  pageInfo: PageInfo!", "  totalCount: Int!"})
+	g.typ("type", n.Edge, "", []string{"  cursor: String!", "  node: " + n.Type + "!"})
+	g.typ("type", n.BatchResult, "", []string{"  successful: [" + n.Type + "!]!", "  failed: [BatchFailure!]!",
+		"  totalCount: Int!", "  successCount: Int!", "  failureCount: Int!"})
+
+	rf := rootField{entity: e}
+	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!]", n.Where, n.OrderBy)
+	g.root(&g.query, n.List, with(rf, rList), "("+page+"): ["+n.Type+"!]!")
+	g.root(&g.query, n.One, with(rf, rOne), "(id: ID!): "+n.Type)
+	g.root(&g.query, n.Count, with(rf, rCount), fmt.Sprintf("(where: %s, search: String): Int!", n.Where))
+	g.root(&g.query, n.ConnectionField, with(rf, rConnection),
+		fmt.Sprintf("(first: Int, after: String, last: Int, before: String, where: %s, search: String, orderBy: [%s!]): %s!", n.Where, n.OrderBy, n.Connection))
+	if hasVector(e) {
+		g.typ("input", n.VectorInput, "", []string{"  \"A VECTOR field of " + e.Name + ".\"", "  field: String!", "  vector: [Float!]!",
+			"  \"1 to 100.\"", "  topK: Int = 10", "  where: " + n.Where})
+		g.typ("type", n.VectorResult, "", []string{"  \"Cosine similarity, 1 = exact match.\"", "  score: Float!", "  data: " + n.Type + "!"})
+		g.root(&g.query, n.VectorSearch, with(rf, rVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
+	}
+	g.root(&g.mut, n.Create, with(rf, rCreate), "(input: "+n.CreateInput+"!): "+n.Type+"!")
+	g.root(&g.mut, n.Update, with(rf, rUpdate), "(id: ID!, input: "+n.UpdateInput+"!): "+n.Type+"!")
+	g.root(&g.mut, n.Delete, with(rf, rDelete), "(id: ID!): "+n.Type+"!")
+	g.root(&g.mut, n.BatchCreate, with(rf, rBatchCreate), "(input: ["+n.CreateInput+"!]!): "+n.BatchResult+"!")
+	g.root(&g.mut, n.BatchUpdate, with(rf, rBatchUpdate), "(input: ["+n.BatchUpdateInput+"!]!): "+n.BatchResult+"!")
+	g.root(&g.mut, n.BatchDelete, with(rf, rBatchDelete), "(ids: [ID!]!): "+n.BatchResult+"!")
+	g.root(&g.sub, n.Created, with(rf, rCreated), "(where: "+n.Where+"): "+n.Type+"!")
+	g.root(&g.sub, n.Updated, with(rf, rUpdated), "(where: "+n.Where+"): "+n.Type+"!")
+	g.root(&g.sub, n.Deleted, with(rf, rDeleted), "(where: "+n.Where+"): "+n.Type+"!")
+}
+
+func with(rf rootField, k rootKind) rootField { rf.kind = k; return rf }
+
+func hasVector(e *schema.Entity) bool {
+	for i := range e.Fields {
+		if e.Fields[i].Type == schema.Vector {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *gen) relationship(r *schema.Relationship) {
+	rn := g.n.relationship(r)
+	g.enums(rn.Properties, r.Properties)
+	props := []string{}
+	where := []string{}
+	input := []string{}
+	for i := range r.Properties {
+		f := &r.Properties[i]
+		props = append(props, "  "+f.Name+": "+outType(rn.Properties, f))
+		if ft := filterType(rn.Properties, f); ft != "" {
+			where = append(where, "  "+f.Name+": "+ft)
+		}
+		input = append(input, "  "+f.Name+": "+inType(rn.Properties, f, false))
+	}
+	rf := rootField{rel: r}
+	edgeFields := []string{"  id: ID!", "  from: ID!", "  to: ID!", "  createdAt: DateTime!"}
+	createArgs := "(from: ID!, to: ID!)"
+	if len(r.Properties) > 0 {
+		g.typ("type", rn.Properties, "", props)
+		where = append(where, "  AND: ["+rn.PropsWhere+"!]", "  OR: ["+rn.PropsWhere+"!]", "  NOT: "+rn.PropsWhere)
+		g.typ("input", rn.PropsWhere, "", where)
+		g.typ("input", rn.PropsInput, "", input)
+		edgeFields = append(edgeFields, "  properties: "+rn.Properties+"!")
+		createArgs = "(from: ID!, to: ID!, properties: " + rn.PropsInput + ")"
+	}
+	g.typ("type", rn.Edge, fmt.Sprintf("An edge of %s from a %s to a %s.", r.Name, r.From, r.To), edgeFields)
+	g.root(&g.mut, rn.Create, with(rf, rRelCreate), createArgs+": "+rn.Edge+"!")
+	if len(r.Properties) > 0 {
+		g.root(&g.mut, rn.UpdateByID, with(rf, rRelUpdate), "(id: ID!, properties: "+rn.PropsInput+"!): "+rn.Edge+"!")
+	}
+	g.root(&g.mut, rn.DeleteByID, with(rf, rRelDelete), "(id: ID!): DeletedRelationship!")
+}

@@ -1,0 +1,546 @@
+package graphql
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
+)
+
+// MaxPage is the largest first/last of a connection (spec §8).
+const MaxPage = 100
+
+func (x *execCtx) resolveRoot(root *ast.Definition, cf *cfield) ([]byte, error) {
+	switch cf.field.Name {
+	case "__typename":
+		return json.Marshal(root.Name)
+	case "__schema", "__type":
+		return x.introspect(cf)
+	}
+	rf, ok := x.m.roots[cf.field.Name]
+	if !ok {
+		return nil, apperr.New(apperr.BadRequest, "unknown field %s", cf.field.Name)
+	}
+	args := cf.field.ArgumentMap(x.vars)
+	e := rf.entity
+	switch rf.kind {
+	case rList, rOne, rCount, rConnection, rVectorSearch:
+		if err := x.p.Require("entity", e.Name, "read"); err != nil {
+			return nil, err
+		}
+	}
+	switch rf.kind {
+	case rList:
+		return x.list(e, cf, args)
+	case rOne:
+		return x.one(e, cf, args)
+	case rCount:
+		where, err := x.where(e, args["where"])
+		if err != nil {
+			return nil, err
+		}
+		search, _ := args["search"].(string)
+		st, err := x.sc.Compiler.Count(e.Name, where, search)
+		if err != nil {
+			return nil, err
+		}
+		return x.query(st, e.Name)
+	case rConnection:
+		return x.connection(e, cf, args)
+	case rVectorSearch:
+		return x.vectorSearch(e, cf, args)
+	case rCreate, rUpdate, rDelete:
+		return x.mutate(rf, cf, args)
+	case rBatchCreate, rBatchUpdate, rBatchDelete:
+		return x.batch(rf, cf, args)
+	case rRelCreate, rRelUpdate, rRelDelete:
+		return x.edge(rf, cf, args)
+	}
+	return nil, apperr.New(apperr.BadRequest, "%s is not available over this transport", cf.field.Name)
+}
+
+func (x *execCtx) list(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
+	l := query.List{Entity: e.Name}
+	var err error
+	if l.Where, err = x.where(e, args["where"]); err != nil {
+		return nil, err
+	}
+	l.Search, _ = args["search"].(string)
+	l.Limit, _ = intArg(args["limit"])
+	l.Offset, _ = intArg(args["offset"])
+	if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
+		return nil, err
+	}
+	sh, err := x.record(e, cf.sel, &l.Select)
+	if err != nil {
+		return nil, err
+	}
+	items, err := x.items(l)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := writeList(&b, sh, items); err != nil {
+		return nil, apperr.Wrap(err, "reshape result")
+	}
+	return b.Bytes(), nil
+}
+
+// items runs a list plan and returns its "items" array.
+func (x *execCtx) items(l query.List) ([]byte, error) {
+	raw, err := x.listRaw(l)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := objectMembers(raw, nil)
+	if err != nil {
+		return nil, apperr.Wrap(err, "read result")
+	}
+	return lookup(ms, "items"), nil
+}
+
+func (x *execCtx) listRaw(l query.List) ([]byte, error) {
+	st, err := x.sc.Compiler.List(l)
+	if err != nil {
+		return nil, err
+	}
+	return x.query(st, l.Entity)
+}
+
+func (x *execCtx) one(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
+	id, _ := args["id"].(string)
+	if _, err := uuid.Parse(id); err != nil {
+		return []byte("null"), nil
+	}
+	return x.byID(e, cf.sel, id)
+}
+
+// byID reads one record with a selection (null when absent).
+func (x *execCtx) byID(e *schema.Entity, set ast.SelectionSet, id string) ([]byte, error) {
+	l := query.List{Entity: e.Name, Where: query.Cond{Field: schema.ColID, Op: query.Eq, Value: id}, Limit: 1}
+	sh, err := x.record(e, set, &l.Select)
+	if err != nil {
+		return nil, err
+	}
+	items, err := x.items(l)
+	if err != nil {
+		return nil, err
+	}
+	list, err := arrayItems(items, nil)
+	if err != nil {
+		return nil, apperr.Wrap(err, "read result")
+	}
+	if len(list) == 0 {
+		return []byte("null"), nil
+	}
+	var b bytes.Buffer
+	if err := writeObj(&b, sh, list[0]); err != nil {
+		return nil, apperr.Wrap(err, "reshape result")
+	}
+	return b.Bytes(), nil
+}
+
+// cursor is the opaque cursor: the order keys (so a cursor of another
+// order is refused) and the row's values of them, id last.
+type cursor struct {
+	K []string          `json:"k"`
+	V []json.RawMessage `json:"v"`
+}
+
+func keyNames(keys []query.Order) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Field
+		if k.Desc {
+			out[i] += ":desc"
+		}
+	}
+	return out
+}
+
+func encodeCursor(names []string, keys []query.Order, item []byte) (string, error) {
+	ms, err := objectMembers(item, nil)
+	if err != nil {
+		return "", err
+	}
+	c := cursor{K: names}
+	for _, k := range keys {
+		v := lookup(ms, k.Field)
+		if v == nil {
+			v = []byte("null")
+		}
+		c.V = append(c.V, v)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func decodeCursor(s string, names []string, arg string) ([]any, error) {
+	bad := apperr.Field(arg, "is not a cursor of this connection and order")
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	var c cursor
+	if err := json.Unmarshal(raw, &c); err != nil || strings.Join(c.K, ",") != strings.Join(names, ",") || len(c.V) != len(names) {
+		return nil, bad
+	}
+	out := make([]any, len(c.V))
+	for i, v := range c.V {
+		d := json.NewDecoder(bytes.NewReader(v))
+		d.UseNumber()
+		if err := d.Decode(&out[i]); err != nil {
+			return nil, bad
+		}
+	}
+	return out, nil
+}
+
+func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
+	first, hasFirst := intArg(args["first"])
+	last, hasLast := intArg(args["last"])
+	after, _ := args["after"].(string)
+	before, _ := args["before"].(string)
+	switch {
+	case hasFirst && hasLast:
+		return nil, apperr.New(apperr.Validation, "first and last cannot be used together")
+	case hasFirst && (first < 0 || first > MaxPage):
+		return nil, apperr.Field("first", "must be between 0 and %d", MaxPage)
+	case hasLast && (last < 0 || last > MaxPage):
+		return nil, apperr.Field("last", "must be between 0 and %d", MaxPage)
+	case after != "" && before != "":
+		return nil, apperr.New(apperr.Validation, "after and before cannot be used together")
+	case hasFirst && before != "":
+		return nil, apperr.New(apperr.Validation, "before pages backward: use it with last")
+	case hasLast && after != "":
+		return nil, apperr.New(apperr.Validation, "after pages forward: use it with first")
+	}
+	backward := hasLast || before != ""
+	n := query.DefaultLimit
+	if hasFirst {
+		n = first
+	} else if hasLast {
+		n = last
+	}
+	l := query.List{Entity: e.Name}
+	var err error
+	if l.Where, err = x.where(e, args["where"]); err != nil {
+		return nil, err
+	}
+	l.Search, _ = args["search"].(string)
+	order, err := orderBy(args["orderBy"])
+	if err != nil {
+		return nil, err
+	}
+	keys, err := x.sc.Compiler.Keys(e.Name, order)
+	if err != nil {
+		return nil, err
+	}
+	names := keyNames(keys)
+	l.OrderBy = keys
+
+	// Selection: edges' nodes, plus the key columns cursors are made of.
+	connT, edgeT := e.Name+"Connection", e.Name+"Edge"
+	l.Select.Fields = []string{}
+	conn := x.collect(cf.sel, connT)
+	var wantCount bool
+	edges := map[string]*shape{}
+	for _, c := range conn {
+		switch c.field.Name {
+		case "totalCount":
+			wantCount = true
+		case "edges":
+			sh := &shape{}
+			for _, ef := range x.collect(c.sel, edgeT) {
+				switch ef.field.Name {
+				case "__typename":
+					sh.fields = append(sh.fields, outField{key: ef.key, kind: oTypename, typename: edgeT})
+				case "cursor":
+					sh.fields = append(sh.fields, outField{key: ef.key, kind: oScalar, src: "\x00cursor"})
+				case "node":
+					node, err := x.record(e, ef.sel, &l.Select)
+					if err != nil {
+						return nil, err
+					}
+					sh.fields = append(sh.fields, outField{key: ef.key, kind: oSelf, sub: node})
+				}
+			}
+			edges[c.key] = sh
+		}
+	}
+	for _, k := range keys {
+		addField(&l.Select, k.Field)
+	}
+	l.IncludeCount = wantCount
+	l.Limit = n + 1
+	reversed := false
+	switch {
+	case after != "":
+		vals, err := decodeCursor(after, names, "after")
+		if err != nil {
+			return nil, err
+		}
+		l.Seek = &query.Seek{Values: vals}
+	case before != "":
+		vals, err := decodeCursor(before, names, "before")
+		if err != nil {
+			return nil, err
+		}
+		l.Seek = &query.Seek{Values: vals, Backward: true}
+	case backward: // last n of the whole set: read the reversed order
+		rev := make([]query.Order, len(keys))
+		for i, k := range keys {
+			rev[i] = query.Order{Field: k.Field, Desc: !k.Desc}
+		}
+		l.OrderBy = rev
+		reversed = true
+	}
+	if n == 0 {
+		l.Limit = 1
+	}
+	raw, err := x.listRaw(l)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := objectMembers(raw, nil)
+	if err != nil {
+		return nil, apperr.Wrap(err, "read result")
+	}
+	items, err := arrayItems(lookup(ms, "items"), nil)
+	if err != nil {
+		return nil, apperr.Wrap(err, "read result")
+	}
+	more := len(items) > n
+	if reversed {
+		if more {
+			items = items[:n]
+		}
+		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
+			items[i], items[j] = items[j], items[i]
+		}
+	} else if more {
+		if backward {
+			items = items[len(items)-n:]
+		} else {
+			items = items[:n]
+		}
+	}
+	var hasNext, hasPrev bool
+	if backward {
+		hasPrev, hasNext = more, before != ""
+	} else {
+		hasNext, hasPrev = more, after != ""
+	}
+	cursors := make([]string, len(items))
+	for i, it := range items {
+		if cursors[i], err = encodeCursor(names, keys, it); err != nil {
+			return nil, apperr.Wrap(err, "make cursor")
+		}
+	}
+
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, c := range conn {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeKey(&b, c.key)
+		switch c.field.Name {
+		case "__typename":
+			writeString(&b, connT)
+		case "totalCount":
+			if v := lookup(ms, "count"); v != nil {
+				b.Write(v)
+			} else {
+				b.WriteString("0")
+			}
+		case "edges":
+			sh := edges[c.key]
+			b.WriteByte('[')
+			for j, it := range items {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteByte('{')
+				for k, f := range sh.fields {
+					if k > 0 {
+						b.WriteByte(',')
+					}
+					writeKey(&b, f.key)
+					switch f.kind {
+					case oTypename:
+						writeString(&b, f.typename)
+					case oScalar:
+						writeString(&b, cursors[j])
+					case oSelf:
+						if err := writeObj(&b, f.sub, it); err != nil {
+							return nil, apperr.Wrap(err, "reshape result")
+						}
+					}
+				}
+				b.WriteByte('}')
+			}
+			b.WriteByte(']')
+		case "pageInfo":
+			b.WriteByte('{')
+			for k, pf := range x.collect(c.sel, "PageInfo") {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				writeKey(&b, pf.key)
+				switch pf.field.Name {
+				case "__typename":
+					writeString(&b, "PageInfo")
+				case "hasNextPage":
+					b.WriteString(boolJSON(hasNext))
+				case "hasPreviousPage":
+					b.WriteString(boolJSON(hasPrev))
+				case "startCursor", "endCursor":
+					if len(cursors) == 0 {
+						b.WriteString("null")
+					} else if pf.field.Name == "startCursor" {
+						writeString(&b, cursors[0])
+					} else {
+						writeString(&b, cursors[len(cursors)-1])
+					}
+				}
+			}
+			b.WriteByte('}')
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func boolJSON(v bool) string {
+	if v {
+		return "true"
+	}
+	return "false"
+}
+
+func (x *execCtx) vectorSearch(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
+	in, _ := args["input"].(map[string]any)
+	v := query.VectorSearch{Entity: e.Name}
+	v.Field, _ = in["field"].(string)
+	vec, _ := norm(in["vector"]).([]any)
+	v.Vector = vec
+	v.TopK, _ = intArg(in["topK"])
+	var err error
+	if v.Where, err = x.where(e, in["where"]); err != nil {
+		return nil, err
+	}
+	resT := e.Name + "VectorSearchResult"
+	sh := &shape{}
+	for _, c := range x.collect(cf.sel, resT) {
+		switch c.field.Name {
+		case "__typename":
+			sh.fields = append(sh.fields, outField{key: c.key, kind: oTypename, typename: resT})
+		case "score":
+			sh.fields = append(sh.fields, outField{key: c.key, kind: oScalar, src: "score"})
+		case "data":
+			d, err := x.record(e, c.sel, &v.Select)
+			if err != nil {
+				return nil, err
+			}
+			sh.fields = append(sh.fields, outField{key: c.key, kind: oObject, src: "data", sub: d})
+		}
+	}
+	if v.Select.Fields == nil {
+		v.Select.Fields = []string{}
+	}
+	st, err := x.sc.Compiler.VectorSearch(v)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := x.query(st, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := writeList(&b, sh, raw); err != nil {
+		return nil, apperr.Wrap(err, "reshape result")
+	}
+	return b.Bytes(), nil
+}
+
+// mutate runs create/update/delete through records.Store (validation and
+// the outbox event in the same statement as the write).
+func (x *execCtx) mutate(rf rootField, cf *cfield, args map[string]any) ([]byte, error) {
+	e := rf.entity
+	op := map[rootKind]string{rCreate: "create", rUpdate: "update", rDelete: "delete"}[rf.kind]
+	if err := x.p.Require("entity", e.Name, op); err != nil {
+		return nil, err
+	}
+	var sel query.Selection
+	sh, err := x.record(e, cf.sel, &sel)
+	if err != nil {
+		return nil, err
+	}
+	if len(sel.Nested) > 0 { // reading related records needs entity read scopes
+		if err := x.p.Require("entity", e.Name, "read"); err != nil {
+			return nil, err
+		}
+	}
+	var raw []byte
+	switch rf.kind {
+	case rCreate:
+		in, _ := norm(args["input"]).(map[string]any)
+		raw, err = x.e.store.Create(x.ctx, x.sc, e.Name, in)
+	case rUpdate:
+		in, _ := norm(args["input"]).(map[string]any)
+		id, _ := args["id"].(string)
+		raw, err = x.e.store.Update(x.ctx, x.sc, e.Name, id, in, records.Patch)
+	case rDelete:
+		id, _ := args["id"].(string)
+		if _, perr := uuid.Parse(id); perr != nil {
+			return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
+		}
+		if len(sel.Nested) == 0 {
+			// One statement: the delete returns the record it removed.
+			raw, err = x.e.store.DeleteReturning(x.ctx, x.sc, e.Name, id)
+			break
+		}
+		// Nested selections need the relationships as they were: read them
+		// with the selection, then delete.
+		out, rerr := x.byID(e, cf.sel, id)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if string(out) == "null" {
+			return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
+		}
+		if err := x.e.store.Delete(x.ctx, x.sc, e.Name, id); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(sel.Nested) > 0 {
+		var m struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, apperr.Wrap(err, "read result")
+		}
+		return x.byID(e, cf.sel, m.ID)
+	}
+	var b bytes.Buffer
+	if err := writeObj(&b, sh, raw); err != nil {
+		return nil, apperr.Wrap(err, "reshape result")
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,420 @@
+package graphql
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/schema"
+)
+
+// shape says how to turn one JSON object built by Postgres into the
+// GraphQL response object of a selection: which members to copy under
+// which response keys, in selection order.
+type shape struct{ fields []outField }
+
+type outKind uint8
+
+const (
+	oScalar   outKind = iota // copy member src
+	oTypename                // the constant typename
+	oList                    // member src is an array of objects, each reshaped by sub
+	oObject                  // member src is an object (or null) reshaped by sub
+	oEdgeConn                // member src is an array of edge items; output {edges: [...]} per sub
+	oEdges                   // inside oEdgeConn: the edge items, each reshaped by sub
+	oSelf                    // the current object itself reshaped by sub (edge → node)
+	oEdgeMeta                // member src of the item's "_relationship" object
+)
+
+type outField struct {
+	key      string
+	src      string
+	kind     outKind
+	typename string
+	sub      *shape
+}
+
+func (s *shape) hasNested() bool {
+	for _, f := range s.fields {
+		if f.kind != oScalar && f.kind != oTypename {
+			return true
+		}
+	}
+	return false
+}
+
+// writeObj writes raw (a JSON object) reshaped by s.
+func writeObj(b *bytes.Buffer, s *shape, raw []byte) error {
+	if isNull(raw) {
+		b.WriteString("null")
+		return nil
+	}
+	var pool [24]member
+	ms, err := objectMembers(raw, pool[:0])
+	if err != nil {
+		return err
+	}
+	b.WriteByte('{')
+	for i, f := range s.fields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeKey(b, f.key)
+		switch f.kind {
+		case oScalar:
+			if v := lookup(ms, f.src); !isNull(v) {
+				b.Write(v)
+			} else {
+				b.WriteString("null")
+			}
+		case oTypename:
+			writeString(b, f.typename)
+		case oList:
+			if err := writeList(b, f.sub, lookup(ms, f.src)); err != nil {
+				return err
+			}
+		case oObject:
+			if err := writeObj(b, f.sub, lookup(ms, f.src)); err != nil {
+				return err
+			}
+		case oSelf:
+			if err := writeObj(b, f.sub, raw); err != nil {
+				return err
+			}
+		case oEdgeMeta:
+			rel := lookup(ms, "_relationship")
+			var p2 [6]member
+			rm, err := objectMembers(rel, p2[:0])
+			if err != nil {
+				return err
+			}
+			if v := lookup(rm, f.src); !isNull(v) {
+				b.Write(v)
+			} else {
+				b.WriteString("null")
+			}
+		case oEdgeConn:
+			items := lookup(ms, f.src)
+			b.WriteByte('{')
+			for j, cf := range f.sub.fields {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				writeKey(b, cf.key)
+				if cf.kind == oTypename {
+					writeString(b, cf.typename)
+					continue
+				}
+				if err := writeList(b, cf.sub, items); err != nil {
+					return err
+				}
+			}
+			b.WriteByte('}')
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// writeList writes a JSON array of objects, each reshaped by s.
+func writeList(b *bytes.Buffer, s *shape, raw []byte) error {
+	var pool [64][]byte
+	items, err := arrayItems(raw, pool[:0])
+	if err != nil {
+		return err
+	}
+	b.WriteByte('[')
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := writeObj(b, s, it); err != nil {
+			return err
+		}
+	}
+	b.WriteByte(']')
+	return nil
+}
+
+func (x *execCtx) nextKey() string {
+	x.keys++
+	return "_n" + strconv.Itoa(x.keys)
+}
+
+func addField(sel *query.Selection, name string) {
+	if schema.IsReserved(name) {
+		return
+	}
+	for _, f := range sel.Fields {
+		if f == name {
+			return
+		}
+	}
+	sel.Fields = append(sel.Fields, name)
+}
+
+// record builds the shape of a record selection over entity e, adding
+// the columns and nested relationship selections it needs to sel.
+func (x *execCtx) record(e *schema.Entity, set ast.SelectionSet, sel *query.Selection) (*shape, error) {
+	if sel.Fields == nil {
+		sel.Fields = []string{}
+	}
+	s := &shape{}
+	for _, cf := range x.collect(set, e.Name) {
+		name := cf.field.Name
+		if name == "__typename" {
+			s.fields = append(s.fields, outField{key: cf.key, kind: oTypename, typename: e.Name})
+			continue
+		}
+		rf, isRel := x.m.rels[e.Name][name]
+		if !isRel {
+			addField(sel, name)
+			s.fields = append(s.fields, outField{key: cf.key, src: name, kind: oScalar})
+			continue
+		}
+		if err := x.canTraverse(rf.rel, rf.target); err != nil {
+			return nil, err
+		}
+		args := cf.field.ArgumentMap(x.vars)
+		n := query.Nested{Key: x.nextKey(), Relationship: rf.rel.Name, Direction: rf.dir, Select: query.Selection{Fields: []string{}}}
+		var err error
+		n.Limit, _ = intArg(args["limit"])
+		n.Offset, _ = intArg(args["offset"])
+		if n.OrderBy, err = orderBy(args["orderBy"]); err != nil {
+			return nil, err
+		}
+		if !rf.conn {
+			if n.Where, err = x.where(rf.target, args["where"]); err != nil {
+				return nil, err
+			}
+			sub, err := x.record(rf.target, cf.sel, &n.Select)
+			if err != nil {
+				return nil, err
+			}
+			s.fields = append(s.fields, outField{key: cf.key, src: n.Key, kind: oList, sub: sub})
+			sel.Nested = append(sel.Nested, n)
+			continue
+		}
+		n.Edges = true
+		if n.Where, err = x.where(rf.target, args["nodeWhere"]); err != nil {
+			return nil, err
+		}
+		if n.EdgeWhere, err = x.filter(nil, args["edgeWhere"]); err != nil {
+			return nil, err
+		}
+		connT, edgeT := relConnTypes(e.Name, strings.TrimSuffix(name, "Connection"))
+		propsT := newNamer().relationship(rf.rel).Properties
+		conn := &shape{}
+		for _, c := range x.collect(cf.sel, connT) {
+			if c.field.Name == "__typename" {
+				conn.fields = append(conn.fields, outField{key: c.key, kind: oTypename, typename: connT})
+				continue
+			}
+			edge := &shape{}
+			for _, ef := range x.collect(c.sel, edgeT) {
+				switch ef.field.Name {
+				case "__typename":
+					edge.fields = append(edge.fields, outField{key: ef.key, kind: oTypename, typename: edgeT})
+				case "id", "createdAt":
+					edge.fields = append(edge.fields, outField{key: ef.key, src: ef.field.Name, kind: oEdgeMeta})
+				case "properties":
+					props := &shape{}
+					for _, pf := range x.collect(ef.sel, propsT) {
+						if pf.field.Name == "__typename" {
+							props.fields = append(props.fields, outField{key: pf.key, kind: oTypename, typename: propsT})
+						} else {
+							props.fields = append(props.fields, outField{key: pf.key, src: pf.field.Name, kind: oScalar})
+						}
+					}
+					edge.fields = append(edge.fields, outField{key: ef.key, src: "properties", kind: oObject, sub: props})
+				case "node":
+					node, err := x.record(rf.target, ef.sel, &n.Select)
+					if err != nil {
+						return nil, err
+					}
+					edge.fields = append(edge.fields, outField{key: ef.key, kind: oSelf, sub: node})
+				}
+			}
+			conn.fields = append(conn.fields, outField{key: c.key, kind: oEdges, sub: edge})
+		}
+		s.fields = append(s.fields, outField{key: cf.key, src: n.Key, kind: oEdgeConn, sub: conn})
+		sel.Nested = append(sel.Nested, n)
+	}
+	return s, nil
+}
+
+// canTraverse checks the scopes a relationship traversal needs: read on
+// the relationship and on the entity at its far end.
+func (x *execCtx) canTraverse(rel *schema.Relationship, target *schema.Entity) error {
+	if err := x.p.Require("relationship", rel.Name, "read"); err != nil {
+		return err
+	}
+	return x.p.Require("entity", target.Name, "read")
+}
+
+// where converts a <Entity>Where input into a filter on e.
+func (x *execCtx) where(e *schema.Entity, v any) (query.Filter, error) { return x.filter(e, v) }
+
+var ops = map[string]query.Op{
+	"equals": query.Eq, "not": query.Neq, "in": query.In, "notIn": query.NotIn,
+	"lt": query.Lt, "lte": query.Lte, "gt": query.Gt, "gte": query.Gte,
+	"contains": query.Contains, "startsWith": query.StartsWith, "endsWith": query.EndsWith, "isNull": query.IsNull,
+}
+
+// filter converts a where input; e is nil for relationship properties
+// (edgeWhere), which have no relationship predicates.
+func (x *execCtx) filter(e *schema.Entity, v any) (query.Filter, error) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var and query.And
+	for _, k := range keys {
+		val := m[k]
+		switch k {
+		case "AND", "OR":
+			var terms []query.Filter
+			for _, item := range asList(val) {
+				f, err := x.filter(e, item)
+				if err != nil {
+					return nil, err
+				}
+				if f == nil {
+					f = query.And{}
+				}
+				terms = append(terms, f)
+			}
+			if val == nil {
+				continue
+			}
+			if k == "AND" {
+				and = append(and, query.And(terms))
+			} else {
+				and = append(and, query.Or(terms))
+			}
+			continue
+		case "NOT":
+			if val == nil {
+				continue
+			}
+			f, err := x.filter(e, val)
+			if err != nil {
+				return nil, err
+			}
+			if f == nil {
+				f = query.And{}
+			}
+			and = append(and, query.Not{Term: f})
+			continue
+		}
+		if e != nil {
+			if p, ok := x.m.preds[e.Name][k]; ok {
+				if val == nil {
+					continue
+				}
+				if err := x.canTraverse(p.rel, p.target); err != nil {
+					return nil, err
+				}
+				f, err := x.filter(p.target, val)
+				if err != nil {
+					return nil, err
+				}
+				and = append(and, query.Related{Relationship: p.rel.Name, Direction: p.dir, Quantifier: p.q, Where: f})
+				continue
+			}
+		}
+		fm, ok := val.(map[string]any)
+		if !ok {
+			continue // null field filter: no condition
+		}
+		opKeys := make([]string, 0, len(fm))
+		for op := range fm {
+			opKeys = append(opKeys, op)
+		}
+		sort.Strings(opKeys)
+		for _, op := range opKeys {
+			qop, ok := ops[op]
+			if !ok {
+				return nil, apperr.Field("where."+k, "unknown operator %q", op)
+			}
+			ov := norm(fm[op])
+			if qop == query.IsNull && ov == nil {
+				continue
+			}
+			and = append(and, query.Cond{Field: k, Op: qop, Value: ov})
+		}
+	}
+	if len(and) == 1 {
+		return and[0], nil
+	}
+	return and, nil
+}
+
+func asList(v any) []any {
+	switch l := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		return l
+	}
+	return []any{v}
+}
+
+// norm turns GraphQL argument values into the JSON values (UseNumber) the
+// query compiler and records.Prepare take.
+func norm(v any) any {
+	switch x := v.(type) {
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10))
+	case int:
+		return json.Number(strconv.Itoa(x))
+	case int32:
+		return json.Number(strconv.Itoa(int(x)))
+	case float64:
+		return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
+	case float32:
+		return json.Number(strconv.FormatFloat(float64(x), 'g', -1, 32))
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = norm(x[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[k] = norm(val)
+		}
+		return out
+	}
+	return v
+}
+
+// orderBy converts [{field, direction}].
+func orderBy(v any) ([]query.Order, error) {
+	var out []query.Order
+	for _, item := range asList(v) {
+		m, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		f, _ := m["field"].(string)
+		if f == "" {
+			return nil, apperr.Field("orderBy.field", "is required")
+		}
+		d, _ := m["direction"].(string)
+		out = append(out, query.Order{Field: f, Desc: strings.EqualFold(d, "DESC")})
+	}
+	return out, nil
+}

@@ -1,0 +1,438 @@
+package graphql
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/dds-project/dds/api"
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
+)
+
+// Subscriptions serves graphql-transport-ws at /api/v1/dynamic-gql/ws.
+// One LISTEN connection per process (the pgnotify hub) feeds every socket:
+// each NOTIFY dds_events ("<tenant>:<event>") of a tenant with subscribers
+// is read once from dds.events and fanned out in memory; each subscriber's
+// where is compiled by the query compiler and evaluated against the event's
+// record in Postgres (jsonb_populate_record), so filters mean exactly what
+// they mean in queries.
+type Subscriptions struct {
+	authn  api.Authenticator
+	store  *records.Store
+	db     DB
+	engine *Engine
+	log    *slog.Logger
+	up     websocket.Upgrader
+	// InitTimeout bounds the wait for connection_init.
+	InitTimeout time.Duration
+
+	events chan string
+	mu     sync.RWMutex
+	subs   map[string]map[*subscriber]struct{} // tenant -> subscribers
+}
+
+// Subscription protocol name.
+const subprotocol = "graphql-transport-ws"
+
+// NewSubscriptions returns the socket server. Call Notify for every
+// dds_events payload (wire it to the pgnotify hub) and Run to dispatch.
+func NewSubscriptions(authn api.Authenticator, store *records.Store, db DB, limits Limits, log *slog.Logger) *Subscriptions {
+	return &Subscriptions{
+		authn: authn, store: store, db: db, engine: NewEngine(db, store, limits, log), log: log,
+		up:          websocket.Upgrader{Subprotocols: []string{subprotocol}, CheckOrigin: func(*http.Request) bool { return true }},
+		InitTimeout: 10 * time.Second,
+		events:      make(chan string, 4096),
+		subs:        map[string]map[*subscriber]struct{}{},
+	}
+}
+
+// Notify receives a dds_events payload. It never blocks the listener: when
+// the dispatch queue is full the event is dropped for subscribers (and
+// logged); subscriptions are a live feed, webhooks are the durable one.
+func (s *Subscriptions) Notify(payload string) {
+	tenant, _, ok := strings.Cut(payload, ":")
+	if !ok {
+		return
+	}
+	s.mu.RLock()
+	n := len(s.subs[tenant])
+	s.mu.RUnlock()
+	if n == 0 {
+		return
+	}
+	select {
+	case s.events <- payload:
+	default:
+		s.log.Warn("graphql subscriptions: dispatch queue full, event dropped", "event", payload)
+	}
+}
+
+// Run dispatches events until ctx ends.
+func (s *Subscriptions) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-s.events:
+			s.dispatch(ctx, p)
+		}
+	}
+}
+
+type eventRow struct {
+	Type   string `db:"type"`
+	Entity string `db:"entity_name"`
+	Record []byte `db:"record"`
+}
+
+func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
+	tenant, eventID, _ := strings.Cut(payload, ":")
+	s.mu.RLock()
+	var targets []*subscriber
+	for sub := range s.subs[tenant] {
+		targets = append(targets, sub)
+	}
+	s.mu.RUnlock()
+	if len(targets) == 0 {
+		return
+	}
+	var ev eventRow
+	err := s.db.QueryRowContext(ctx, `SELECT type, entity_name, record FROM dds.events WHERE id = $1 AND tenant_id = $2`, eventID, tenant).
+		Scan(&ev.Type, &ev.Entity, &ev.Record)
+	if err != nil {
+		s.log.Warn("graphql subscriptions: read event", "event", eventID, "err", err)
+		return
+	}
+	for _, sub := range targets {
+		if sub.entity.Name != ev.Entity || sub.eventType != ev.Type {
+			continue
+		}
+		ok, err := s.matches(ctx, sub, ev.Record)
+		if err != nil {
+			s.log.Warn("graphql subscriptions: filter", "err", err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var b bytes.Buffer
+		b.WriteString(`{"data":{`)
+		writeKey(&b, sub.key)
+		if err := writeObj(&b, sub.shape, ev.Record); err != nil {
+			continue
+		}
+		b.WriteString("}}")
+		sub.conn.send(message{ID: sub.id, Type: "next", Payload: b.Bytes()})
+	}
+}
+
+// matches evaluates the subscriber's where on the event's record.
+func (s *Subscriptions) matches(ctx context.Context, sub *subscriber, record []byte) (bool, error) {
+	if sub.where == nil {
+		return true, nil
+	}
+	var a query.Args
+	rec := a.Add(string(record), "jsonb")
+	w, err := sub.sc.Compiler.Where(sub.entity.Name, sub.where, "t", "where", &a)
+	if err != nil {
+		return false, err
+	}
+	q := fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`,
+		sub.sc.Compiler.Table(sub.entity.Name), rec, w)
+	var ok bool
+	err = s.db.QueryRowContext(ctx, q, a.List()...).Scan(&ok)
+	return ok, err
+}
+
+func (s *Subscriptions) add(sub *subscriber) {
+	s.mu.Lock()
+	m := s.subs[sub.sc.TenantID]
+	if m == nil {
+		m = map[*subscriber]struct{}{}
+		s.subs[sub.sc.TenantID] = m
+	}
+	m[sub] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *Subscriptions) remove(sub *subscriber) {
+	s.mu.Lock()
+	if m := s.subs[sub.sc.TenantID]; m != nil {
+		delete(m, sub)
+		if len(m) == 0 {
+			delete(s.subs, sub.sc.TenantID)
+		}
+	}
+	s.mu.Unlock()
+}
+
+type subscriber struct {
+	id        string
+	key       string
+	conn      *wsConn
+	sc        *records.Scope
+	entity    *schema.Entity
+	eventType string
+	where     query.Filter
+	shape     *shape
+}
+
+type message struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+type wsConn struct {
+	ws     *websocket.Conn
+	out    chan message
+	closed chan struct{}
+	once   sync.Once
+	// close code/reason requested by the reader or a slow consumer.
+	mu   sync.Mutex
+	subs map[string]*subscriber
+}
+
+func (c *wsConn) send(m message) {
+	select {
+	case c.out <- m:
+	case <-c.closed:
+	default: // a consumer too slow for its feed is disconnected
+		c.close(4500, "subscriber too slow")
+	}
+}
+
+func (c *wsConn) close(code int, reason string) {
+	c.once.Do(func() {
+		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+		close(c.closed)
+		_ = c.ws.Close()
+	})
+}
+
+// ServeHTTP upgrades to graphql-transport-ws.
+func (s *Subscriptions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ws, err := s.up.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader answered
+	}
+	c := &wsConn{ws: ws, out: make(chan message, 256), closed: make(chan struct{}), subs: map[string]*subscriber{}}
+	if ws.Subprotocol() != subprotocol {
+		c.close(4406, "Subprotocol not acceptable")
+		return
+	}
+	ws.SetReadLimit(1 << 20)
+	go c.writeLoop()
+	s.readLoop(r.Context(), c)
+	c.mu.Lock()
+	for _, sub := range c.subs {
+		s.remove(sub)
+	}
+	c.mu.Unlock()
+}
+
+func (c *wsConn) writeLoop() {
+	ping := time.NewTicker(30 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case m := <-c.out:
+			b, _ := json.Marshal(m)
+			_ = c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+				c.close(1011, "write failed")
+				return
+			}
+		case <-ping.C:
+			_ = c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(5*time.Second))
+		}
+	}
+}
+
+func (s *Subscriptions) readLoop(ctx context.Context, c *wsConn) {
+	var p *auth.Principal
+	initTimer := time.AfterFunc(s.InitTimeout, func() { c.close(4408, "Connection initialisation timeout") })
+	defer initTimer.Stop()
+	for {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			c.close(1000, "")
+			return
+		}
+		var m struct {
+			ID      string          `json:"id"`
+			Type    string          `json:"type"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
+			c.close(4400, "Invalid message received")
+			return
+		}
+		switch m.Type {
+		case "connection_init":
+			if p != nil {
+				c.close(4429, "Too many initialisation requests")
+				return
+			}
+			initTimer.Stop()
+			var init map[string]any
+			_ = json.Unmarshal(m.Payload, &init)
+			cred := credential(init)
+			pr, err := s.authn.Authenticate(ctx, cred)
+			if err != nil {
+				c.close(4403, "Forbidden")
+				return
+			}
+			p = pr
+			c.send(message{Type: "connection_ack"})
+		case "ping":
+			c.send(message{Type: "pong", Payload: m.Payload})
+		case "pong":
+		case "subscribe":
+			if p == nil {
+				c.close(4401, "Unauthorized")
+				return
+			}
+			c.mu.Lock()
+			_, dup := c.subs[m.ID]
+			c.mu.Unlock()
+			if dup || m.ID == "" {
+				c.close(4409, "Subscriber for "+m.ID+" already exists")
+				return
+			}
+			s.subscribe(ctx, c, p, m.ID, m.Payload)
+		case "complete":
+			c.mu.Lock()
+			sub := c.subs[m.ID]
+			delete(c.subs, m.ID)
+			c.mu.Unlock()
+			if sub != nil {
+				s.remove(sub)
+			}
+		default:
+			c.close(4400, "Invalid message received")
+			return
+		}
+	}
+}
+
+// credential takes "Bearer <jwt>" from {"authorization": ...},
+// {"Authorization": ...} or {"token": ...} of the connection_init payload.
+func credential(init map[string]any) string {
+	for _, k := range []string{"authorization", "Authorization"} {
+		if v, ok := init[k].(string); ok {
+			return v
+		}
+	}
+	if v, ok := init["token"].(string); ok {
+		if strings.HasPrefix(v, "Bearer ") {
+			return v
+		}
+		return "Bearer " + v
+	}
+	return ""
+}
+
+func (s *Subscriptions) errorMsg(c *wsConn, id string, res *Result) {
+	b, _ := json.Marshal(res.Errors)
+	c.send(message{ID: id, Type: "error", Payload: b})
+}
+
+func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Principal, id string, payload json.RawMessage) {
+	var req Request
+	d := json.NewDecoder(bytes.NewReader(payload))
+	d.UseNumber()
+	if err := d.Decode(&req); err != nil {
+		s.errorMsg(c, id, requestError(apperr.BadRequest, "the subscribe payload must be a GraphQL request"))
+		return
+	}
+	sc, err := s.store.Scope(ctx, p.TenantID)
+	if err != nil {
+		ae := apperr.As(err)
+		s.errorMsg(c, id, requestError(ae.Code, ae.Message))
+		return
+	}
+	m, err := ModelFor(sc)
+	if err != nil {
+		ae := apperr.As(err)
+		s.errorMsg(c, id, requestError(ae.Code, ae.Message))
+		return
+	}
+	pr, res := s.engine.Prepare(m, req)
+	if res != nil {
+		s.errorMsg(c, id, res)
+		return
+	}
+	if pr.op.Operation != ast.Subscription {
+		// Queries and mutations over the socket: one result, then complete.
+		res := s.engine.Execute(ctx, sc, p, pr)
+		b, _ := res.MarshalJSON()
+		c.send(message{ID: id, Type: "next", Payload: b})
+		c.send(message{ID: id, Type: "complete"})
+		return
+	}
+	x := &execCtx{e: s.engine, ctx: ctx, sc: sc, p: p, m: m, vars: pr.vars}
+	fields := x.collect(pr.op.SelectionSet, m.Schema.Subscription.Name)
+	if len(fields) != 1 {
+		s.errorMsg(c, id, requestError(apperr.BadRequest, "a subscription selects exactly one root field"))
+		return
+	}
+	cf := fields[0]
+	rf, ok := m.roots[cf.field.Name]
+	if !ok {
+		s.errorMsg(c, id, requestError(apperr.BadRequest, "unknown subscription field "+cf.field.Name))
+		return
+	}
+	sub, err := x.subscriber(rf, cf)
+	if err != nil {
+		ae := apperr.As(err)
+		s.errorMsg(c, id, requestError(ae.Code, ae.Message))
+		return
+	}
+	sub.id, sub.conn = id, c
+	c.mu.Lock()
+	c.subs[id] = sub
+	c.mu.Unlock()
+	s.add(sub)
+}
+
+func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
+	e := rf.entity
+	if err := x.p.Require("entity", e.Name, "read"); err != nil {
+		return nil, err
+	}
+	types := map[rootKind]string{rCreated: records.EventCreated, rUpdated: records.EventUpdated, rDeleted: records.EventDeleted}
+	where, err := x.where(e, cf.field.ArgumentMap(x.vars)["where"])
+	if err != nil {
+		return nil, err
+	}
+	var sel query.Selection
+	sh, err := x.record(e, cf.sel, &sel)
+	if err != nil {
+		return nil, err
+	}
+	if len(sel.Nested) > 0 {
+		return nil, apperr.New(apperr.BadRequest, "relationship fields are not available in subscriptions; query them by id when an event arrives")
+	}
+	// Compile once now, so a bad filter fails the subscribe, not each event.
+	var a query.Args
+	if _, err := x.sc.Compiler.Where(e.Name, where, "t", "where", &a); err != nil {
+		return nil, err
+	}
+	return &subscriber{key: cf.key, sc: x.sc, entity: e, eventType: types[rf.kind], where: where, shape: sh}, nil
+}

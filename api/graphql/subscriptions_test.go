@@ -1,0 +1,162 @@
+package graphql
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+type wsClient struct {
+	t *testing.T
+	c *websocket.Conn
+}
+
+func dialWS(t *testing.T, e *env) *wsClient {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
+	c, _, err := d.Dial("ws"+strings.TrimPrefix(e.URL, "http")+"/api/v1/dynamic-gql/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &wsClient{t: t, c: c}
+}
+
+func (w *wsClient) send(m map[string]any) {
+	w.t.Helper()
+	if err := w.c.WriteJSON(m); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// read returns the next message, failing after a deadline.
+func (w *wsClient) read() map[string]any {
+	w.t.Helper()
+	w.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var m map[string]any
+	if err := w.c.ReadJSON(&m); err != nil {
+		w.t.Fatalf("read: %v", err)
+	}
+	return m
+}
+
+func (w *wsClient) closeCode() int {
+	w.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := w.c.ReadMessage(); err != nil {
+			if ce, ok := err.(*websocket.CloseError); ok {
+				return ce.Code
+			}
+			return -1
+		}
+	}
+}
+
+func TestSubscriptions(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	p, err := e.Authn.Authenticate(t.Context(), "Bearer "+s.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwt, _, err := e.Authn.Mint(p, p.Scopes, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := dialWS(t, e)
+	w.send(map[string]any{"type": "connection_init", "payload": map[string]any{"authorization": "Bearer " + jwt}})
+	if m := w.read(); m["type"] != "connection_ack" {
+		t.Fatalf("%v", m)
+	}
+	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query":     `subscription($w: ProductWhere) { productCreated(where: $w) { __typename name price } }`,
+		"variables": map[string]any{"w": map[string]any{"price": map[string]any{"gt": 10}}}}})
+	w.send(map[string]any{"id": "2", "type": "subscribe", "payload": map[string]any{
+		"query": `subscription { gone: productDeleted(where: {name: {startsWith: "Exp"}}) { name } }`}})
+	w.send(map[string]any{"type": "ping"})
+	if m := w.read(); m["type"] != "pong" {
+		t.Fatalf("%v", m)
+	}
+	// Subscriptions are registered once the ping is answered (in order).
+	e.create(t, s.tenant, "Product", map[string]any{"name": "Cheap", "price": 1})
+	id := e.create(t, s.tenant, "Product", map[string]any{"name": "Expensive", "price": 100})
+	m := w.read()
+	if m["id"] != "1" || m["type"] != "next" {
+		t.Fatalf("%v", m)
+	}
+	b, _ := json.Marshal(m["payload"])
+	if string(b) != `{"data":{"productCreated":{"__typename":"Product","name":"Expensive","price":100}}}` {
+		t.Errorf("payload %s", b)
+	}
+	// A query over the socket: one result, then complete.
+	w.send(map[string]any{"id": "q", "type": "subscribe", "payload": map[string]any{"query": "{ productsCount }"}})
+	if m := w.read(); m["type"] != "next" || m["id"] != "q" {
+		t.Fatalf("%v", m)
+	}
+	if m := w.read(); m["type"] != "complete" || m["id"] != "q" {
+		t.Fatalf("%v", m)
+	}
+	if err := e.Store.Delete(t.Context(), e.scope(t, s.tenant), "Product", id); err != nil {
+		t.Fatal(err)
+	}
+	m = w.read()
+	b, _ = json.Marshal(m)
+	if string(b) != `{"id":"2","payload":{"data":{"gone":{"name":"Expensive"}}},"type":"next"}` {
+		t.Errorf("deleted: %s", b)
+	}
+	// Complete stops the feed.
+	w.send(map[string]any{"id": "1", "type": "complete"})
+	w.send(map[string]any{"type": "ping"})
+	w.read()
+	e.create(t, s.tenant, "Product", map[string]any{"name": "Pricey", "price": 50})
+	w.send(map[string]any{"type": "ping"})
+	if m := w.read(); m["type"] != "pong" {
+		t.Errorf("after complete got %v", m)
+	}
+	// Invalid filters fail the subscribe with an error message.
+	w.send(map[string]any{"id": "3", "type": "subscribe", "payload": map[string]any{"query": `subscription { productCreated(where: {nope: {equals: 1}}) { name } }`}})
+	if m := w.read(); m["type"] != "error" || m["id"] != "3" {
+		t.Errorf("%v", m)
+	}
+}
+
+func TestSubscriptionProtocolErrors(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	w := dialWS(t, e)
+	w.send(map[string]any{"type": "connection_init", "payload": map[string]any{"token": "not-a-token"}})
+	if c := w.closeCode(); c != 4403 {
+		t.Errorf("bad token: close %d", c)
+	}
+	w = dialWS(t, e)
+	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": "{ __typename }"}})
+	if c := w.closeCode(); c != 4401 {
+		t.Errorf("subscribe before init: close %d", c)
+	}
+	w = dialWS(t, e)
+	if c := w.closeCode(); c != 4408 {
+		t.Errorf("no init: close %d", c)
+	}
+	w = dialWS(t, e)
+	w.send(map[string]any{"type": "connection_init", "payload": map[string]any{"token": s.key}})
+	w.read()
+	w.send(map[string]any{"type": "connection_init"})
+	if c := w.closeCode(); c != 4429 {
+		t.Errorf("second init: close %d", c)
+	}
+	// Without the subprotocol.
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(e.URL, "http")+"/api/v1/dynamic-gql/ws", http.Header{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if code := (&wsClient{t: t, c: c}).closeCode(); code != 4406 {
+		t.Errorf("no subprotocol: close %d", code)
+	}
+}

@@ -1,0 +1,282 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/dds-project/dds/api"
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+)
+
+// QueryRoutes registers the query, batch, vector-search and relationship
+// routes (issue 3) next to the CRUD routes of Routes.
+func (h *Handler) QueryRoutes(r *api.Router) {
+	r.HandleFunc("POST /api/v1/dynamic/{entity}/query", h.query)
+	r.HandleFunc("POST /api/v1/dynamic/{entity}/vector-search", h.vectorSearch)
+	r.HandleFunc("POST /api/v1/dynamic/{entity}/batch", h.batchCreate)
+	r.HandleFunc("PATCH /api/v1/dynamic/{entity}/batch", h.batchUpdate)
+	r.HandleFunc("DELETE /api/v1/dynamic/{entity}/batch", h.batchDelete)
+	h.relationshipRoutes(r)
+}
+
+// queryBody is the POST .../query body (spec §4.2). orderBy may be a field
+// name (with orderDirection) or an array of {field, direction}.
+type queryBody struct {
+	Where          map[string]any  `json:"where"`
+	Search         string          `json:"search"`
+	Select         []string        `json:"select"`
+	OrderBy        json.RawMessage `json:"orderBy"`
+	OrderDirection string          `json:"orderDirection"`
+	Offset         int             `json:"offset"`
+	Limit          int             `json:"limit"`
+	IncludeCount   bool            `json:"includeCount"`
+	Traverse       []traverseSpec  `json:"traverse"`
+}
+
+// traverseSpec is one traversal: related records nested under the
+// relationship's name (or "as") in each item.
+type traverseSpec struct {
+	Relationship   string         `json:"relationship"`
+	Direction      string         `json:"direction"`
+	Select         []string       `json:"select"`
+	Where          map[string]any `json:"where"`
+	EdgeWhere      map[string]any `json:"edgeWhere"`
+	Limit          int            `json:"limit"`
+	Offset         int            `json:"offset"`
+	OrderBy        string         `json:"orderBy"`
+	OrderDirection string         `json:"orderDirection"`
+	As             string         `json:"as"`
+	// Edges adds "_relationship" and "properties" to each nested item.
+	Edges bool `json:"edges"`
+}
+
+func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
+	sc, entity, err := h.scope(r, "read")
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	var body queryBody
+	if err := decodeBody(r, &body); err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	l, err := body.plan(entity)
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	out, err := h.store.Query(r.Context(), sc, l)
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	api.WriteRaw(w, http.StatusOK, out)
+}
+
+func kindWord(k string) string {
+	switch {
+	case k == "map" || k == "struct":
+		return "an object"
+	case k == "slice":
+		return "an array"
+	case k == "string":
+		return "a string"
+	case k == "bool":
+		return "a boolean"
+	}
+	return "a number"
+}
+
+func (b *queryBody) plan(entity string) (query.List, error) {
+	l := query.List{Entity: entity, Search: b.Search, Offset: b.Offset, Limit: b.Limit, IncludeCount: b.IncludeCount}
+	var err error
+	if l.Where, err = query.ParseWhere(b.Where); err != nil {
+		return l, err
+	}
+	if b.Select != nil {
+		l.Select.Fields = b.Select
+	}
+	if l.OrderBy, err = parseOrder(b.OrderBy, b.OrderDirection); err != nil {
+		return l, err
+	}
+	if l.Select.Nested, err = traversals(b.Traverse); err != nil {
+		return l, err
+	}
+	return l, nil
+}
+
+// parseOrder accepts "field" (+ orderDirection) or [{field, direction}].
+func parseOrder(raw json.RawMessage, dir string) ([]query.Order, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		if dir != "" {
+			if _, err := direction(dir, "orderDirection"); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	var field string
+	if json.Unmarshal(raw, &field) == nil {
+		return orderOne(field, dir, "orderBy")
+	}
+	var list []struct {
+		Field     string `json:"field"`
+		Direction string `json:"direction"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, apperr.Field("orderBy", "must be a field name or an array of {field, direction}")
+	}
+	var out []query.Order
+	for i, o := range list {
+		one, err := orderOne(o.Field, o.Direction, fmt.Sprintf("orderBy[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, one...)
+	}
+	return out, nil
+}
+
+func orderOne(field, dir, path string) ([]query.Order, error) {
+	if field == "" {
+		return nil, apperr.Field(path, "must name a field")
+	}
+	desc, err := direction(dir, strings.Replace(path, "orderBy", "orderDirection", 1))
+	if err != nil {
+		return nil, err
+	}
+	return []query.Order{{Field: field, Desc: desc}}, nil
+}
+
+func direction(dir, path string) (bool, error) {
+	switch strings.ToUpper(dir) {
+	case "", "ASC":
+		return false, nil
+	case "DESC":
+		return true, nil
+	}
+	return false, apperr.Field(path, "must be ASC or DESC")
+}
+
+func traversals(specs []traverseSpec) ([]query.Nested, error) {
+	var out []query.Nested
+	for i, t := range specs {
+		path := fmt.Sprintf("traverse[%d]", i)
+		if t.Relationship == "" {
+			return nil, apperr.Field(path+".relationship", "is required")
+		}
+		n := query.Nested{Key: t.As, Relationship: t.Relationship, Direction: query.Direction(t.Direction),
+			Select: query.Selection{Fields: t.Select}, Limit: t.Limit, Offset: t.Offset, Edges: t.Edges}
+		switch n.Direction {
+		case "", query.DirOut, query.DirIn, query.DirBoth:
+		default:
+			return nil, apperr.Field(path+".direction", "must be out, in or both")
+		}
+		var err error
+		if n.Where, err = query.ParseWhereAt(t.Where, path+".where"); err != nil {
+			return nil, err
+		}
+		if n.EdgeWhere, err = query.ParseWhereAt(t.EdgeWhere, path+".edgeWhere"); err != nil {
+			return nil, err
+		}
+		if t.OrderBy != "" {
+			if n.OrderBy, err = orderOne(t.OrderBy, t.OrderDirection, path+".orderBy"); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ParseListQuery parses the GET list's query parameters into a plan; the
+// options are those of the query body: where (JSON-encoded), search,
+// select (comma-separated), orderBy, orderDirection, limit, offset,
+// includeCount and traverse (a JSON-encoded array as in the query body).
+// Unknown parameters are ignored.
+func ParseListQuery(q url.Values, entity string) (query.List, error) {
+	l := query.List{Entity: entity, Search: q.Get("search"), Select: query.Selection{Fields: splitList(q.Get("select"))}}
+	var err error
+	if l.Where, err = query.ParseWhereJSON(q.Get("where"), "where"); err != nil {
+		return l, err
+	}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"limit", &l.Limit}, {"offset", &l.Offset}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return l, apperr.Field(p.name, "must be an integer")
+			}
+			*p.dst = n
+		}
+	}
+	if v := q.Get("includeCount"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return l, apperr.Field("includeCount", "must be true or false")
+		}
+		l.IncludeCount = b
+	}
+	if f := q.Get("orderBy"); f != "" {
+		if l.OrderBy, err = orderOne(f, q.Get("orderDirection"), "orderBy"); err != nil {
+			return l, err
+		}
+	} else if d := q.Get("orderDirection"); d != "" {
+		if _, err := direction(d, "orderDirection"); err != nil {
+			return l, err
+		}
+	}
+	if v := q.Get("traverse"); v != "" {
+		var specs []traverseSpec
+		d := json.NewDecoder(strings.NewReader(v))
+		d.UseNumber()
+		if err := d.Decode(&specs); err != nil {
+			return l, apperr.Field("traverse", "must be a JSON array of {relationship, direction, select, where, limit}")
+		}
+		if l.Select.Nested, err = traversals(specs); err != nil {
+			return l, err
+		}
+	}
+	return l, nil
+}
+
+// decodeBody decodes a JSON object body into dst in one pass: numbers as
+// json.Number, unknown members refused (400 naming the member), wrong
+// member types named. The body was size-capped by the router.
+func decodeBody(r *http.Request, dst any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var te *json.UnmarshalTypeError
+		var big *http.MaxBytesError
+		switch {
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return apperr.Field(name, "unknown member")
+		case errors.As(err, &te) && te.Field != "":
+			return apperr.Field(te.Field, "must be %s", kindWord(te.Type.Kind().String()))
+		case errors.As(err, &te):
+			return apperr.New(apperr.BadRequest, "the request body must be a JSON object")
+		case errors.As(err, &big):
+			return apperr.New(apperr.TooLarge, "the request body exceeds %d bytes", big.Limit)
+		case errors.Is(err, io.EOF):
+			return apperr.New(apperr.BadRequest, "a JSON request body is required")
+		}
+		return apperr.New(apperr.BadRequest, "invalid JSON body: %s", err.Error())
+	}
+	if dec.More() {
+		return apperr.New(apperr.BadRequest, "the request body must hold a single JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/dds-project/dds/api"
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+)
+
+// vectorBody is the spec §4.4 request.
+type vectorBody struct {
+	Field  string         `json:"field"`
+	Vector []any          `json:"vector"`
+	TopK   *int           `json:"topK"`
+	Where  map[string]any `json:"where"`
+	Select []string       `json:"select"`
+}
+
+// vectorSearch serves POST /api/v1/dynamic/{Entity}/vector-search:
+// [{data, score}] ranked by cosine similarity (entity read scope).
+func (h *Handler) vectorSearch(w http.ResponseWriter, r *http.Request) {
+	sc, entity, err := h.scope(r, "read")
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	var b vectorBody
+	if err := decodeBody(r, &b); err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	if b.Field == "" {
+		api.WriteError(w, r, apperr.Field("field", "is required (the name of a VECTOR field)"))
+		return
+	}
+	v := query.VectorSearch{Entity: entity, Field: b.Field, Vector: b.Vector, Select: query.Selection{Fields: b.Select}}
+	if b.TopK != nil {
+		if *b.TopK < 1 || *b.TopK > query.MaxTopK {
+			api.WriteError(w, r, apperr.Field("topK", "must be between 1 and %d", query.MaxTopK))
+			return
+		}
+		v.TopK = *b.TopK
+	}
+	if v.Where, err = query.ParseWhere(b.Where); err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	out, err := h.store.VectorSearch(r.Context(), sc, v)
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	api.WriteRaw(w, http.StatusOK, out)
+}

@@ -1,0 +1,438 @@
+// Command ddsbench is `make bench`: it measures DDS's entity API under load
+// next to two ceilings measured in the same run over the same Postgres and
+// data, and prints a table with the ratios.
+//
+// It builds the dds binary, runs `dds migrate`, starts `dds serve` as a
+// child process (rate limits off, warn-level logs, fresh secrets) on a free
+// loopback port, creates a tenant through POST /api/v1/tenants and a
+// Product schema through the API, seeds records, then for each section
+// (-only get,create) runs, with -concurrency clients for -duration each:
+//
+//   - direct SQL: the exact statement DDS runs, straight from Go (the
+//     database ceiling);
+//   - minimal handler: a hand-written net/http server, in its own process
+//     like dds serve, running that statement and writing its JSON (the HTTP
+//     ceiling);
+//   - DDS: the real route with auth, validation, outbox and logging on.
+//
+// It reports req/s, p50/p90/p99, DDS as a share of both ceilings (target ≥
+// 75 % of the minimal handler) and the peak RSS of the dds serve child under
+// load (target ≤ 150 MB). Every loop is bounded; the children are stopped
+// by pid at the end and on Ctrl-C.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/signal"
+	"reflect"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dds-project/dds/bench/load"
+	"github.com/dds-project/dds/db"
+)
+
+// Targets of issue 2.
+const (
+	targetRatio = 0.75
+	targetRSS   = 150 << 20
+)
+
+type options struct {
+	duration    time.Duration
+	warmup      time.Duration
+	concurrency int
+	only        []string
+	records     int
+	maxConns    int
+	rounds      int
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var o options
+	var only, minimal, tenant string
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration of each contender (split into -rounds; capped at 2m)")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each run")
+	flag.IntVar(&o.concurrency, "concurrency", load.DefaultConcurrency, "concurrent clients")
+	flag.StringVar(&only, "only", "get,create", "sections to run: get, create")
+	flag.IntVar(&o.records, "records", 10000, "records seeded before the GET section")
+	flag.IntVar(&o.maxConns, "max-conns", 40, "Postgres pool size of every contender (DDS_DB_MAX_CONNS)")
+	flag.IntVar(&o.rounds, "rounds", 10, "interleaved rounds each contender's -duration is split into")
+	flag.StringVar(&minimal, "minimal-server", "", "internal: serve the minimal handler of this section")
+	flag.StringVar(&tenant, "tenant", "", "internal: tenant of -minimal-server")
+	flag.Parse()
+	var err error
+	if minimal != "" {
+		err = serveMinimal(ctx, minimal, tenant, o.maxConns)
+	} else {
+		o.duration = min(max(o.duration, 100*time.Millisecond), 2*time.Minute)
+		o.warmup = min(max(o.warmup, 0), 30*time.Second)
+		o.concurrency = min(max(o.concurrency, 1), 1024)
+		o.records = min(max(o.records, 1), 1_000_000)
+		o.maxConns = max(o.maxConns, o.concurrency)
+		o.rounds = min(max(o.rounds, 1), 100)
+		for _, s := range strings.Split(only, ",") {
+			switch s = strings.TrimSpace(s); s {
+			case "get", "create":
+				o.only = append(o.only, s)
+			case "":
+			default:
+				err = fmt.Errorf("-only: unknown section %q (want get, create)", s)
+			}
+		}
+		if err == nil {
+			err = run(ctx, o)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ddsbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	dbURL := os.Getenv("DATABASE_URL")
+	if dbURL == "" {
+		return errors.New("DATABASE_URL is not set: run `make bench` (it starts Postgres and exports the environment)")
+	}
+	// A hard bound on the whole run, whatever happens.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+
+	tmp, err := os.MkdirTemp("", "ddsbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	step("building dds")
+	bin, err := buildDDS(ctx, tmp)
+	if err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	env := ddsEnv{databaseURL: dbURL, addr: addr, jwtSecret: secret(), operatorToken: secret(), maxConns: o.maxConns}
+	step("dds migrate")
+	if err := migrateDDS(ctx, bin, env); err != nil {
+		return err
+	}
+	step("starting dds serve on " + addr)
+	dds, err := startDDS(ctx, bin, env)
+	if err != nil {
+		return err
+	}
+	defer dds.Stop()
+
+	var tenant struct {
+		TenantID string `json:"tenantId"`
+		APIKey   string `json:"apiKey"`
+	}
+	if err := call(ctx, "POST", dds.URL+"/api/v1/tenants", env.operatorToken, map[string]string{"name": "bench-" + time.Now().UTC().Format("20060102-150405")}, http.StatusCreated, &tenant); err != nil {
+		return fmt.Errorf("create tenant: %w", err)
+	}
+	if err := call(ctx, "POST", dds.URL+"/api/v1/schemas", tenant.APIKey, schemaDef, http.StatusCreated, nil); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	pool, err := db.Open(ctx, dbURL, o.maxConns)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	b, err := resolve(ctx, pool, tenant.TenantID)
+	if err != nil {
+		return err
+	}
+	step(fmt.Sprintf("seeding %d %s records", o.records, entity))
+	ids, err := b.seed(ctx, o.records)
+	if err != nil {
+		return err
+	}
+	if _, err := pool.ExecContext(ctx, "ANALYZE "+b.scope.Compiler.Table(entity)); err != nil {
+		return err
+	}
+
+	client := load.Client(o.concurrency)
+	var table load.Table
+	var verdicts []string
+	var peakRSS int64
+	// ddsLoad wraps a DDS load so the peak RSS of the dds serve child is
+	// sampled while it runs.
+	var rssErr error
+	ddsLoad := func(name string, fn func(ctx context.Context) (*http.Request, error)) contender {
+		return contender{name, func(ctx context.Context, lo load.Options) load.Result {
+			s := load.SampleRSS(dds.Pid(), 50*time.Millisecond)
+			res := load.HTTP(ctx, name, lo, client, fn)
+			peak, err := s.Stop()
+			if err != nil && rssErr == nil {
+				rssErr = fmt.Errorf("sample dds serve RSS: %w", err)
+			}
+			peakRSS = max(peakRSS, peak)
+			return res
+		}}
+	}
+	fmt.Printf("\nDDS benchmark: %d concurrent clients, %s per contender in %d interleaved rounds (+%s warm-up), %d seeded records, Postgres pool %d per contender, %d CPUs\n",
+		o.concurrency, o.duration, o.rounds, o.warmup, o.records, o.maxConns, runtime.NumCPU())
+
+	for _, section := range o.only {
+		var contenders []contender
+		var m *proc
+		switch section {
+		case "get":
+			step("GET by id")
+			if m, err = startMinimal(ctx, "get", tenant.TenantID, dbURL, o.maxConns); err != nil {
+				return err
+			}
+			if err := checkSameGet(ctx, b, client, dds.URL, m.URL, tenant.APIKey, ids[0]); err != nil {
+				m.Stop()
+				return err
+			}
+			contenders = []contender{
+				{"GET direct SQL", func(ctx context.Context, lo load.Options) load.Result {
+					return load.Run(ctx, "GET direct SQL", lo, func(ctx context.Context) error {
+						_, err := b.getDirect(ctx, ids[rand.IntN(len(ids))])
+						return err
+					})
+				}},
+				{"GET minimal handler", func(ctx context.Context, lo load.Options) load.Result {
+					return load.HTTP(ctx, "GET minimal handler", lo, client, func(ctx context.Context) (*http.Request, error) {
+						return http.NewRequestWithContext(ctx, "GET", m.URL+"/p/"+ids[rand.IntN(len(ids))], nil)
+					})
+				}},
+				ddsLoad("GET DDS", func(ctx context.Context) (*http.Request, error) {
+					req, err := http.NewRequestWithContext(ctx, "GET", dds.URL+"/api/v1/dynamic/"+entity+"/"+ids[rand.IntN(len(ids))], nil)
+					if err == nil {
+						req.Header.Set("Authorization", "Bearer "+tenant.APIKey)
+					}
+					return req, err
+				}),
+			}
+		case "create":
+			step("POST create")
+			if m, err = startMinimal(ctx, "create", tenant.TenantID, dbURL, o.maxConns); err != nil {
+				return err
+			}
+			if err := checkSameCreate(ctx, b, client, dds.URL, m.URL, tenant.APIKey); err != nil {
+				m.Stop()
+				return err
+			}
+			contenders = []contender{
+				{"POST direct SQL", func(ctx context.Context, lo load.Options) load.Result {
+					return load.Run(ctx, "POST direct SQL", lo, func(ctx context.Context) error {
+						_, err := b.createDirect(ctx, randomProduct())
+						return err
+					})
+				}},
+				{"POST minimal handler", func(ctx context.Context, lo load.Options) load.Result {
+					return load.HTTP(ctx, "POST minimal handler", lo, client, func(ctx context.Context) (*http.Request, error) {
+						req, err := http.NewRequestWithContext(ctx, "POST", m.URL+"/p", bytes.NewReader(randomBody()))
+						if err == nil {
+							req.Header.Set("Content-Type", "application/json")
+						}
+						return req, err
+					})
+				}},
+				ddsLoad("POST DDS", func(ctx context.Context) (*http.Request, error) {
+					req, err := http.NewRequestWithContext(ctx, "POST", dds.URL+"/api/v1/dynamic/"+entity, bytes.NewReader(randomBody()))
+					if err == nil {
+						req.Header.Set("Authorization", "Bearer "+tenant.APIKey)
+						req.Header.Set("Content-Type", "application/json")
+					}
+					return req, err
+				}),
+			}
+		}
+		res := measure(ctx, contenders, o)
+		m.Stop()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if rssErr != nil {
+			return rssErr
+		}
+		direct, minimal, ddsRes := res[0], res[1], res[2]
+		table.Section(strings.ToUpper(section))
+		table.Add(direct)
+		table.Add(minimal, direct)
+		table.Add(ddsRes, minimal, direct)
+		r := load.Ratio(ddsRes, minimal)
+		verdicts = append(verdicts, fmt.Sprintf("%-6s DDS = %5.1f%% of the minimal handler (target ≥ %.0f%%): %s;  %5.1f%% of direct SQL;  minimal handler = %.1f%% of direct SQL",
+			section, 100*r, 100*targetRatio, pass(r >= targetRatio && ddsRes.Errors == 0), 100*load.Ratio(ddsRes, direct), 100*load.Ratio(minimal, direct)))
+	}
+	fmt.Println()
+	table.Print(os.Stdout)
+	fmt.Println()
+	for _, v := range verdicts {
+		fmt.Println(v)
+	}
+	fmt.Printf("RSS    dds serve peak under load = %s (target ≤ %s): %s\n", load.MB(peakRSS), load.MB(targetRSS), pass(peakRSS <= targetRSS))
+	return nil
+}
+
+// contender is one of the loads compared in a section.
+type contender struct {
+	name string
+	run  func(ctx context.Context, lo load.Options) load.Result
+}
+
+// measure runs the contenders for o.duration each, split into o.rounds
+// rounds whose order rotates, so that drift (background load on a shared
+// box, table growth, autovacuum) falls on every contender alike. Each
+// contender warms up once, before its first round.
+func measure(ctx context.Context, cs []contender, o options) []load.Result {
+	runs := make([][]load.Result, len(cs))
+	slice := o.duration / time.Duration(o.rounds)
+	for round := range o.rounds {
+		for k := range cs {
+			i := (k + round) % len(cs)
+			lo := load.Options{Concurrency: o.concurrency, Duration: slice}
+			if round == 0 {
+				lo.Warmup = o.warmup
+			}
+			runs[i] = append(runs[i], cs[i].run(ctx, lo))
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	out := make([]load.Result, len(cs))
+	for i, c := range cs {
+		out[i] = load.Merge(c.name, runs[i]...)
+	}
+	return out
+}
+
+func pass(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "BELOW TARGET"
+}
+
+func step(s string) { fmt.Fprintln(os.Stderr, "ddsbench:", s) }
+
+// serveMinimal is the -minimal-server child: it serves the minimal handler
+// of a section and prints its URL.
+func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) error {
+	pool, err := db.Open(ctx, os.Getenv("DATABASE_URL"), maxConns)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	b, err := resolve(ctx, pool, tenantID)
+	if err != nil {
+		return err
+	}
+	var m *load.Minimal
+	switch kind {
+	case "get":
+		m, err = load.MinimalServer(pool.DB, b.getSQL, minimalGetArgs)
+	case "create":
+		m, err = load.MinimalServer(pool.DB, b.create.sql, b.minimalCreateArgs)
+	default:
+		return fmt.Errorf("unknown minimal server %q", kind)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Println(m.URL)
+	<-ctx.Done()
+	return m.Close()
+}
+
+// checkSameGet asserts that DDS, the minimal handler and the direct
+// statement return the same record, so the three measure the same work.
+func checkSameGet(ctx context.Context, b *bench, client *http.Client, ddsURL, minURL, key, id string) error {
+	direct, err := b.getDirect(ctx, id)
+	if err != nil {
+		return fmt.Errorf("direct GET: %w", err)
+	}
+	viaDDS, err := fetch(ctx, client, "GET", ddsURL+"/api/v1/dynamic/"+entity+"/"+id, key, nil, http.StatusOK)
+	if err != nil {
+		return err
+	}
+	viaMin, err := fetch(ctx, client, "GET", minURL+"/p/"+id, "", nil, http.StatusOK)
+	if err != nil {
+		return err
+	}
+	if !sameJSON(direct, viaDDS) || !sameJSON(direct, viaMin) {
+		return fmt.Errorf("the three GETs differ:\n direct:  %s\n dds:     %s\n minimal: %s", direct, viaDDS, viaMin)
+	}
+	return nil
+}
+
+// checkSameCreate asserts that a create through each returns the same
+// fields (ids and timestamps aside).
+func checkSameCreate(ctx context.Context, b *bench, client *http.Client, ddsURL, minURL, key string) error {
+	p := randomProduct()
+	body, _ := json.Marshal(p)
+	direct, err := b.createDirect(ctx, p)
+	if err != nil {
+		return fmt.Errorf("direct create: %w", err)
+	}
+	viaDDS, err := fetch(ctx, client, "POST", ddsURL+"/api/v1/dynamic/"+entity, key, body, http.StatusCreated)
+	if err != nil {
+		return err
+	}
+	viaMin, err := fetch(ctx, client, "POST", minURL+"/p", "", body, http.StatusCreated)
+	if err != nil {
+		return err
+	}
+	strip := func(b []byte) map[string]any {
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		delete(m, "id")
+		delete(m, "createdAt")
+		delete(m, "updatedAt")
+		return m
+	}
+	if a := strip(direct); !reflect.DeepEqual(a, strip(viaDDS)) || !reflect.DeepEqual(a, strip(viaMin)) || len(a) != 4 {
+		return fmt.Errorf("the three creates differ:\n direct:  %s\n dds:     %s\n minimal: %s", direct, viaDDS, viaMin)
+	}
+	return nil
+}
+
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func fetch(ctx context.Context, client *http.Client, method, url, key string, body []byte, want int) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	if resp.StatusCode != want {
+		return nil, fmt.Errorf("%s %s: status %d, want %d: %s", method, url, resp.StatusCode, want, buf.Bytes())
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,216 @@
+// Command graphql benchmarks the GraphQL API on a list query with two
+// nested relationship levels (20 products × 10 categories × 10 products)
+// against the minimal hand-written handler serving the very SQL statement
+// DDS compiled for that query (bench/load): the ratio is what GraphQL
+// parsing, validation, planning, authentication and response reshaping
+// cost on top of the database round trip.
+//
+//	go run ./bench/graphql [-duration 10s] [-c 16]
+//
+// Needs DATABASE_URL (`source /tmp/dds/env` or make bench).
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/dds-project/dds/api"
+	"github.com/dds-project/dds/api/graphql"
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/bench/load"
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
+	"github.com/dds-project/dds/tenant"
+)
+
+const gqlQuery = `{ products(limit: 20, orderBy: [{field: "name"}]) {
+  id name price
+  categories(limit: 10, orderBy: [{field: "name"}]) { id name products(limit: 10, orderBy: [{field: "name"}]) { id name price } }
+} }`
+
+// capture records the statements the engine sends, so the minimal handler
+// can serve exactly the same SQL.
+type capture struct {
+	*sqlx.DB
+	mu   sync.Mutex
+	sql  string
+	args []any
+}
+
+func (c *capture) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	c.mu.Lock()
+	c.sql, c.args = q, args
+	c.mu.Unlock()
+	return c.DB.QueryRowContext(ctx, q, args...)
+}
+
+func main() {
+	dur := flag.Duration("duration", 10*time.Second, "measured time per run")
+	conc := flag.Int("c", 16, "concurrent clients")
+	flag.Parse()
+	if err := run(*dur, *conc); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/graphql:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dur time.Duration, conc int) error {
+	ctx := context.Background()
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		return fmt.Errorf("DATABASE_URL is not set: run `make bench` or `source /tmp/dds/env`")
+	}
+	d, err := db.Open(ctx, url, conc+8)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := db.Migrate(ctx, d.DB); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	schemas := schema.NewService(d)
+	keys := auth.NewKeys(d, "test")
+	t, err := tenant.NewService(d, keys).Create(ctx, "bench-graphql")
+	if err != nil {
+		return err
+	}
+	def := &schema.Definition{Name: "bench", Entities: []schema.Entity{
+		{Name: "Product", Fields: []schema.Field{{Name: "name", Type: schema.String, Required: true}, {Name: "price", Type: schema.Number}}},
+		{Name: "Category", Fields: []schema.Field{{Name: "name", Type: schema.String, Required: true}}},
+	}, Relationships: []schema.Relationship{{Name: "IN_CATEGORY", From: "Product", To: "Category", FromField: "categories", ToField: "products"}}}
+	info, err := schemas.Create(ctx, t.TenantID, def)
+	if err != nil {
+		return err
+	}
+	defer func() { // the bench tenant's data goes with it
+		d.ExecContext(ctx, `DROP SCHEMA `+schema.Ident(schema.PgSchemaName(info.ID))+` CASCADE`)
+		d.ExecContext(ctx, `DELETE FROM dds.events WHERE tenant_id = $1`, t.TenantID)
+		d.ExecContext(ctx, `DELETE FROM dds.tenants WHERE id = $1`, t.TenantID)
+	}()
+	pg := schema.PgSchemaName(info.ID)
+	// 200 products, 20 categories; product i is in categories i..i+9 (mod 20),
+	// so every category holds 100 products.
+	var pids, cids []string
+	for i := 0; i < 200; i++ {
+		pids = append(pids, uuid.Must(uuid.NewV7()).String())
+	}
+	for i := 0; i < 20; i++ {
+		cids = append(cids, uuid.Must(uuid.NewV7()).String())
+	}
+	tx := d.MustBegin()
+	for i, id := range pids {
+		tx.MustExec(`INSERT INTO `+schema.QualifiedIdent(pg, "Product")+` (id, name, price) VALUES ($1, $2, $3)`, id, fmt.Sprintf("product %03d", i), float64(i)+0.5)
+	}
+	for i, id := range cids {
+		tx.MustExec(`INSERT INTO `+schema.QualifiedIdent(pg, "Category")+` (id, name) VALUES ($1, $2)`, id, fmt.Sprintf("category %02d", i))
+	}
+	for i, p := range pids {
+		for k := 0; k < 10; k++ {
+			tx.MustExec(`INSERT INTO `+schema.QualifiedIdent(pg, "IN_CATEGORY")+` (id, source_id, target_id) VALUES ($1, $2, $3)`,
+				uuid.Must(uuid.NewV7()).String(), p, cids[(i+k)%20])
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	d.ExecContext(ctx, `ANALYZE `+schema.QualifiedIdent(pg, "IN_CATEGORY"))
+
+	// The GraphQL server: production router, authenticator and handler.
+	authn := auth.NewAuthenticator(d, "test", []byte("bench-graphql-secret-0123456789abcdef"), time.Hour, log)
+	store := records.NewStore(d, schemas, nil)
+	cap := &capture{DB: d}
+	router := api.NewRouter(authn, nil, 16<<20)
+	graphql.New(store, cap, nil, graphql.Limits{}, log).Routes(router)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: router}
+	go srv.Serve(ln)
+	defer srv.Close()
+	gqlURL := "http://" + ln.Addr().String() + "/api/v1/dynamic-gql/" + t.TenantID
+	body, _ := json.Marshal(map[string]any{"query": gqlQuery})
+	client := load.Client(conc)
+	newReq := func(ctx context.Context) (*http.Request, error) {
+		r, err := http.NewRequestWithContext(ctx, "POST", gqlURL, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer "+t.APIKey)
+		return r, nil
+	}
+	// One request to check the result and capture the compiled statement.
+	req, _ := newReq(ctx)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var res struct {
+		Data struct {
+			Products []struct {
+				Categories []struct {
+					Products []json.RawMessage
+				}
+			}
+		}
+		Errors []any
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res.Errors) > 0 {
+		return fmt.Errorf("GraphQL answered %d: %s", resp.StatusCode, out)
+	}
+	leaves := 0
+	for _, p := range res.Data.Products {
+		for _, c := range p.Categories {
+			leaves += len(c.Products)
+		}
+	}
+	if len(res.Data.Products) != 20 || leaves != 2000 {
+		return fmt.Errorf("unexpected result shape: %d products, %d leaf products", len(res.Data.Products), leaves)
+	}
+	cap.mu.Lock()
+	stmt, args := cap.sql, cap.args
+	cap.mu.Unlock()
+
+	minimal, err := load.MinimalServer(d.DB, stmt, func(*http.Request) []any { return args })
+	if err != nil {
+		return err
+	}
+	defer minimal.Close()
+	opts := load.Options{Concurrency: conc, Duration: dur, Warmup: 2 * time.Second}
+	base := load.HTTP(ctx, "minimal handler, same SQL", opts, client, func(ctx context.Context) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, "GET", minimal.URL+"/", nil)
+	})
+	gql := load.HTTP(ctx, "GraphQL products→categories→products (20×10×10)", opts, client, newReq)
+
+	fmt.Printf("GraphQL nested list: %d bytes per response, one SQL statement (%d characters)\n", len(out), len(stmt))
+	fmt.Printf("concurrency %d, %s per run after a 2 s warm-up\n\n", conc, dur)
+	var tb load.Table
+	tb.Add(base)
+	tb.Add(gql, base)
+	tb.Print(os.Stdout)
+	fmt.Printf("\nGraphQL / minimal handler: %.0f %% (target ≥ 60 %%)\n", 100*load.Ratio(gql, base))
+	if strings.TrimSpace(base.FirstError+gql.FirstError) != "" {
+		fmt.Println("errors:", base.FirstError, gql.FirstError)
+	}
+	return nil
+}

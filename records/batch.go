@@ -1,0 +1,610 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/lib/pq"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/schema"
+)
+
+// Batches (spec §4.3, §2.7). Every item is validated first (types,
+// required fields, unknown fields, ids, duplicates inside the batch, unique
+// values already stored, FILE references, records to update or delete
+// existing); any failure rejects the whole batch before a write. The writes
+// are then one statement in one transaction: a multi-row INSERT ... SELECT
+// FROM unnest(...) (or UPDATE ... FROM unnest, DELETE ... = ANY) whose
+// data-modifying CTE also inserts one entity event per written record into
+// the dds.events outbox, so a batch of n items emits n events exactly when
+// it commits.
+
+// MaxBatch is the largest batch a request may carry.
+const MaxBatch = 1000
+
+// BatchResult is the spec §2.7 result.
+type BatchResult struct {
+	Successful   json.RawMessage `json:"successful"`
+	Failed       []BatchFailure  `json:"failed"`
+	TotalCount   int             `json:"totalCount"`
+	SuccessCount int             `json:"successCount"`
+	FailureCount int             `json:"failureCount"`
+	Stats        BatchStats      `json:"stats"`
+}
+
+// BatchFailure is one rejected item.
+type BatchFailure struct {
+	Index int        `json:"index"`
+	Item  any        `json:"item"`
+	Error BatchError `json:"error"`
+}
+
+// BatchError is the error of one item: the first problem in code, message
+// and field; every field problem of the item in details.
+type BatchError struct {
+	Code    apperr.Code         `json:"code"`
+	Message string              `json:"message"`
+	Field   string              `json:"field,omitempty"`
+	Details []apperr.FieldError `json:"details,omitempty"`
+}
+
+// BatchStats are wall-clock timings in milliseconds.
+type BatchStats struct {
+	ProcessingTimeMs float64 `json:"processingTimeMs"`
+	ValidationTimeMs float64 `json:"validationTimeMs"`
+	DatabaseTimeMs   float64 `json:"databaseTimeMs"`
+}
+
+// Rejected reports whether the batch was refused (nothing was written).
+func (r *BatchResult) Rejected() bool { return r.FailureCount > 0 }
+
+// BatchUpdateItem is one item of a batch update.
+type BatchUpdateItem struct {
+	ID   any            `json:"id"`
+	Data map[string]any `json:"data"`
+	Raw  any            `json:"-"` // the item as sent, echoed in failures
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+type batch struct {
+	res     *BatchResult
+	start   time.Time
+	dbTime  time.Duration
+	checked time.Time
+}
+
+func newBatch(n int) *batch {
+	return &batch{res: &BatchResult{TotalCount: n, Successful: json.RawMessage("[]"), Failed: []BatchFailure{}}, start: time.Now()}
+}
+
+func (b *batch) fail(i int, item any, err error) {
+	e := apperr.As(err)
+	be := BatchError{Code: e.Code, Message: e.Message, Details: e.Details}
+	if len(e.Details) > 0 {
+		be.Field = e.Details[0].Field
+	}
+	if e.Code == apperr.Internal {
+		be.Message = "internal error"
+	}
+	b.res.Failed = append(b.res.Failed, BatchFailure{Index: i, Item: item, Error: be})
+}
+
+func (b *batch) fieldFail(i int, item any, errs []apperr.FieldError) {
+	b.fail(i, item, apperr.Fields(errs))
+}
+
+// done finishes the timings; failures reject everything.
+func (b *batch) done(successful json.RawMessage, n int) *BatchResult {
+	if len(b.res.Failed) > 0 {
+		sortFailures(b.res.Failed)
+		b.res.FailureCount = len(b.res.Failed)
+		b.res.SuccessCount = 0
+	} else {
+		b.res.Successful = successful
+		b.res.SuccessCount = n
+	}
+	if b.checked.IsZero() {
+		b.checked = time.Now()
+	}
+	b.res.Stats = BatchStats{
+		ProcessingTimeMs: ms(time.Since(b.start)),
+		ValidationTimeMs: ms(b.checked.Sub(b.start) - b.dbTime),
+		DatabaseTimeMs:   ms(b.dbTime),
+	}
+	if b.res.Stats.ValidationTimeMs < 0 {
+		b.res.Stats.ValidationTimeMs = 0
+	}
+	return b.res
+}
+
+func sortFailures(f []BatchFailure) {
+	for i := 1; i < len(f); i++ {
+		for j := i; j > 0 && f[j].Index < f[j-1].Index; j-- {
+			f[j], f[j-1] = f[j-1], f[j]
+		}
+	}
+}
+
+func checkSize(n int, what string) error {
+	if n == 0 {
+		return apperr.Field(what, "must hold at least one item")
+	}
+	if n > MaxBatch {
+		return apperr.Field(what, "holds %d items; a batch holds at most %d", n, MaxBatch)
+	}
+	return nil
+}
+
+// BatchCreate validates and inserts items (objects of fields) atomically.
+// A rejected batch returns a result with failures and a nil error.
+func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items []any) (*BatchResult, error) {
+	e, err := sc.Compiler.Entity(entity)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSize(len(items), "items"); err != nil {
+		return nil, err
+	}
+	b := newBatch(len(items))
+	rows := make([]Row, len(items))
+	fileItems := items
+	for i, it := range items {
+		obj, ok := it.(map[string]any)
+		if !ok {
+			b.fail(i, it, apperr.New(apperr.Validation, "item must be a JSON object of fields"))
+			continue
+		}
+		row, errs := Prepare(e, obj, Create)
+		if len(errs) > 0 {
+			b.fieldFail(i, it, errs)
+			continue
+		}
+		rows[i] = row
+	}
+	failedIdx := failedSet(b.res.Failed)
+	s.checkUnique(ctx, sc, e, items, rows, failedIdx, nil, b)
+	if len(b.res.Failed) == 0 {
+		s.checkFiles(ctx, sc, rows, fileItems, b)
+	}
+	if len(b.res.Failed) > 0 {
+		return b.done(nil, 0), nil
+	}
+	b.checked = time.Now()
+
+	// Columns: id plus the union of the fields any item sets; an item that
+	// does not set a field binds NULL there, which is its column default
+	// (Prepare already applied declared defaults).
+	used := map[*schema.Field]int{}
+	var fields []*schema.Field
+	for _, r := range rows {
+		for _, f := range r.Fields {
+			if _, ok := used[f]; !ok {
+				used[f] = len(fields)
+				fields = append(fields, f)
+			}
+		}
+	}
+	ids := make([]sql.NullString, len(rows))
+	cols := make([][]sql.NullString, len(fields))
+	for j := range cols {
+		cols[j] = make([]sql.NullString, len(rows))
+	}
+	for i, r := range rows {
+		ids[i] = sql.NullString{String: uuid.Must(uuid.NewV7()).String(), Valid: true}
+		for k, f := range r.Fields {
+			t, ok, err := textValue(r.Values[k])
+			if err != nil {
+				return nil, apperr.Wrap(err, "encode batch value")
+			}
+			cols[used[f]][i] = sql.NullString{String: t, Valid: ok}
+		}
+	}
+	var a query.Args
+	names := []string{`"id"`}
+	unnest := []string{a.Add(pq.Array(ids), "text[]")}
+	sel := []string{`u.c0::uuid`}
+	for j, f := range fields {
+		names = append(names, schema.Ident(f.Name))
+		unnest = append(unnest, a.Add(pq.Array(cols[j]), "text[]"))
+		sel = append(sel, fmt.Sprintf("u.c%d::%s", j+1, schema.ColumnType(f)))
+	}
+	aliases := make([]string, len(unnest))
+	for j := range aliases {
+		aliases[j] = fmt.Sprintf("c%d", j)
+	}
+	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	q := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) ORDER BY u.ord RETURNING %s),
+e AS (%s)
+SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json) FROM w`,
+		sc.Compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
+		strings.Join(aliases, ", "), strings.Join(ret, ", "), OutboxCTE(sc, &a, EventCreated, e.Name, "w"))
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
+	if err != nil {
+		return nil, err
+	}
+	return b.done(out, n), nil
+}
+
+// BatchUpdate validates and patches items atomically: each item's data
+// changes only the fields it names (PATCH semantics).
+func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items []BatchUpdateItem) (*BatchResult, error) {
+	e, err := sc.Compiler.Entity(entity)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSize(len(items), "items"); err != nil {
+		return nil, err
+	}
+	b := newBatch(len(items))
+	rows := make([]Row, len(items))
+	ids := make([]string, len(items))
+	raws := make([]any, len(items))
+	seen := map[string]int{}
+	for i, it := range items {
+		raws[i] = it.Raw
+		id, err := itemID(it.ID)
+		if err != nil {
+			b.fail(i, it.Raw, err)
+			continue
+		}
+		if j, dup := seen[id]; dup {
+			b.fail(i, it.Raw, apperr.Field("id", "appears more than once in the batch (also at index %d)", j))
+			continue
+		}
+		seen[id] = i
+		if it.Data == nil {
+			b.fail(i, it.Raw, apperr.Field("data", "is required (an object of the fields to change)"))
+			continue
+		}
+		row, errs := Prepare(e, it.Data, Patch)
+		if len(errs) > 0 {
+			b.fieldFail(i, it.Raw, errs)
+			continue
+		}
+		ids[i], rows[i] = id, row
+	}
+	failedIdx := failedSet(b.res.Failed)
+	s.checkUnique(ctx, sc, e, raws, rows, failedIdx, ids, b)
+	if len(b.res.Failed) == 0 {
+		s.checkFiles(ctx, sc, rows, raws, b)
+	}
+	if len(b.res.Failed) > 0 {
+		return b.done(nil, 0), nil
+	}
+	b.checked = time.Now()
+
+	used := map[*schema.Field]int{}
+	var fields []*schema.Field
+	for _, r := range rows {
+		for _, f := range r.Fields {
+			if _, ok := used[f]; !ok {
+				used[f] = len(fields)
+				fields = append(fields, f)
+			}
+		}
+	}
+	idCol := make([]sql.NullString, len(rows))
+	vals := make([][]sql.NullString, len(fields))
+	set := make([][]bool, len(fields))
+	for j := range fields {
+		vals[j] = make([]sql.NullString, len(rows))
+		set[j] = make([]bool, len(rows))
+	}
+	for i, r := range rows {
+		idCol[i] = sql.NullString{String: ids[i], Valid: true}
+		for k, f := range r.Fields {
+			t, ok, err := textValue(r.Values[k])
+			if err != nil {
+				return nil, apperr.Wrap(err, "encode batch value")
+			}
+			vals[used[f]][i] = sql.NullString{String: t, Valid: ok}
+			set[used[f]][i] = true
+		}
+	}
+	var a query.Args
+	idArg := a.Add(pq.Array(idCol), "text[]")
+	unnest := []string{idArg}
+	aliases := []string{"id"}
+	sets := []string{`"updatedAt" = now()`}
+	for j, f := range fields {
+		unnest = append(unnest, a.Add(pq.Array(vals[j]), "text[]"), a.Add(pq.Array(set[j]), "boolean[]"))
+		aliases = append(aliases, fmt.Sprintf("v%d", j), fmt.Sprintf("p%d", j))
+		sets = append(sets, fmt.Sprintf("%s = CASE WHEN u.p%d THEN u.v%d::%s ELSE t.%s END", schema.Ident(f.Name), j, j, schema.ColumnType(f), schema.Ident(f.Name)))
+	}
+	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	q := fmt.Sprintf(`WITH w AS (UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) WHERE t."id" = u.id::uuid RETURNING %s),
+e AS (%s)
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json) FROM w`,
+		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), strings.Join(unnest, ", "), strings.Join(aliases, ", "),
+		strings.Join(ret, ", "), OutboxCTE(sc, &a, EventUpdated, e.Name, "w"), idArg)
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: e.FileFields()}, q, a.List())
+	if err != nil {
+		return nil, err
+	}
+	if len(b.res.Failed) > 0 {
+		return b.done(nil, 0), nil
+	}
+	return b.done(out, n), nil
+}
+
+// BatchDelete deletes records by id atomically.
+func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawIDs []any) (*BatchResult, error) {
+	e, err := sc.Compiler.Entity(entity)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSize(len(rawIDs), "ids"); err != nil {
+		return nil, err
+	}
+	b := newBatch(len(rawIDs))
+	ids := make([]string, len(rawIDs))
+	raws := make([]any, len(rawIDs))
+	seen := map[string]int{}
+	for i, raw := range rawIDs {
+		raws[i] = map[string]any{"id": raw}
+		id, err := itemID(raw)
+		if err != nil {
+			b.fail(i, raws[i], err)
+			continue
+		}
+		if j, dup := seen[id]; dup {
+			b.fail(i, raws[i], apperr.Field("id", "appears more than once in the batch (also at index %d)", j))
+			continue
+		}
+		seen[id] = i
+		ids[i] = id
+	}
+	if len(b.res.Failed) > 0 {
+		return b.done(nil, 0), nil
+	}
+	b.checked = time.Now()
+	var a query.Args
+	idArg := a.Add(pq.Array(ids), "text[]")
+	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	q := fmt.Sprintf(`WITH w AS (DELETE FROM %s AS t WHERE t."id" = ANY(%s::uuid[]) RETURNING %s),
+e AS (%s)
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json) FROM w`,
+		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), OutboxCTE(sc, &a, EventDeleted, e.Name, "w"), idArg)
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: e.FileFields()}, q, a.List())
+	if err != nil {
+		return nil, err
+	}
+	if len(b.res.Failed) > 0 {
+		return b.done(nil, 0), nil
+	}
+	return b.done(out, n), nil
+}
+
+// lockIDs are the records an update/delete batch needs: locked FOR UPDATE
+// inside the batch transaction, any missing one fails its item.
+type lockIDs struct {
+	ids  []string
+	raws []any
+	// fileFields, on a delete, are the FILE fields whose files go with the
+	// deleted records (marked in the transaction, purged after commit).
+	fileFields []string
+}
+
+// batchTx runs the write in one transaction. With lock, the records are
+// first locked and checked to exist; a missing record fails its item
+// (NOT_FOUND) and the transaction is rolled back without writing.
+func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch, lock *lockIDs, q string, args []any) (json.RawMessage, int, error) {
+	t0 := time.Now()
+	defer func() { b.dbTime += time.Since(t0) }()
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, 0, MapError(sc, entity, err)
+	}
+	defer tx.Rollback()
+	if lock != nil {
+		var found []string
+		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT "id"::text FROM %s WHERE "id" = ANY($1::uuid[]) ORDER BY "id" FOR UPDATE`, sc.Compiler.Table(entity)), pq.Array(lock.ids)); err != nil {
+			return nil, 0, MapError(sc, entity, err)
+		}
+		have := make(map[string]bool, len(found))
+		for _, id := range found {
+			have[id] = true
+		}
+		for i, id := range lock.ids {
+			if !have[id] {
+				b.fail(i, lock.raws[i], apperr.New(apperr.NotFound, "%s %q not found", entity, id))
+			}
+		}
+		if len(b.res.Failed) > 0 {
+			return nil, 0, nil
+		}
+	}
+	var n int
+	var out []byte
+	if err := tx.QueryRowContext(ctx, q, args...).Scan(&n, &out); err != nil {
+		return nil, 0, MapError(sc, entity, err)
+	}
+	var fileIDs []string
+	if lock != nil && len(lock.fileFields) > 0 && s.files != nil {
+		var deleted []json.RawMessage
+		if err := json.Unmarshal(out, &deleted); err != nil {
+			return nil, 0, apperr.Wrap(err, "read deleted records")
+		}
+		for _, rec := range deleted {
+			fileIDs = append(fileIDs, FileIDs(rec, lock.fileFields)...)
+		}
+		if err := s.files.MarkDeleted(ctx, tx, sc.TenantID, fileIDs); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, 0, MapError(sc, entity, err)
+	}
+	if len(fileIDs) > 0 {
+		s.files.PurgeDeleted(ctx, sc.TenantID, fileIDs)
+	}
+	return out, n, nil
+}
+
+func itemID(v any) (string, error) {
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return "", apperr.Field("id", "is required (the record id string)")
+	}
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return "", apperr.Field("id", "must be a record id (UUID)")
+	}
+	return u.String(), nil
+}
+
+func failedSet(f []BatchFailure) map[int]bool {
+	m := make(map[int]bool, len(f))
+	for _, x := range f {
+		m[x.Index] = true
+	}
+	return m
+}
+
+// checkUnique fails items whose unique field values repeat inside the batch
+// or already belong to another stored record (for updates: a record not
+// updated by this batch). The database constraint stays the last word
+// under concurrency (409).
+func (s *Store) checkUnique(ctx context.Context, sc *Scope, e *schema.Entity, items []any, rows []Row, failed map[int]bool, ids []string, b *batch) {
+	for fi := range e.Fields {
+		f := &e.Fields[fi]
+		if !f.Unique {
+			continue
+		}
+		first := map[string]int{}
+		var vals []string
+		var idx []int
+		for i, r := range rows {
+			if failed[i] {
+				continue
+			}
+			for k, rf := range r.Fields {
+				if rf != f || r.Values[k] == nil {
+					continue
+				}
+				t, _, _ := textValue(r.Values[k])
+				if j, dup := first[t]; dup {
+					b.fail(i, items[i], apperr.Field(f.Name, "must be unique: the same value is at index %d of the batch", j))
+					failed[i] = true
+					continue
+				}
+				first[t] = i
+				vals = append(vals, t)
+				idx = append(idx, i)
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		t0 := time.Now()
+		var taken []string
+		q := fmt.Sprintf(`SELECT DISTINCT t.%s::text FROM %s t WHERE t.%s = ANY($1::%s[])`, schema.Ident(f.Name), sc.Compiler.Table(e.Name), schema.Ident(f.Name), schema.ColumnType(f))
+		args := []any{pq.Array(vals)}
+		if ids != nil {
+			q += ` AND NOT (t."id" = ANY($2::uuid[]))`
+			var mine []string
+			for _, id := range ids {
+				if id != "" {
+					mine = append(mine, id)
+				}
+			}
+			args = append(args, pq.Array(mine))
+		}
+		err := s.db.SelectContext(ctx, &taken, q, args...)
+		b.dbTime += time.Since(t0)
+		if err != nil {
+			continue // the constraint will decide
+		}
+		// Compare in the column's own text form.
+		tk := map[string]bool{}
+		for _, v := range taken {
+			tk[v] = true
+		}
+		for n, v := range vals {
+			if tk[v] || tk[canonical(f, v)] {
+				i := idx[n]
+				b.fail(i, items[i], &apperr.Error{Code: apperr.Conflict, Message: fmt.Sprintf("%s: a %s with this value already exists", f.Name, e.Name),
+					Details: []apperr.FieldError{{Field: f.Name, Message: "must be unique"}}})
+			}
+		}
+	}
+}
+
+// canonical is a bound text value in Postgres' output form where they may
+// differ (numbers).
+func canonical(f *schema.Field, v string) string {
+	if f.Type == schema.Number {
+		if x, err := strconv.ParseFloat(v, 64); err == nil {
+			return strconv.FormatFloat(x, 'f', -1, 64)
+		}
+	}
+	return v
+}
+
+// checkFiles verifies every FILE reference in one call; on failure it
+// re-checks item by item to name the failing items.
+func (s *Store) checkFiles(ctx context.Context, sc *Scope, rows []Row, items []any, b *batch) {
+	var all []string
+	for _, r := range rows {
+		all = append(all, r.Files...)
+	}
+	if len(all) == 0 {
+		return
+	}
+	t0 := time.Now()
+	defer func() { b.dbTime += time.Since(t0) }()
+	if s.VerifyFiles(ctx, sc.TenantID, all) == nil {
+		return
+	}
+	for i, r := range rows {
+		if len(r.Files) == 0 {
+			continue
+		}
+		if err := s.VerifyRowFiles(ctx, sc.TenantID, r); err != nil {
+			b.fail(i, items[i], err)
+		}
+	}
+}
+
+// textValue renders a coerced value (schema.CoerceValue's result) in the
+// text form Postgres parses for the column type; ok is false for NULL.
+func textValue(v any) (string, bool, error) {
+	if v == nil {
+		return "", false, nil
+	}
+	if dv, isValuer := v.(driver.Valuer); isValuer {
+		x, err := dv.Value()
+		if err != nil {
+			return "", false, err
+		}
+		if x == nil {
+			return "", false, nil
+		}
+		v = x
+	}
+	switch x := v.(type) {
+	case string:
+		return x, true, nil
+	case []byte:
+		return string(x), true, nil
+	case int64:
+		return strconv.FormatInt(x, 10), true, nil
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true, nil
+	case bool:
+		return strconv.FormatBool(x), true, nil
+	case time.Time:
+		return x.Format(time.RFC3339Nano), true, nil
+	}
+	return "", false, fmt.Errorf("unsupported value %T", v)
+}

@@ -1,0 +1,68 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+)
+
+// Query runs a list plan (the REST query endpoint and the GET list share
+// it) and returns {"items": [...], "count": n}.
+func (s *Store) Query(ctx context.Context, sc *Scope, l query.List) (json.RawMessage, error) {
+	st, err := sc.Compiler.List(l)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run(ctx, sc, l.Entity, st)
+}
+
+// Run executes a compiled statement that returns one JSON value. A
+// statement with Setup runs in a read-only transaction after its Setup
+// statements. sql.ErrNoRows is returned as is (callers decide what is not
+// found).
+func (s *Store) Run(ctx context.Context, sc *Scope, entity string, st query.Statement) (json.RawMessage, error) {
+	var out []byte
+	if len(st.Setup) == 0 {
+		err := s.db.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		if err != nil {
+			return nil, MapError(sc, entity, err)
+		}
+		return out, nil
+	}
+	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, MapError(sc, entity, err)
+	}
+	defer tx.Rollback()
+	// One round trip for every setup statement (simple protocol, no args).
+	if _, err := tx.ExecContext(ctx, strings.Join(st.Setup, "; ")); err != nil {
+		return nil, MapError(sc, entity, err)
+	}
+	err = tx.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, MapError(sc, entity, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, MapError(sc, entity, err)
+	}
+	return out, nil
+}
+
+// notFound turns sql.ErrNoRows into a NOT_FOUND error.
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return apperr.New(apperr.NotFound, format, args...)
+	}
+	return err
+}

@@ -1,0 +1,329 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/schema"
+)
+
+// Relationship edges. An edge has a durable UUIDv7 id; several edges may
+// join the same pair. Its properties are validated against the
+// relationship's declared properties and stored as a jsonb object whose
+// values have the JSON form of their type (timestamps normalised to RFC
+// 3339 UTC), so the query compiler can cast them back to typed values.
+// Edge writes do not emit webhook events (the spec's event types are
+// entity events); deleting a record removes its edges by FK cascade.
+
+// edgeJSON renders an edge row of alias x as the API's edge object.
+func edgeJSON(rel *schema.Relationship, x string) string {
+	return fmt.Sprintf(`json_build_object('id', %s."id", 'type', '%s', 'sourceId', %s."source_id", 'targetId', %s."target_id", 'properties', %s."properties", 'createdAt', %s."created_at")`,
+		x, rel.Name, x, x, x, x)
+}
+
+// prepareProperties validates properties for create (required and
+// defaults apply) or patch (only given keys; null removes a key). It
+// returns the JSON object to store or merge and the keys to remove.
+func prepareProperties(rel *schema.Relationship, props map[string]any, create bool) (string, []string, error) {
+	var errs []apperr.FieldError
+	out := map[string]any{}
+	var remove []string
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := rel.Property(k)
+		if !ok {
+			errs = append(errs, apperr.FieldError{Field: "properties." + k, Message: fmt.Sprintf("unknown property of relationship %s", rel.Name)})
+			continue
+		}
+		v := props[k]
+		if v == nil {
+			if f.Required {
+				errs = append(errs, apperr.FieldError{Field: "properties." + k, Message: "is required and cannot be null"})
+			} else if !create {
+				remove = append(remove, k)
+			}
+			continue
+		}
+		c, err := schema.CoerceValue(f, v)
+		if err != nil {
+			errs = append(errs, apperr.FieldError{Field: "properties." + k, Message: err.Error()})
+			continue
+		}
+		out[k] = storedProperty(f, v, c)
+	}
+	if create {
+		for i := range rel.Properties {
+			f := &rel.Properties[i]
+			if _, given := props[f.Name]; given {
+				continue
+			}
+			switch {
+			case f.Default != nil:
+				c, _ := schema.CoerceValue(f, f.Default)
+				out[f.Name] = storedProperty(f, f.Default, c)
+			case f.Required:
+				errs = append(errs, apperr.FieldError{Field: "properties." + f.Name, Message: "is required"})
+			}
+		}
+	}
+	if e := apperr.Fields(errs); e != nil {
+		return "", nil, e
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", nil, apperr.Wrap(err, "encode properties")
+	}
+	return string(b), remove, nil
+}
+
+// storedProperty is the JSON value stored for a validated property.
+func storedProperty(f *schema.Field, raw, coerced any) any {
+	switch f.Type {
+	case schema.Timestamp:
+		if f.List {
+			items := raw.([]any)
+			out := make([]any, len(items))
+			for i, it := range items {
+				t, _ := schema.ParseTimestamp(it.(string))
+				out[i] = t.UTC().Format(time.RFC3339Nano)
+			}
+			return out
+		}
+		return coerced.(time.Time).UTC().Format(time.RFC3339Nano)
+	}
+	return raw
+}
+
+// edgeEnds checks that entity is the source side of rel.
+func edgeSource(sc *Scope, entity, relName string) (*schema.Entity, *schema.Relationship, error) {
+	e, err := sc.Compiler.Entity(entity)
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, err := sc.Compiler.Relationship(relName)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rel.From != e.Name {
+		if rel.To == e.Name {
+			return nil, nil, apperr.New(apperr.Validation, "%s edges go from %s to %s: create or change them from the %s side (/api/v1/dynamic/%s/{id}/relationships/%s)", rel.Name, rel.From, rel.To, rel.From, rel.From, rel.Name)
+		}
+		return nil, nil, apperr.New(apperr.Validation, "relationship %s connects %s to %s, not %s", rel.Name, rel.From, rel.To, e.Name)
+	}
+	return e, rel, nil
+}
+
+func parseIDs(entity, id, target string, rel *schema.Relationship) (string, string, error) {
+	sid, err := query.ParseID(entity, id)
+	if err != nil {
+		return "", "", err
+	}
+	u, err := uuid.Parse(target)
+	if err != nil {
+		return "", "", apperr.New(apperr.NotFound, "target %s %q not found", rel.To, target)
+	}
+	return sid, u.String(), nil
+}
+
+// CreateEdge creates an edge of rel from the entity record id to the
+// target record (of rel's target entity) with validated properties.
+func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
+	e, rel, err := edgeSource(sc, entity, relName)
+	if err != nil {
+		return nil, err
+	}
+	if target == "" {
+		return nil, apperr.Field("targetId", "is required")
+	}
+	sid, tid, err := parseIDs(entity, id, target, rel)
+	if err != nil {
+		return nil, err
+	}
+	pj, _, err := prepareProperties(rel, props, true)
+	if err != nil {
+		return nil, err
+	}
+	var a query.Args
+	q := fmt.Sprintf(`WITH s AS (SELECT "id" FROM %s WHERE "id" = %s), t AS (SELECT "id" FROM %s WHERE "id" = %s),
+x AS (INSERT INTO %s ("id", "source_id", "target_id", "properties") SELECT %s, s."id", t."id", %s FROM s, t RETURNING *)
+SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x)`,
+		sc.Compiler.Table(e.Name), a.Add(sid, "uuid"), sc.Compiler.Table(rel.To), a.Add(tid, "uuid"),
+		sc.Compiler.Table(schema.RelTable(rel)), a.Add(uuid.Must(uuid.NewV7()).String(), "uuid"), a.Add(pj, "jsonb"), edgeJSON(rel, "x"))
+	var hasS, hasT bool
+	var out []byte
+	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &hasT, &out); err != nil {
+		return nil, MapError(sc, entity, err)
+	}
+	if !hasS {
+		return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
+	}
+	if !hasT {
+		return nil, apperr.New(apperr.NotFound, "target %s %q not found (%s edges go from %s to %s)", rel.To, target, rel.Name, rel.From, rel.To)
+	}
+	return out, nil
+}
+
+// ListEdges lists the edges of a record (REST relationship list): the far
+// nodes with "_relationship" and "properties" members, as {"items": [...]}.
+func (s *Store) ListEdges(ctx context.Context, sc *Scope, entity, id string, n query.Nested) (json.RawMessage, error) {
+	st, err := sc.Compiler.RelationshipList(entity, id, n)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Run(ctx, sc, entity, st)
+	return out, notFound(err, "%s %q not found", entity, id)
+}
+
+// UpdateEdges merges properties into every edge of rel from the record id to
+// target (null removes a property) and returns {"items": [edges]}.
+func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
+	e, rel, err := edgeSource(sc, entity, relName)
+	if err != nil {
+		return nil, err
+	}
+	sid, tid, err := parseIDs(entity, id, target, rel)
+	if err != nil {
+		return nil, err
+	}
+	var a query.Args
+	set, err := propertySet(rel, props, &a)
+	if err != nil {
+		return nil, err
+	}
+	where := fmt.Sprintf(`x."source_id" = %s AND x."target_id" = %s`, a.Add(sid, "uuid"), a.Add(tid, "uuid"))
+	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
+		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), set, where), sid, &a)
+}
+
+// UpdateEdgeByID merges properties into one edge, which must touch the
+// record id (as source or target).
+func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string, props map[string]any) (json.RawMessage, error) {
+	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)
+	if err != nil {
+		return nil, err
+	}
+	set, err := propertySet(rel, props, a)
+	if err != nil {
+		return nil, err
+	}
+	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("%s edge %q of %s %q not found", rel.Name, edgeID, e.Name, id),
+		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), set, where), sid, a)
+}
+
+// DeleteEdges deletes every edge of rel from the record id to target.
+func (s *Store) DeleteEdges(ctx context.Context, sc *Scope, entity, id, relName, target string) (json.RawMessage, error) {
+	e, rel, err := edgeSource(sc, entity, relName)
+	if err != nil {
+		return nil, err
+	}
+	sid, tid, err := parseIDs(entity, id, target, rel)
+	if err != nil {
+		return nil, err
+	}
+	var a query.Args
+	where := fmt.Sprintf(`x."source_id" = %s AND x."target_id" = %s`, a.Add(sid, "uuid"), a.Add(tid, "uuid"))
+	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
+		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), where), sid, &a)
+}
+
+// DeleteEdgeByID deletes one edge, which must touch the record id.
+func (s *Store) DeleteEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string) (json.RawMessage, error) {
+	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)
+	if err != nil {
+		return nil, err
+	}
+	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("%s edge %q of %s %q not found", rel.Name, edgeID, e.Name, id),
+		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), where), sid, a)
+}
+
+func edgeByID(sc *Scope, entity, id, relName, edgeID string) (*schema.Entity, *schema.Relationship, string, *query.Args, string, error) {
+	e, err := sc.Compiler.Entity(entity)
+	if err != nil {
+		return nil, nil, "", nil, "", err
+	}
+	rel, err := sc.Compiler.Relationship(relName)
+	if err != nil {
+		return nil, nil, "", nil, "", err
+	}
+	if rel.From != e.Name && rel.To != e.Name {
+		return nil, nil, "", nil, "", apperr.New(apperr.Validation, "relationship %s connects %s to %s, not %s", rel.Name, rel.From, rel.To, e.Name)
+	}
+	sid, err := query.ParseID(entity, id)
+	if err != nil {
+		return nil, nil, "", nil, "", err
+	}
+	u, err := uuid.Parse(edgeID)
+	if err != nil {
+		return nil, nil, "", nil, "", apperr.New(apperr.NotFound, "%s edge %q not found", rel.Name, edgeID)
+	}
+	var a query.Args
+	idArg := a.Add(sid, "uuid")
+	var ends []string
+	if rel.From == e.Name {
+		ends = append(ends, `x."source_id" = `+idArg)
+	}
+	if rel.To == e.Name {
+		ends = append(ends, `x."target_id" = `+idArg)
+	}
+	where := fmt.Sprintf(`x."id" = %s AND (%s)`, a.Add(u.String(), "uuid"), joinOr(ends))
+	return e, rel, where, &a, sid, nil
+}
+
+func joinOr(parts []string) string {
+	out := parts[0]
+	for _, p := range parts[1:] {
+		out += " OR " + p
+	}
+	return out
+}
+
+// propertySet renders the merged properties of a patch.
+func propertySet(rel *schema.Relationship, props map[string]any, a *query.Args) (string, error) {
+	if props == nil {
+		return "", apperr.Field("properties", "is required (an object)")
+	}
+	pj, remove, err := prepareProperties(rel, props, false)
+	if err != nil {
+		return "", err
+	}
+	set := `x."properties" || ` + a.Add(pj, "jsonb")
+	if len(remove) > 0 {
+		b, _ := json.Marshal(remove)
+		set = "(" + set + `) - ARRAY(SELECT jsonb_array_elements_text(` + a.Add(string(b), "jsonb") + "))"
+	}
+	return set, nil
+}
+
+// edgeWrite runs an UPDATE/DELETE ... RETURNING x.* on edges and returns
+// {"items": [edges]}; no edge is NOT_FOUND (naming the source when it is
+// the source that is missing).
+func (s *Store) edgeWrite(ctx context.Context, sc *Scope, e *schema.Entity, rel *schema.Relationship, id, missing, stmt, sid string, a *query.Args) (json.RawMessage, error) {
+	q := fmt.Sprintf(`WITH x AS (%s) SELECT EXISTS (SELECT 1 FROM %s WHERE "id" = %s), (SELECT json_agg(%s ORDER BY x."created_at", x."id") FROM x)`,
+		stmt, sc.Compiler.Table(e.Name), a.Add(sid, "uuid"), edgeJSON(rel, "x"))
+	var hasS bool
+	var out []byte
+	err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &out)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, MapError(sc, e.Name, err)
+	}
+	if !hasS {
+		return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
+	}
+	if out == nil {
+		return nil, apperr.New(apperr.NotFound, "%s", missing)
+	}
+	return json.RawMessage(`{"items":` + string(out) + `}`), nil
+}

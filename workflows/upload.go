@@ -1,0 +1,142 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dds-project/dds/activities"
+)
+
+// ConfirmUpdate is the name of the upload workflow's confirm Update.
+const ConfirmUpdate = "confirm"
+
+// Upload workflow results.
+const (
+	UploadConfirmed = "confirmed"
+	UploadExpired   = "expired"
+)
+
+// ErrTypeUploadExpired is the error type of a confirm refused because the
+// upload has expired.
+const ErrTypeUploadExpired = "FILE_UPLOAD_EXPIRED"
+
+// UploadInput starts the lifecycle of one file upload.
+type UploadInput struct {
+	TenantID string
+	FileID   string
+	// ExpiresAt is the upload URL's expiry; the file expires at
+	// ExpiresAt + Grace if not confirmed by then.
+	ExpiresAt time.Time
+	Grace     time.Duration
+}
+
+// FileUpload is the lifecycle of one upload, workflow ID = file id. It is
+// pending until the confirm Update verifies the stored object (the file is
+// then confirmed) or until the upload URL's expiry plus grace passes (a
+// durable timer), when any orphan object is deleted and the file is marked
+// expired. Confirm before the bytes are stored fails and leaves the upload
+// pending, so the client may upload and confirm again.
+func FileUpload(ctx workflow.Context, in UploadInput) (string, error) {
+	var fa *activities.Files
+	state := "pending"
+	confirming := false
+
+	confirmCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		// The caller waits for the answer: retry a store that does not
+		// answer a few times, then report it.
+		ScheduleToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 500 * time.Millisecond, MaximumInterval: 10 * time.Second, MaximumAttempts: 5,
+			NonRetryableErrorTypes: []string{activities.ErrTypeNotUploaded, activities.ErrTypeMismatch, activities.ErrTypeGone},
+		},
+	})
+	err := workflow.SetUpdateHandlerWithOptions(ctx, ConfirmUpdate, func(ctx workflow.Context) error {
+		if state == UploadConfirmed {
+			return nil
+		}
+		confirming = true
+		defer func() { confirming = false }()
+		err := workflow.ExecuteActivity(confirmCtx, fa.FileConfirmUpload,
+			activities.FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil)
+		if err != nil {
+			return unwrapApplicationError(err)
+		}
+		state = UploadConfirmed
+		return nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context) error {
+		if state == UploadExpired {
+			return temporal.NewNonRetryableApplicationError("the upload has expired", ErrTypeUploadExpired, nil)
+		}
+		return nil
+	}})
+	if err != nil {
+		return "", err
+	}
+
+	wait := in.ExpiresAt.Add(in.Grace).Sub(workflow.Now(ctx))
+	if wait < 0 {
+		wait = 0
+	}
+	confirmed, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return state == UploadConfirmed })
+	if err != nil {
+		return "", err
+	}
+	if !confirmed {
+		// A confirm that is running when the timer fires decides.
+		if err := workflow.Await(ctx, func() bool { return !confirming }); err != nil {
+			return "", err
+		}
+	}
+	if state != UploadConfirmed {
+		state = UploadExpired
+		expireCtx := workflow.WithActivityOptions(ctx, durableActivity)
+		if err := workflow.ExecuteActivity(expireCtx, fa.FileExpireUpload,
+			activities.FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil); err != nil {
+			return "", err
+		}
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return "", err
+	}
+	return state, nil
+}
+
+// DeleteInput names the file whose object must be removed.
+type DeleteInput struct {
+	TenantID string
+	FileID   string
+}
+
+// DeleteWorkflowID is the ID of the delete workflow of a file.
+func DeleteWorkflowID(fileID string) string { return "file-delete-" + fileID }
+
+// FileDelete marks a file deleted and removes its object, retrying until
+// the store answers (the activity has no attempt limit).
+func FileDelete(ctx workflow.Context, in DeleteInput) error {
+	var fa *activities.Files
+	ctx = workflow.WithActivityOptions(ctx, durableActivity)
+	return workflow.ExecuteActivity(ctx, fa.FileDeleteObject,
+		activities.FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil)
+}
+
+// durableActivity retries without limit, backing off to every 10 minutes.
+var durableActivity = workflow.ActivityOptions{
+	StartToCloseTimeout: time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Minute,
+	},
+}
+
+// unwrapApplicationError returns the activity's application error itself,
+// so the caller of the Update sees its type and message.
+func unwrapApplicationError(err error) error {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return temporal.NewNonRetryableApplicationError(ae.Message(), ae.Type(), nil)
+	}
+	return err
+}
