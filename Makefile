@@ -54,9 +54,14 @@ test: ## Install, start the stack (with MinIO), run every test incl. fuzz seed c
 		go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: bench
-bench: ## Install, start the stack, run the load generator (bench/cmd/ddsbench)
+# Each program measures one capability next to its baselines, in the same run,
+# over the same Postgres; each bounds its own time. BENCHES=rest runs just one.
+BENCHES ?= cmd/ddsbench rest graphql files webhooks
+
+bench: ## Install, start the stack, run every benchmark (BENCHES=rest for one); prints ratios to baselines
 	@bash deploy/install.sh --no-minio
-	@bash deploy/with-stack.sh --profile run --db dds_bench -- go run ./bench/cmd/ddsbench $(BENCH_ARGS)
+	@bash deploy/with-stack.sh --profile run --db dds_bench -- bash -c 'set -e; \
+		for b in $(BENCHES); do echo; echo "=== bench/$$b"; go run ./bench/$$b $(BENCH_ARGS); done'
 
 .PHONY: stack-up
 stack-up: ## Start the stack (Postgres, Temporal, MinIO) and leave it running; env in .dds/env

@@ -20,6 +20,7 @@ import (
 	apifiles "github.com/dds-project/dds/api/files"
 	"github.com/dds-project/dds/api/graphql"
 	"github.com/dds-project/dds/api/rest"
+	apiwebhooks "github.com/dds-project/dds/api/webhooks"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
@@ -31,6 +32,7 @@ import (
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/tenant"
+	"github.com/dds-project/dds/webhook"
 )
 
 // Server is the HTTP server process.
@@ -95,6 +97,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 	}
 	graphql.New(s.Records, d, s.gqlSubs, gqlLimits, log).Routes(router)
 	apifiles.New(s.Files, fileStore).Routes(router)
+	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
 	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)
 	router.Public("GET /healthz", http.HandlerFunc(s.health))
 	router.Public("GET /metrics", promhttp.Handler())

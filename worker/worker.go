@@ -17,6 +17,7 @@ import (
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/pgnotify"
+	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/workflows"
 )
@@ -61,6 +62,21 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 	w.tw.RegisterWorkflow(workflows.FileDelete)
 	w.tw.RegisterActivity(&activities.Files{DB: d, Storage: fileStore})
 	w.loops = append(w.loops, files.New(d, fileStore, tc, files.OptionsFrom(cfg, log)).SweepLoop)
+	// Webhooks: the outbox relay (first attempts) and the retry workflow.
+	rl, err := relay.Setup(ctx, d, tc, w.tw, relay.SetupOptions{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
+		HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue, Namespace: cfg.TemporalNamespace, Log: log})
+	if err != nil {
+		tc.Close()
+		d.Close()
+		return nil, err
+	}
+	if err := w.Hub.Subscribe("dds_events", func(string) { rl.Wake() }); err != nil {
+		tc.Close()
+		d.Close()
+		return nil, err
+	}
+	w.Hub.OnReconnect(rl.Wake)
+	w.loops = append(w.loops, rl.Run)
 	return w, nil
 }
 

@@ -1,0 +1,313 @@
+// Command webhooks measures webhook delivery from commit to receiver:
+// 2,000 outbox writes (each its own transaction, exactly what an entity
+// write commits) for one tenant with one subscribed webhook, relayed and
+// delivered by the in-process worker side (dev server, delivery worker,
+// relay, as `dds worker` wires them) to a local HTTPS receiver. It reports
+// deliveries/s and p50/p99 commit-to-delivery latency, for a paced run
+// (-rate writes/s) and a burst run (all writes at once), and as baseline
+// the same 2,000 POSTs sent by a plain Go loop straight to the receiver.
+//
+// Needs DATABASE_URL and DDS_TEMPORAL_CLI (as `make bench` sets them).
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dds-project/dds/relay/relaytest"
+	"github.com/dds-project/dds/webhook"
+	"github.com/dds-project/dds/webhook/webhooktest"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/dds-project/dds/db"
+)
+
+func main() {
+	n := flag.Int("n", 2000, "writes per run")
+	rate := flag.Int("rate", 400, "writes per second of the paced run")
+	writers := flag.Int("writers", 16, "concurrent writers of the paced run")
+	timeout := flag.Duration("timeout", 3*time.Minute, "overall time limit")
+	flag.Parse()
+	if err := run(*n, *rate, *writers, *timeout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/webhooks:", err)
+		os.Exit(1)
+	}
+}
+
+// tb adapts the fixtures' testing.TB use to a plain program.
+type tb struct{ testing.TB }
+
+func (tb) Helper()                      {}
+func (tb) Cleanup(func())               {}
+func (tb) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
+func (tb) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+func (tb) Errorf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+func (tb) Logf(f string, args ...any)   {}
+func (tb) Name() string                 { return "bench" }
+
+type result struct {
+	perSec   float64
+	p50, p99 time.Duration
+	max      time.Duration
+	elapsed  time.Duration
+}
+
+func run(n, rate, writers int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	os.Setenv("DDS_WEBHOOK_TEST_DB", "dds_bench_webhooks")
+	st, err := relaytest.Start("dds-bench", false)
+	if err != nil {
+		return err
+	}
+	defer st.Stop()
+	d, err := db.Open(ctx, st.DBURL, writers+4)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	// Leftovers of an interrupted earlier run would be relayed first.
+	if _, err := d.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now() WHERE relayed_at IS NULL`); err != nil {
+		return err
+	}
+
+	var mu sync.Mutex
+	arrived := map[string]time.Time{}
+	done := make(chan struct{}, 1)
+	want := 0
+	rc := webhooktest.NewReceiver(tb{}, func(r webhooktest.Request) int {
+		var p struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(r.Body, &p)
+		mu.Lock()
+		if _, ok := arrived[p.ID]; !ok {
+			arrived[p.ID] = r.At
+			if len(arrived) == want {
+				done <- struct{}{}
+			}
+		}
+		mu.Unlock()
+		return 200
+	})
+	defer rc.Close()
+
+	store := webhook.NewStore(d)
+	tenant := webhooktest.Tenant(tb{}, d, "bench")
+	if _, err := store.Create(ctx, tenant, webhook.CreateInput{TargetURL: rc.URL + "/hook", EventTypes: webhook.EventTypes}, true); err != nil {
+		return err
+	}
+
+	measure := func(label string, pace int) (result, error) {
+		mu.Lock()
+		clear(arrived)
+		want = n
+		mu.Unlock()
+		committed, err := write(ctx, d, tenant, n, pace, writers)
+		if err != nil {
+			return result{}, err
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			mu.Lock()
+			got := len(arrived)
+			mu.Unlock()
+			return result{}, fmt.Errorf("%s: only %d of %d delivered before the time limit", label, got, n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var lat []time.Duration
+		first, last := time.Time{}, time.Time{}
+		for id, c := range committed {
+			a := arrived[id]
+			lat = append(lat, a.Sub(c))
+			if first.IsZero() || c.Before(first) {
+				first = c
+			}
+			if a.After(last) {
+				last = a
+			}
+		}
+		slices.Sort(lat)
+		el := last.Sub(first)
+		// No event left behind: every one is marked relayed.
+		ids := make([]string, 0, len(committed))
+		for id := range committed {
+			ids = append(ids, id)
+		}
+		for {
+			var left int
+			if err := d.GetContext(ctx, &left, `SELECT count(*) FROM dds.events WHERE id = ANY($1::uuid[]) AND relayed_at IS NULL`, pq.StringArray(ids)); err != nil {
+				return result{}, err
+			}
+			if left == 0 {
+				break
+			}
+			if ctx.Err() != nil {
+				return result{}, fmt.Errorf("%s: %d events still unrelayed at the time limit", label, left)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return result{perSec: float64(n) / el.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], max: lat[len(lat)-1], elapsed: el}, nil
+	}
+
+	// Warm-up: connections, caches, the first workflow task.
+	if _, err := measureWarm(measure, &n); err != nil {
+		return err
+	}
+	paced, err := measure("paced", rate)
+	if err != nil {
+		return err
+	}
+	burst, err := measure("backlog", -1)
+	if err != nil {
+		return err
+	}
+	base, err := baseline(ctx, rc, n, 64)
+	if err != nil {
+		return err
+	}
+	seq, err := baseline(ctx, rc, n, 1)
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("webhook delivery, commit -> receiver, %d writes per run, one subscribed webhook, %d writers\n", n, writers)
+	fmt.Printf("%-28s %12s %10s %10s %10s %9s\n", "run", "deliveries/s", "p50", "p99", "max", "elapsed")
+	row := func(name string, r result) {
+		fmt.Printf("%-28s %12.0f %10s %10s %10s %9s\n", name, r.perSec, r.p50.Round(10*time.Microsecond),
+			r.p99.Round(10*time.Microsecond), r.max.Round(10*time.Microsecond), r.elapsed.Round(time.Millisecond))
+	}
+	row(fmt.Sprintf("relay, paced %d writes/s", rate), paced)
+	row("relay, backlog (1 commit)", burst)
+	row("baseline: Go loop, 64 at once", base)
+	row("baseline: Go loop, sequential", seq)
+	fmt.Printf("ratio relay backlog / baseline 64 at once: %.2f; / sequential loop: %.2f   (target: >= 300 deliveries/s, p50 < 250ms)\n",
+		burst.perSec/base.perSec, burst.perSec/seq.perSec)
+	fmt.Println("paced: latency at a steady offered load; backlog: all writes committed in one transaction, so deliveries/s is the")
+	fmt.Println("relay's drain capacity (its latencies are queueing time). Baselines: the same POSTs from a plain Go loop through the same client.")
+	fmt.Println("every event of every run was delivered and marked relayed.")
+	return nil
+}
+
+func measureWarm(measure func(string, int) (result, error), n *int) (result, error) {
+	saved := *n
+	*n = 100
+	defer func() { *n = saved }()
+	return measure("warm-up", 0)
+}
+
+// write commits n events, paced at rate per second (0: as fast as the
+// writers go; -1: all in one transaction), and returns each event's commit time.
+func write(ctx context.Context, d *sqlx.DB, tenant string, n, rate, writers int) (map[string]time.Time, error) {
+	out := make(map[string]time.Time, n)
+	if rate < 0 {
+		tx, err := d.BeginTxx(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback()
+		var ids []string
+		if err := tx.SelectContext(ctx, &ids, `INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
+			SELECT $1, gen_random_uuid(), 'shop', 'entity.created', 'Product', gen_random_uuid(), jsonb_build_object('n', i, 'name', 'bench product')
+			FROM generate_series(1, $2) AS i RETURNING id`, tenant, n); err != nil {
+			return nil, err
+		}
+		if err := tx.Commit(); err != nil {
+			return nil, err
+		}
+		at := time.Now()
+		for _, id := range ids {
+			out[id] = at
+		}
+		return out, nil
+	}
+	var mu sync.Mutex
+	var firstErr error
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				var id string
+				err := d.GetContext(ctx, &id, `INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
+					VALUES ($1, gen_random_uuid(), 'shop', 'entity.created', 'Product', gen_random_uuid(), jsonb_build_object('n', $2::int, 'name', 'bench product'))
+					RETURNING id`, tenant, i)
+				at := time.Now()
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				out[id] = at
+				mu.Unlock()
+			}
+		}()
+	}
+	start := time.Now()
+	for i := range n {
+		if rate > 0 {
+			if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return out, firstErr
+}
+
+// baseline POSTs n signed bodies straight to the receiver from a plain Go
+// loop, conc at a time (64 = the relay's HTTP workers), through the same client.
+func baseline(ctx context.Context, rc *webhooktest.Receiver, n, conc int) (result, error) {
+	pool := x509.NewCertPool()
+	pool.AddCert(rc.Certificate())
+	c, err := webhook.NewClient(webhook.ClientConfig{AllowPrivate: true, RootCAs: pool})
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close()
+	body := []byte(`{"id":"baseline","type":"entity.created","data":{"entityName":"Product","record":{"n":1}}}`)
+	lat := make([]time.Duration, n)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				t0 := time.Now()
+				if r := c.Send(ctx, rc.URL+"/baseline", "whsec_AAAA", fmt.Sprint("b", i), body); !r.OK() {
+					lat[i] = -1
+					continue
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	el := time.Since(start)
+	slices.Sort(lat)
+	if lat[0] < 0 {
+		return result{}, fmt.Errorf("baseline: some POSTs failed")
+	}
+	return result{perSec: float64(n) / el.Seconds(), p50: lat[n/2], p99: lat[n*99/100], max: lat[n-1], elapsed: el}, nil
+}

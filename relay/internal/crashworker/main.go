@@ -1,0 +1,64 @@
+// Command crashworker is the webhook half of `dds worker` (relay plus
+// delivery workflow worker, wired by relay.Setup exactly as the worker
+// wires it) as a standalone process, so the crash test can SIGKILL it
+// without depending on every other package of the binary. Configuration:
+// DATABASE_URL, TEMPORAL_ADDRESS, DDS_TASK_QUEUE, DDS_WEBHOOK_CA_FILE,
+// DDS_WEBHOOK_ALLOW_PRIVATE; -lease sets the relay's claim lease.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/relay"
+)
+
+func main() {
+	lease := flag.Duration("lease", 2*time.Minute, "relay claim lease")
+	flag.Parse()
+	if err := run(*lease); err != nil {
+		fmt.Fprintln(os.Stderr, "crashworker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(lease time.Duration) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	url := os.Getenv("DATABASE_URL")
+	d, err := db.Open(ctx, url, 20)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	tc, err := client.DialContext(ctx, client.Options{HostPort: os.Getenv("TEMPORAL_ADDRESS")})
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	tq := os.Getenv("DDS_TASK_QUEUE")
+	w := worker.New(tc, tq, worker.Options{})
+	r, err := relay.Setup(ctx, d, tc, w, relay.SetupOptions{
+		AllowPrivate: os.Getenv("DDS_WEBHOOK_ALLOW_PRIVATE") == "true", CAFile: os.Getenv("DDS_WEBHOOK_CA_FILE"),
+		TaskQueue: tq, Namespace: "default", ListenURL: url, Lease: lease, Log: log})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	fmt.Println("ready")
+	return r.Run(ctx)
+}

@@ -1,0 +1,607 @@
+package webhook
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/dds-project/dds/apperr"
+)
+
+// Delivery statuses.
+const (
+	StatusPending   = "pending"   // row committed, first attempt not yet recorded
+	StatusSucceeded = "succeeded" // a 2xx was received
+	StatusRetrying  = "retrying"  // failed; a retry workflow owns it
+	StatusFailed    = "failed"    // the fifth retry failed too
+	StatusCancelled = "cancelled" // the webhook was deactivated or deleted before success
+)
+
+// Webhook is one subscription (a row of dds.webhooks).
+type Webhook struct {
+	ID            string         `db:"id"`
+	TenantID      string         `db:"tenant_id"`
+	SchemaName    string         `db:"schema_name"`
+	TargetURL     string         `db:"target_url"`
+	EventTypes    pq.StringArray `db:"event_types"`
+	EntityNames   pq.StringArray `db:"entity_names"` // nil: every entity
+	SigningSecret string         `db:"signing_secret"`
+	IsActive      bool           `db:"is_active"`
+	CreatedAt     time.Time      `db:"created_at"`
+	UpdatedAt     time.Time      `db:"updated_at"`
+	LastTriggered *time.Time     `db:"last_triggered"`
+	AttemptCount  int64          `db:"attempt_count"`
+	SuccessCount  int64          `db:"success_count"`
+}
+
+// Matches implements spec §6.1 rule 1 plus the schema filter: the event's
+// type is subscribed, its entity is listed (or no list is set) and, when
+// the webhook names a schema, the event belongs to it.
+func (w *Webhook) Matches(ev *Event) bool {
+	if !w.IsActive || !slices.Contains(w.EventTypes, ev.Type) {
+		return false
+	}
+	if w.SchemaName != "" && w.SchemaName != ev.SchemaName {
+		return false
+	}
+	return w.EntityNames == nil || slices.Contains(w.EntityNames, ev.EntityName)
+}
+
+// SuccessRate is the fraction of delivery attempts answered with a 2xx; 1
+// while no attempt was made (nothing has failed).
+func (w *Webhook) SuccessRate() float64 {
+	if w.AttemptCount == 0 {
+		return 1
+	}
+	return float64(w.SuccessCount) / float64(w.AttemptCount)
+}
+
+// Store is the Postgres store of webhooks, deliveries and attempts. Every
+// method taking a tenantID is scoped to it: another tenant's id is NOT_FOUND.
+type Store struct{ db *sqlx.DB }
+
+// NewStore returns a Store over db.
+func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
+
+// DB is the underlying pool.
+func (s *Store) DB() *sqlx.DB { return s.db }
+
+const webhookCols = `id, tenant_id, schema_name, target_url, event_types, entity_names, signing_secret,
+	is_active, created_at, updated_at, last_triggered, attempt_count, success_count`
+
+var entityNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
+
+// CreateInput is the body of POST /api/v1/webhooks.
+type CreateInput struct {
+	TargetURL   string
+	EventTypes  []string
+	EntityNames []string // nil or empty: every entity
+	SchemaName  string   // empty: every schema of the tenant
+}
+
+// ValidateEventTypes checks a non-empty list of known event types.
+func ValidateEventTypes(ts []string) *apperr.FieldError {
+	if len(ts) == 0 {
+		return &apperr.FieldError{Field: "eventTypes", Message: "must list at least one of " + strings.Join(EventTypes, ", ")}
+	}
+	for _, t := range ts {
+		if !ValidEventType(t) {
+			return &apperr.FieldError{Field: "eventTypes", Message: "unknown event type " + quote(t) + "; must be one of " + strings.Join(EventTypes, ", ")}
+		}
+	}
+	return nil
+}
+
+// ValidateEntityNames checks entity name syntax.
+func ValidateEntityNames(ns []string) *apperr.FieldError {
+	for _, n := range ns {
+		if !entityNameRE.MatchString(n) {
+			return &apperr.FieldError{Field: "entityNames", Message: "invalid entity name " + quote(n)}
+		}
+	}
+	return nil
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return `"` + s + `"`
+}
+
+func dedupe(ss []string) []string {
+	out := slices.Clone(ss)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func nullableList(ss []string) any {
+	if len(ss) == 0 {
+		return nil
+	}
+	return pq.StringArray(dedupe(ss))
+}
+
+// Create validates in and stores a new active webhook with a fresh secret.
+func (s *Store) Create(ctx context.Context, tenantID string, in CreateInput, allowPrivate bool) (*Webhook, error) {
+	var errs []apperr.FieldError
+	if err := ValidateTargetURL(in.TargetURL); err != nil {
+		errs = append(errs, apperr.As(err).Details...)
+	} else if err := ValidateTargetHost(in.TargetURL, allowPrivate); err != nil {
+		errs = append(errs, apperr.As(err).Details...)
+	}
+	if fe := ValidateEventTypes(in.EventTypes); fe != nil {
+		errs = append(errs, *fe)
+	}
+	if fe := ValidateEntityNames(in.EntityNames); fe != nil {
+		errs = append(errs, *fe)
+	}
+	if in.SchemaName != "" {
+		var n int
+		if err := s.db.GetContext(ctx, &n, `SELECT count(*) FROM dds.schemas WHERE tenant_id = $1 AND name = $2`, tenantID, in.SchemaName); err != nil {
+			return nil, apperr.Wrap(err, "check schema")
+		}
+		if n == 0 {
+			errs = append(errs, apperr.FieldError{Field: "schemaName", Message: "no schema named " + quote(in.SchemaName)})
+		}
+	}
+	if err := apperr.Fields(errs); err != nil {
+		return nil, err
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return nil, apperr.Wrap(err, "create webhook")
+	}
+	var w Webhook
+	err = s.db.GetContext(ctx, &w, `INSERT INTO dds.webhooks (tenant_id, schema_name, target_url, event_types, entity_names, signing_secret)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+webhookCols,
+		tenantID, in.SchemaName, in.TargetURL, pq.StringArray(dedupe(in.EventTypes)), nullableList(in.EntityNames), secret)
+	if err != nil {
+		return nil, apperr.Wrap(err, "create webhook")
+	}
+	return &w, nil
+}
+
+// List returns the tenant's webhooks, newest first.
+func (s *Store) List(ctx context.Context, tenantID string) ([]Webhook, error) {
+	out := []Webhook{}
+	if err := s.db.SelectContext(ctx, &out, `SELECT `+webhookCols+` FROM dds.webhooks WHERE tenant_id = $1 ORDER BY created_at DESC, id`, tenantID); err != nil {
+		return nil, apperr.Wrap(err, "list webhooks")
+	}
+	return out, nil
+}
+
+// Get returns one webhook of the tenant.
+func (s *Store) Get(ctx context.Context, tenantID, id string) (*Webhook, error) {
+	if !validUUID(id) {
+		return nil, apperr.New(apperr.NotFound, "webhook %s not found", id)
+	}
+	var w Webhook
+	err := s.db.GetContext(ctx, &w, `SELECT `+webhookCols+` FROM dds.webhooks WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.New(apperr.NotFound, "webhook %s not found", id)
+	}
+	if err != nil {
+		return nil, apperr.Wrap(err, "get webhook")
+	}
+	return &w, nil
+}
+
+// Patch is a partial update; nil fields are left unchanged. EntityNames set
+// to an empty list clears the filter (every entity).
+type Patch struct {
+	TargetURL   *string
+	EventTypes  *[]string
+	EntityNames *[]string
+	SchemaName  *string
+	IsActive    *bool
+}
+
+// Update applies p. Deactivating stops new deliveries at once and makes
+// pending retries cancel themselves before their next attempt.
+func (s *Store) Update(ctx context.Context, tenantID, id string, p Patch, allowPrivate bool) (*Webhook, error) {
+	w, err := s.Get(ctx, tenantID, id)
+	if err != nil {
+		return nil, err
+	}
+	var errs []apperr.FieldError
+	if p.TargetURL != nil {
+		if err := ValidateTargetURL(*p.TargetURL); err != nil {
+			errs = append(errs, apperr.As(err).Details...)
+		} else if err := ValidateTargetHost(*p.TargetURL, allowPrivate); err != nil {
+			errs = append(errs, apperr.As(err).Details...)
+		}
+		w.TargetURL = *p.TargetURL
+	}
+	if p.EventTypes != nil {
+		if fe := ValidateEventTypes(*p.EventTypes); fe != nil {
+			errs = append(errs, *fe)
+		}
+		w.EventTypes = dedupe(*p.EventTypes)
+	}
+	if p.EntityNames != nil {
+		if fe := ValidateEntityNames(*p.EntityNames); fe != nil {
+			errs = append(errs, *fe)
+		}
+		w.EntityNames = nil
+		if len(*p.EntityNames) > 0 {
+			w.EntityNames = dedupe(*p.EntityNames)
+		}
+	}
+	if p.SchemaName != nil {
+		w.SchemaName = *p.SchemaName
+	}
+	if p.IsActive != nil {
+		w.IsActive = *p.IsActive
+	}
+	if err := apperr.Fields(errs); err != nil {
+		return nil, err
+	}
+	var entityNames any
+	if w.EntityNames != nil {
+		entityNames = w.EntityNames
+	}
+	err = s.db.GetContext(ctx, w, `UPDATE dds.webhooks SET target_url = $3, event_types = $4, entity_names = $5,
+		schema_name = $6, is_active = $7, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING `+webhookCols,
+		tenantID, id, w.TargetURL, w.EventTypes, entityNames, w.SchemaName, w.IsActive)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.New(apperr.NotFound, "webhook %s not found", id)
+	}
+	if err != nil {
+		return nil, apperr.Wrap(err, "update webhook")
+	}
+	return w, nil
+}
+
+// Delete removes a webhook with its deliveries and attempt log. Retry
+// workflows find their delivery gone and stop.
+func (s *Store) Delete(ctx context.Context, tenantID, id string) error {
+	if !validUUID(id) {
+		return apperr.New(apperr.NotFound, "webhook %s not found", id)
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM dds.webhooks WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	if err != nil {
+		return apperr.Wrap(err, "delete webhook")
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return apperr.New(apperr.NotFound, "webhook %s not found", id)
+	}
+	return nil
+}
+
+// ActiveFor returns the active webhooks of the given tenants.
+func (s *Store) ActiveFor(ctx context.Context, tenantIDs []string) ([]Webhook, error) {
+	var out []Webhook
+	err := s.db.SelectContext(ctx, &out, `SELECT `+webhookCols+` FROM dds.webhooks WHERE is_active AND tenant_id = ANY($1::uuid[])`, pq.StringArray(tenantIDs))
+	return out, err
+}
+
+// Delivery is one (webhook, event) delivery.
+type Delivery struct {
+	ID            string     `db:"id" json:"id"`
+	WebhookID     string     `db:"webhook_id" json:"webhookId"`
+	TenantID      string     `db:"tenant_id" json:"-"`
+	EventID       string     `db:"event_id" json:"eventId"`
+	EventType     string     `db:"event_type" json:"eventType"`
+	EntityName    string     `db:"entity_name" json:"entityName"`
+	Body          []byte     `db:"body" json:"-"`
+	Status        string     `db:"status" json:"status"`
+	Attempts      int        `db:"attempts" json:"attempts"`
+	LastAttemptAt *time.Time `db:"last_attempt_at" json:"lastAttemptAt"`
+	NextAttemptAt *time.Time `db:"next_attempt_at" json:"nextAttemptAt"`
+	CreatedAt     time.Time  `db:"created_at" json:"createdAt"`
+	UpdatedAt     time.Time  `db:"updated_at" json:"updatedAt"`
+}
+
+const deliveryCols = `id, webhook_id, tenant_id, event_id, event_type, entity_name, body, status, attempts,
+	last_attempt_at, next_attempt_at, created_at, updated_at`
+
+// AttemptLog is one recorded attempt.
+type AttemptLog struct {
+	Attempt       int        `db:"attempt" json:"attempt"`
+	StatusCode    *int       `db:"status_code" json:"statusCode"`
+	LatencyMs     int        `db:"latency_ms" json:"latencyMs"`
+	Error         *string    `db:"error" json:"error"`
+	AttemptedAt   time.Time  `db:"attempted_at" json:"attemptedAt"`
+	NextAttemptAt *time.Time `db:"next_attempt_at" json:"nextAttemptAt"`
+}
+
+// DeliveryLog is a delivery with its attempts, as the deliveries endpoint shows it.
+type DeliveryLog struct {
+	Delivery
+	AttemptLog []AttemptLog `json:"attemptLog"`
+}
+
+// Deliveries returns the latest deliveries of a webhook (newest first)
+// with their attempts; status, when set, filters on the delivery status.
+func (s *Store) Deliveries(ctx context.Context, tenantID, webhookID string, limit int, status string) ([]DeliveryLog, error) {
+	if _, err := s.Get(ctx, tenantID, webhookID); err != nil {
+		return nil, err
+	}
+	var ds []Delivery
+	err := s.db.SelectContext(ctx, &ds, `SELECT `+deliveryCols+` FROM dds.webhook_deliveries
+		WHERE webhook_id = $1 AND tenant_id = $2 AND ($4 = '' OR status = $4) ORDER BY created_at DESC, id LIMIT $3`,
+		webhookID, tenantID, limit, status)
+	if err != nil {
+		return nil, apperr.Wrap(err, "list deliveries")
+	}
+	out := make([]DeliveryLog, len(ds))
+	ids := make([]string, len(ds))
+	idx := map[string]int{}
+	for i, d := range ds {
+		out[i] = DeliveryLog{Delivery: d, AttemptLog: []AttemptLog{}}
+		ids[i] = d.ID
+		idx[d.ID] = i
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.QueryxContext(ctx, `SELECT delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at
+		FROM dds.webhook_attempts WHERE delivery_id = ANY($1::uuid[]) ORDER BY delivery_id, attempt, id`, pq.StringArray(ids))
+	if err != nil {
+		return nil, apperr.Wrap(err, "list attempts")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a AttemptLog
+		var did string
+		if err := rows.Scan(&did, &a.Attempt, &a.StatusCode, &a.LatencyMs, &a.Error, &a.AttemptedAt, &a.NextAttemptAt); err != nil {
+			return nil, apperr.Wrap(err, "list attempts")
+		}
+		out[idx[did]].AttemptLog = append(out[idx[did]].AttemptLog, a)
+	}
+	return out, rows.Err()
+}
+
+// GetDelivery returns one delivery of the tenant's webhook.
+func (s *Store) GetDelivery(ctx context.Context, tenantID, webhookID, deliveryID string) (*Delivery, error) {
+	if !validUUID(webhookID) || !validUUID(deliveryID) {
+		return nil, apperr.New(apperr.NotFound, "delivery %s not found", deliveryID)
+	}
+	var d Delivery
+	err := s.db.GetContext(ctx, &d, `SELECT `+deliveryCols+` FROM dds.webhook_deliveries WHERE id = $1 AND webhook_id = $2 AND tenant_id = $3`,
+		deliveryID, webhookID, tenantID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.New(apperr.NotFound, "delivery %s not found", deliveryID)
+	}
+	if err != nil {
+		return nil, apperr.Wrap(err, "get delivery")
+	}
+	return &d, nil
+}
+
+// Reopen marks a delivery as retrying again (manual replay) unless it is
+// already being retried; it reports whether a retry schedule must start.
+func (s *Store) Reopen(ctx context.Context, deliveryID string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE dds.webhook_deliveries SET status = 'retrying', next_attempt_at = now(), updated_at = now()
+		WHERE id = $1 AND status IN ('succeeded', 'failed', 'cancelled')`, deliveryID)
+	if err != nil {
+		return false, apperr.Wrap(err, "reopen delivery")
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// AttemptRecord is the outcome of one attempt to record.
+type AttemptRecord struct {
+	DeliveryID string
+	WebhookID  string
+	Attempt    int // 1 = first
+	Result     Result
+	At         time.Time
+	Next       *time.Time // next attempt time; nil when none
+	Status     string     // the delivery's new status
+}
+
+// RecordAttempts logs attempts, updates their deliveries and the webhooks'
+// counters (lastTriggered, successRate) and, in the same transaction,
+// marks relayedEvents as relayed. A delivery already succeeded stays so.
+func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relayedEvents []string) error {
+	if len(recs) == 0 && len(relayedEvents) == 0 {
+		return nil
+	}
+	// Lock rows in a stable order so concurrent recorders cannot deadlock.
+	recs = slices.Clone(recs)
+	sort.Slice(recs, func(i, j int) bool { return recs[i].DeliveryID < recs[j].DeliveryID })
+	var (
+		dIDs, statuses, errs, nexts []string
+		attempts, codes, lats       []int64
+		ats                         []string
+	)
+	type agg struct {
+		n, ok int64
+		last  time.Time
+	}
+	per := map[string]*agg{}
+	for _, r := range recs {
+		dIDs = append(dIDs, r.DeliveryID)
+		statuses = append(statuses, r.Status)
+		attempts = append(attempts, int64(r.Attempt))
+		codes = append(codes, int64(r.Result.StatusCode))
+		lats = append(lats, r.Result.Latency.Milliseconds())
+		errs = append(errs, truncate(r.Result.Err, 500))
+		ats = append(ats, r.At.UTC().Format(time.RFC3339Nano))
+		next := ""
+		if r.Next != nil {
+			next = r.Next.UTC().Format(time.RFC3339Nano)
+		}
+		nexts = append(nexts, next)
+		a := per[r.WebhookID]
+		if a == nil {
+			a = &agg{}
+			per[r.WebhookID] = a
+		}
+		a.n++
+		if r.Result.OK() {
+			a.ok++
+		}
+		if r.At.After(a.last) {
+			a.last = r.At
+		}
+	}
+	var wIDs, wLast []string
+	var wN, wOK []int64
+	for id := range per {
+		wIDs = append(wIDs, id)
+	}
+	slices.Sort(wIDs)
+	for _, id := range wIDs {
+		wN = append(wN, per[id].n)
+		wOK = append(wOK, per[id].ok)
+		wLast = append(wLast, per[id].last.UTC().Format(time.RFC3339Nano))
+	}
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := relaxCommit(ctx, tx); err != nil {
+		return err
+	}
+	if len(recs) > 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
+			SELECT d, a, NULLIF(c, 0), l, NULLIF(e, ''), t::timestamptz, NULLIF(n, '')::timestamptz
+			FROM unnest($1::uuid[], $2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[]) AS u(d, a, c, l, e, t, n)`,
+			pq.StringArray(dIDs), pq.Int64Array(attempts), pq.Int64Array(codes), pq.Int64Array(lats),
+			pq.StringArray(errs), pq.StringArray(ats), pq.StringArray(nexts)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE dds.webhook_deliveries d SET
+				status = CASE WHEN d.status = 'succeeded' THEN d.status ELSE u.s END,
+				attempts = GREATEST(d.attempts, u.a), last_attempt_at = u.t::timestamptz,
+				next_attempt_at = CASE WHEN d.status = 'succeeded' THEN NULL ELSE NULLIF(u.n, '')::timestamptz END,
+				updated_at = now()
+			FROM unnest($1::uuid[], $2::text[], $3::int[], $4::text[], $5::text[]) AS u(id, s, a, t, n)
+			WHERE d.id = u.id`,
+			pq.StringArray(dIDs), pq.StringArray(statuses), pq.Int64Array(attempts), pq.StringArray(ats), pq.StringArray(nexts)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE dds.webhooks w SET attempt_count = attempt_count + u.n,
+				success_count = success_count + u.ok,
+				last_triggered = GREATEST(COALESCE(w.last_triggered, '-infinity'), u.t::timestamptz)
+			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[]) AS u(id, n, ok, t) WHERE w.id = u.id`,
+			pq.StringArray(wIDs), pq.Int64Array(wN), pq.Int64Array(wOK), pq.StringArray(wLast)); err != nil {
+			return err
+		}
+	}
+	if len(relayedEvents) > 0 {
+		if err := MarkRelayed(ctx, tx, relayedEvents); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// relaxCommit turns off the commit flush for the relay's bookkeeping
+// transactions. This is safe for "never lost": the event row was committed
+// durably by the entity write, and Postgres writes WAL in order, so a crash
+// can only drop a suffix of these transactions; the event is then re-relayed
+// and, at worst, a delivery is sent again with the same webhook-id. It
+// saves an fsync per flush on the hot path.
+func relaxCommit(ctx context.Context, tx *sqlx.Tx) error {
+	_, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
+	return err
+}
+
+// MarkRelayed sets relayed_at on events.
+func MarkRelayed(ctx context.Context, ex sqlx.ExecerContext, eventIDs []string) error {
+	ids := slices.Clone(eventIDs)
+	slices.Sort(ids)
+	_, err := ex.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now(), claimed_until = NULL WHERE id = ANY($1::uuid[])`, pq.StringArray(ids))
+	return err
+}
+
+// SetStatus sets a delivery's status (cancelled when its webhook went away).
+func (s *Store) SetStatus(ctx context.Context, deliveryID, status string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE dds.webhook_deliveries SET status = $2, next_attempt_at = NULL, updated_at = now()
+		WHERE id = $1 AND status <> 'succeeded'`, deliveryID, status)
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func validUUID(s string) bool { return uuidRE.MatchString(s) }
+
+// NewDelivery is a delivery row to create.
+type NewDelivery struct {
+	WebhookID, TenantID, EventID, EventType, EntityName string
+	Body                                                []byte
+}
+
+// DeliveryRef is a delivery row's identity and state after InsertDeliveries.
+type DeliveryRef struct {
+	ID        string `db:"id"`
+	WebhookID string `db:"webhook_id"`
+	EventID   string `db:"event_id"`
+	Status    string `db:"status"`
+	Attempts  int    `db:"attempts"`
+	Body      []byte `db:"body"` // as stored: a re-relayed delivery sends the original bytes
+}
+
+// InsertDeliveries creates delivery rows, idempotent on (webhook, event):
+// a row that exists already is returned with its current state, so a
+// re-relayed event never resets or duplicates a delivery. Rows of a
+// webhook deleted meanwhile are skipped. In the same
+// transaction it marks relayedEvents (events without any delivery) relayed.
+func (s *Store) InsertDeliveries(ctx context.Context, ds []NewDelivery, relayedEvents []string) ([]DeliveryRef, error) {
+	ds = slices.Clone(ds)
+	sort.Slice(ds, func(i, j int) bool {
+		if ds[i].WebhookID != ds[j].WebhookID {
+			return ds[i].WebhookID < ds[j].WebhookID
+		}
+		return ds[i].EventID < ds[j].EventID
+	})
+	var w, tn, ev, et, en []string
+	var bodies [][]byte
+	for _, d := range ds {
+		w = append(w, d.WebhookID)
+		tn = append(tn, d.TenantID)
+		ev = append(ev, d.EventID)
+		et = append(et, d.EventType)
+		en = append(en, d.EntityName)
+		bodies = append(bodies, d.Body)
+	}
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if err := relaxCommit(ctx, tx); err != nil {
+		return nil, err
+	}
+	var out []DeliveryRef
+	if len(ds) > 0 {
+		// DO UPDATE (a no-op write) rather than DO NOTHING so that existing
+		// rows are returned too.
+		err = tx.SelectContext(ctx, &out, `INSERT INTO dds.webhook_deliveries (webhook_id, tenant_id, event_id, event_type, entity_name, body)
+			SELECT u.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bytea[]) AS u(w, t, e, et, en, b)
+			WHERE EXISTS (SELECT 1 FROM dds.webhooks h WHERE h.id = u.w) -- deleted meanwhile: no delivery
+			ON CONFLICT (webhook_id, event_id) DO UPDATE SET webhook_id = EXCLUDED.webhook_id
+			RETURNING id, webhook_id, event_id, status, attempts, body`,
+			pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en), pq.ByteaArray(bodies))
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(relayedEvents) > 0 {
+		if err := MarkRelayed(ctx, tx, relayedEvents); err != nil {
+			return nil, err
+		}
+	}
+	return out, tx.Commit()
+}

@@ -1,0 +1,160 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dds-project/dds/activities"
+	"github.com/dds-project/dds/webhook"
+)
+
+// Search attributes of delivery workflows, registered as Keyword on the
+// namespace (see EnsureSearchAttributes), so the Temporal UI can list a
+// tenant's, a webhook's or an event type's deliveries.
+var (
+	SATenant    = temporal.NewSearchAttributeKeyKeyword("DdsTenant")
+	SAWebhook   = temporal.NewSearchAttributeKeyKeyword("DdsWebhook")
+	SAEventType = temporal.NewSearchAttributeKeyKeyword("DdsEventType")
+)
+
+// SignalRetryNow cuts the current wait of a delivery short (manual replay).
+const SignalRetryNow = "retry-now"
+
+// DeliveryInput identifies one (webhook, event) delivery whose first
+// attempt failed, or which a user asked to replay (Immediate).
+type DeliveryInput struct {
+	DeliveryID string
+	WebhookID  string
+	EventID    string
+	TenantID   string
+	EventType  string
+	// Immediate makes an attempt at once before the schedule (manual replay).
+	Immediate bool
+}
+
+// DeliveryWorkflowID is deterministic in (webhook, event): the relay
+// starting the same delivery twice (crash, re-relay) reaches the same
+// workflow, never a second one.
+func DeliveryWorkflowID(webhookID, eventID string) string {
+	return "webhook-delivery/" + webhookID + "/" + eventID
+}
+
+// Delivery retries a failed webhook delivery on the schedule of spec §6.1:
+// durable timers of 1m, 5m, 30m, 2h and 8h after each failure, one
+// activity per attempt. It ends when an attempt succeeds, when the webhook
+// was deactivated or deleted (the activity marks the delivery cancelled),
+// or after the fifth retry failed (the activity marks it failed).
+func Delivery(ctx workflow.Context, in DeliveryInput) (webhook.Outcome, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		// 5 s HTTP limit plus the Postgres writes.
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+		},
+	})
+	retryNow := workflow.GetSignalChannel(ctx, SignalRetryNow)
+	var acts *activities.Webhooks
+	attempt := func(next time.Duration) (webhook.Outcome, error) {
+		var out webhook.Outcome
+		err := workflow.ExecuteActivity(ctx, acts.Deliver, activities.DeliverInput{DeliveryID: in.DeliveryID, Next: next}).Get(ctx, &out)
+		return out, err
+	}
+	schedule := webhook.Schedule
+	if in.Immediate {
+		drain(retryNow)
+		out, err := attempt(schedule[0])
+		if err != nil || out != webhook.OutcomeRetrying {
+			return out, err
+		}
+	}
+	for i, wait := range schedule {
+		if err := sleepOrSignal(ctx, wait, retryNow); err != nil {
+			return "", err
+		}
+		var next time.Duration
+		if i+1 < len(schedule) {
+			next = schedule[i+1]
+		}
+		out, err := attempt(next)
+		if err != nil || out != webhook.OutcomeRetrying {
+			return out, err
+		}
+	}
+	return webhook.OutcomeFailed, nil
+}
+
+// sleepOrSignal waits d on a durable timer, or until a retry-now signal.
+func sleepOrSignal(ctx workflow.Context, d time.Duration, sig workflow.ReceiveChannel) error {
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(tctx, d)
+	var err error
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(timer, func(f workflow.Future) { err = f.Get(ctx, nil) })
+	sel.AddReceive(sig, func(c workflow.ReceiveChannel, more bool) { c.Receive(ctx, nil) })
+	sel.Select(ctx)
+	drain(sig)
+	return err
+}
+
+func drain(c workflow.ReceiveChannel) {
+	for c.ReceiveAsync(nil) {
+	}
+}
+
+// StartOptions are the options every delivery workflow starts with.
+func StartOptions(taskQueue string, in DeliveryInput) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:        DeliveryWorkflowID(in.WebhookID, in.EventID),
+		TaskQueue: taskQueue,
+		// A running workflow for this delivery is reused; a finished one is
+		// restarted only if it ended abnormally (failed, terminated).
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SATenant.ValueSet(in.TenantID),
+			SAWebhook.ValueSet(in.WebhookID),
+			SAEventType.ValueSet(in.EventType),
+		),
+		StaticSummary: "webhook " + in.WebhookID + " · " + in.EventType + " · event " + in.EventID,
+	}
+}
+
+// StartDelivery starts (or finds running) the retry workflow of a failed
+// delivery. Starting it again is a no-op.
+func StartDelivery(ctx context.Context, c client.Client, taskQueue string, in DeliveryInput) error {
+	opts := StartOptions(taskQueue, in)
+	_, err := c.ExecuteWorkflow(ctx, opts, Delivery, in)
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute") {
+		// The namespace lacks the DDS search attributes: deliver anyway.
+		opts.TypedSearchAttributes = temporal.SearchAttributes{}
+		_, err = c.ExecuteWorkflow(ctx, opts, Delivery, in)
+	}
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return nil
+	}
+	return err
+}
+
+// ReplayDelivery asks for an immediate new attempt of a delivery (manual
+// replay): a running retry workflow skips its current wait; otherwise a new
+// run starts with an immediate attempt followed by the full schedule.
+func ReplayDelivery(ctx context.Context, c client.Client, taskQueue string, in DeliveryInput) error {
+	in.Immediate = true
+	opts := StartOptions(taskQueue, in)
+	opts.WorkflowIDReusePolicy = enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+	_, err := c.SignalWithStartWorkflow(ctx, opts.ID, SignalRetryNow, nil, opts, Delivery, in)
+	return err
+}

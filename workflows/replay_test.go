@@ -1,0 +1,109 @@
+package workflows
+
+import (
+	"context"
+	"flag"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/dds-project/dds/webhook"
+	"github.com/dds-project/dds/webhook/webhooktest"
+)
+
+var record = flag.Bool("record", false, "re-record testdata/delivery_history.json on a Temporal dev server")
+
+const historyFile = "testdata/delivery_history.json"
+
+// TestDeliveryReplay replays a recorded history of the delivery workflow
+// (a failed retry, a manual retry-now, then success) against the current
+// code: a change that breaks determinism for running workflows fails here.
+func TestDeliveryReplay(t *testing.T) {
+	if *record {
+		recordHistory(t)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(Delivery)
+	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, historyFile); err != nil {
+		t.Fatalf("replay %s: %v", historyFile, err)
+	}
+}
+
+// recordHistory runs one delivery on a dev server: the first retry is cut
+// short by a signal and fails, the second (also signalled) succeeds.
+func recordHistory(t *testing.T) {
+	var n atomic.Int32
+	f := newFixture(t, func(webhooktest.Request) int {
+		if n.Add(1) == 1 {
+			return 500
+		}
+		return 200
+	})
+	srv, err := webhooktest.StartTemporal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	c := srv.Client()
+	w := worker.New(c, "record", worker.Options{})
+	w.RegisterWorkflow(Delivery)
+	w.RegisterActivity(f.acts)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ctx := context.Background()
+	if err := StartDelivery(ctx, c, "record", f.in); err != nil {
+		t.Fatal(err)
+	}
+	id := DeliveryWorkflowID(f.in.WebhookID, f.in.EventID)
+	for want := int32(1); want <= 2; want++ {
+		webhooktest.Eventually(t, 20*time.Second, "a waiting timer", func() bool {
+			timers := 0
+			it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				if err != nil {
+					return false
+				}
+				if ev.GetEventType() == enums.EVENT_TYPE_TIMER_STARTED {
+					timers++
+				}
+			}
+			return timers == int(want)
+		})
+		if err := c.SignalWorkflow(ctx, id, "", SignalRetryNow, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out webhook.Outcome
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &out); err != nil || out != webhook.OutcomeSucceeded {
+		t.Fatalf("recorded run ended %s %v", out, err)
+	}
+	it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(historyFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %d events to %s", len(h.Events), historyFile)
+}
