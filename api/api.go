@@ -230,3 +230,30 @@ func jsonKind(goKind string) string {
 	}
 	return "of another type"
 }
+
+// Func is a handler that returns its response instead of writing it: a
+// status and a body, or an error. A json.RawMessage body (JSON Postgres
+// built) is written as is, a nil body writes no body (204), anything else
+// is encoded as JSON. It keeps handlers to their logic.
+type Func func(r *http.Request) (int, any, error)
+
+func (f Func) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	status, body, err := f(r)
+	switch b := body.(type) {
+	case nil:
+		if err == nil {
+			w.WriteHeader(status)
+		}
+	case json.RawMessage:
+		if err == nil {
+			WriteRaw(w, status, b)
+		}
+	default:
+		if err == nil {
+			WriteJSON(w, status, b)
+		}
+	}
+	if err != nil {
+		WriteError(w, r, err)
+	}
+}

@@ -4,6 +4,7 @@ package admin
 
 import (
 	"crypto/subtle"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,16 +41,16 @@ func New(tenants *tenant.Service, keys *auth.Keys, authn *auth.Authenticator, sc
 // Routes registers the management routes.
 func (h *Handler) Routes(r *api.Router) {
 	r.Public("POST /api/v1/tenants", http.HandlerFunc(h.createTenant))
-	r.HandleFunc("POST /api/v1/api-keys", h.createKey)
-	r.HandleFunc("GET /api/v1/api-keys", h.listKeys)
-	r.HandleFunc("DELETE /api/v1/api-keys/{id}", h.revokeKey)
-	r.HandleFunc("POST /api/v1/auth/token", h.token)
-	r.HandleFunc("POST /api/v1/schemas", h.createSchema)
-	r.HandleFunc("GET /api/v1/schemas", h.listSchemas)
-	r.HandleFunc("GET /api/v1/schemas/{id}", h.getSchema)
-	r.HandleFunc("PUT /api/v1/schemas/{id}", h.updateSchema)
-	r.HandleFunc("POST /api/v1/schemas/{id}/activate", h.activateSchema)
-	r.HandleFunc("GET /api/v1/schemas/{id}/openapi.json", h.openAPI)
+	r.Handle("POST /api/v1/api-keys", api.Func(h.createKey))
+	r.Handle("GET /api/v1/api-keys", api.Func(h.listKeys))
+	r.Handle("DELETE /api/v1/api-keys/{id}", api.Func(h.revokeKey))
+	r.Handle("POST /api/v1/auth/token", api.Func(h.token))
+	r.Handle("POST /api/v1/schemas", api.Func(h.createSchema))
+	r.Handle("GET /api/v1/schemas", api.Func(h.listSchemas))
+	r.Handle("GET /api/v1/schemas/{id}", api.Func(h.getSchema))
+	r.Handle("PUT /api/v1/schemas/{id}", api.Func(h.updateSchema))
+	r.Handle("POST /api/v1/schemas/{id}/activate", api.Func(h.activateSchema))
+	r.Handle("GET /api/v1/schemas/{id}/openapi.json", api.Func(h.openAPI))
 }
 
 func (h *Handler) createTenant(w http.ResponseWriter, r *http.Request) {
@@ -59,81 +60,69 @@ func (h *Handler) createTenant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
-	var body struct {
-		Name string `json:"name"`
-	}
-	if err := api.DecodeJSON(r, &body); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	c, err := h.tenants.Create(r.Context(), body.Name)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusCreated, c)
+	api.Func(func(r *http.Request) (int, any, error) {
+		var body struct {
+			Name string `json:"name"`
+		}
+		if err := api.DecodeJSON(r, &body); err != nil {
+			return 0, nil, err
+		}
+		c, err := h.tenants.Create(r.Context(), body.Name)
+		return http.StatusCreated, c, err
+	}).ServeHTTP(w, r)
 }
 
-func (h *Handler) createKey(w http.ResponseWriter, r *http.Request) {
+// principal returns the caller, if it holds kind:*:op.
+func principal(r *http.Request, kind, op string) (*auth.Principal, error) {
 	p := api.Principal(r)
-	if err := p.Require("apikey", "*", "create"); err != nil {
-		api.WriteError(w, r, err)
-		return
+	return p, p.Require(kind, "*", op)
+}
+
+func (h *Handler) createKey(r *http.Request) (int, any, error) {
+	p, err := principal(r, "apikey", "create")
+	if err != nil {
+		return 0, nil, err
 	}
 	var body struct {
 		Name   string   `json:"name"`
 		Scopes []string `json:"scopes"`
 	}
 	if err := api.DecodeJSON(r, &body); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	scopes, err := auth.ParseScopes(body.Scopes)
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if !p.Scopes.Covers(scopes) {
-		api.WriteError(w, r, apperr.New(apperr.Forbidden, "a key cannot grant scopes its creator lacks"))
-		return
+		return 0, nil, apperr.New(apperr.Forbidden, "a key cannot grant scopes its creator lacks")
 	}
 	k, err := h.keys.Create(r.Context(), p.TenantID, body.Name, scopes)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusCreated, k)
+	return http.StatusCreated, k, err
 }
 
-func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request) {
-	p := api.Principal(r)
-	if err := p.Require("apikey", "*", "read"); err != nil {
-		api.WriteError(w, r, err)
-		return
+func (h *Handler) listKeys(r *http.Request) (int, any, error) {
+	p, err := principal(r, "apikey", "read")
+	if err != nil {
+		return 0, nil, err
 	}
 	keys, err := h.keys.List(r.Context(), p.TenantID)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, map[string]any{"keys": keys})
+	return http.StatusOK, map[string]any{"keys": keys}, err
 }
 
-func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request) {
-	p := api.Principal(r)
-	if err := p.Require("apikey", "*", "delete"); err != nil {
-		api.WriteError(w, r, err)
-		return
+func (h *Handler) revokeKey(r *http.Request) (int, any, error) {
+	p, err := principal(r, "apikey", "delete")
+	if err != nil {
+		return 0, nil, err
 	}
 	if err := h.keys.Revoke(r.Context(), p.TenantID, r.PathValue("id")); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	h.authn.Revoked(r.PathValue("id")) // this replica at once; others via NOTIFY
-	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil, nil
 }
 
-func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) token(r *http.Request) (int, any, error) {
 	p := api.Principal(r)
 	var body struct {
 		Scopes    []string `json:"scopes"`
@@ -141,16 +130,14 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.ContentLength != 0 {
 		if err := api.DecodeJSON(r, &body); err != nil {
-			api.WriteError(w, r, err)
-			return
+			return 0, nil, err
 		}
 	}
 	scopes := p.Scopes
 	if body.Scopes != nil {
 		var err error
 		if scopes, err = auth.ParseScopes(body.Scopes); err != nil {
-			api.WriteError(w, r, err)
-			return
+			return 0, nil, err
 		}
 	}
 	ttl := time.Hour
@@ -159,115 +146,80 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, exp, err := h.authn.Mint(p, scopes, ttl)
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	api.WriteJSON(w, http.StatusCreated, map[string]any{"accessToken": tok, "tokenType": "Bearer", "expiresAt": exp.UTC(), "scopes": scopes.Strings()})
+	return http.StatusCreated, map[string]any{"accessToken": tok, "tokenType": "Bearer", "expiresAt": exp.UTC(), "scopes": scopes.Strings()}, nil
 }
 
-func (h *Handler) createSchema(w http.ResponseWriter, r *http.Request) {
-	p := api.Principal(r)
-	if err := p.Require("schema", "*", "create"); err != nil {
-		api.WriteError(w, r, err)
-		return
+func (h *Handler) createSchema(r *http.Request) (int, any, error) {
+	p, err := principal(r, "schema", "create")
+	if err != nil {
+		return 0, nil, err
 	}
 	var def schema.Definition
 	if err := api.DecodeJSON(r, &def); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	info, err := h.schemas.Create(r.Context(), p.TenantID, &def)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusCreated, info)
+	return http.StatusCreated, info, err
 }
 
-func (h *Handler) listSchemas(w http.ResponseWriter, r *http.Request) {
-	p := api.Principal(r)
-	if err := p.Require("schema", "*", "read"); err != nil {
-		api.WriteError(w, r, err)
-		return
+func (h *Handler) listSchemas(r *http.Request) (int, any, error) {
+	p, err := principal(r, "schema", "read")
+	if err != nil {
+		return 0, nil, err
 	}
 	list, err := h.schemas.List(r.Context(), p.TenantID)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, map[string]any{"schemas": list})
+	return http.StatusOK, map[string]any{"schemas": list}, err
 }
 
-func (h *Handler) getSchema(w http.ResponseWriter, r *http.Request) {
-	p := api.Principal(r)
-	if err := p.Require("schema", "*", "read"); err != nil {
-		api.WriteError(w, r, err)
-		return
+func (h *Handler) getSchema(r *http.Request) (int, any, error) {
+	p, err := principal(r, "schema", "read")
+	if err != nil {
+		return 0, nil, err
 	}
 	info, err := h.schemas.Get(r.Context(), p.TenantID, r.PathValue("id"))
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, info)
+	return http.StatusOK, info, err
 }
 
-func (h *Handler) updateSchema(w http.ResponseWriter, r *http.Request) {
-	p := api.Principal(r)
-	if err := p.Require("schema", "*", "update"); err != nil {
-		api.WriteError(w, r, err)
-		return
+func (h *Handler) updateSchema(r *http.Request) (int, any, error) {
+	p, err := principal(r, "schema", "update")
+	if err != nil {
+		return 0, nil, err
 	}
 	allow, err1 := boolParam(r, "allowDataLoss")
 	dry, err2 := boolParam(r, "dryRun")
 	if e := apperr.Fields(append(err1, err2...)); e != nil {
-		api.WriteError(w, r, e)
-		return
+		return 0, nil, e
 	}
 	var def schema.Definition
 	if err := api.DecodeJSON(r, &def); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	res, err := h.schemas.Update(r.Context(), p.TenantID, r.PathValue("id"), &def, allow, dry)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, res)
+	return http.StatusOK, res, err
 }
 
-func (h *Handler) activateSchema(w http.ResponseWriter, r *http.Request) {
-	p := api.Principal(r)
-	if err := p.Require("schema", "*", "update"); err != nil {
-		api.WriteError(w, r, err)
-		return
+func (h *Handler) activateSchema(r *http.Request) (int, any, error) {
+	p, err := principal(r, "schema", "update")
+	if err != nil {
+		return 0, nil, err
 	}
 	info, err := h.schemas.Activate(r.Context(), p.TenantID, r.PathValue("id"))
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, info)
+	return http.StatusOK, info, err
 }
 
-func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) {
-	p := api.Principal(r)
-	if err := p.Require("schema", "*", "read"); err != nil {
-		api.WriteError(w, r, err)
-		return
+func (h *Handler) openAPI(r *http.Request) (int, any, error) {
+	p, err := principal(r, "schema", "read")
+	if err != nil {
+		return 0, nil, err
 	}
 	info, err := h.schemas.Get(r.Context(), p.TenantID, r.PathValue("id"))
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	doc, err := h.openapi.OpenAPI(info)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusOK, doc)
+	return http.StatusOK, json.RawMessage(doc), err
 }
 
 func boolParam(r *http.Request, name string) (bool, []apperr.FieldError) {

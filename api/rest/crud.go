@@ -26,12 +26,12 @@ func New(store *records.Store, files FileLookup) *Handler {
 
 // Routes registers the CRUD routes.
 func (h *Handler) Routes(r *api.Router) {
-	r.HandleFunc("GET /api/v1/dynamic/{entity}", h.list)
-	r.HandleFunc("POST /api/v1/dynamic/{entity}", h.create)
-	r.HandleFunc("GET /api/v1/dynamic/{entity}/{id}", h.get)
-	r.HandleFunc("PUT /api/v1/dynamic/{entity}/{id}", h.replace)
-	r.HandleFunc("PATCH /api/v1/dynamic/{entity}/{id}", h.patch)
-	r.HandleFunc("DELETE /api/v1/dynamic/{entity}/{id}", h.delete)
+	r.Handle("GET /api/v1/dynamic/{entity}", api.Func(h.list))
+	r.Handle("POST /api/v1/dynamic/{entity}", api.Func(h.create))
+	r.Handle("GET /api/v1/dynamic/{entity}/{id}", api.Func(h.get))
+	r.Handle("PUT /api/v1/dynamic/{entity}/{id}", api.Func(h.replace))
+	r.Handle("PATCH /api/v1/dynamic/{entity}/{id}", api.Func(h.patch))
+	r.Handle("DELETE /api/v1/dynamic/{entity}/{id}", api.Func(h.delete))
 }
 
 // scope authorises op on the path's entity and resolves the tenant's scope.
@@ -50,97 +50,69 @@ func (h *Handler) scope(r *http.Request, op string) (*records.Scope, string, err
 	return sc, entity, nil
 }
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) get(r *http.Request) (int, any, error) {
 	sc, entity, err := h.scope(r, "read")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out, err := h.store.Get(r.Context(), sc, entity, r.PathValue("id"), query.Selection{Fields: splitList(r.URL.Query().Get("select"))})
 	if err == nil && wantsFiles(r) {
 		out, err = h.expandFiles(r.Context(), sc, entity, out, false)
 	}
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusOK, out)
+	return http.StatusOK, out, err
 }
 
-func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) list(r *http.Request) (int, any, error) {
 	sc, entity, err := h.scope(r, "read")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	l, err := ParseListQuery(r.URL.Query(), entity)
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out, err := h.store.List(r.Context(), sc, l)
 	if err == nil && wantsFiles(r) {
 		out, err = h.expandFiles(r.Context(), sc, entity, out, true)
 	}
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusOK, out)
+	return http.StatusOK, out, err
 }
 
-func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) create(r *http.Request) (int, any, error) {
 	sc, entity, err := h.scope(r, "create")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var input map[string]any
 	if err := decodeObject(r, &input); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out, err := h.store.Create(r.Context(), sc, entity, input)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusCreated, out)
+	return http.StatusCreated, out, err
 }
 
-func (h *Handler) replace(w http.ResponseWriter, r *http.Request) { h.update(w, r, records.Replace) }
-func (h *Handler) patch(w http.ResponseWriter, r *http.Request)   { h.update(w, r, records.Patch) }
+func (h *Handler) replace(r *http.Request) (int, any, error) { return h.update(r, records.Replace) }
+func (h *Handler) patch(r *http.Request) (int, any, error)   { return h.update(r, records.Patch) }
 
-func (h *Handler) update(w http.ResponseWriter, r *http.Request, mode records.Mode) {
+func (h *Handler) update(r *http.Request, mode records.Mode) (int, any, error) {
 	sc, entity, err := h.scope(r, "update")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var input map[string]any
 	if err := decodeObject(r, &input); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out, err := h.store.Update(r.Context(), sc, entity, r.PathValue("id"), input, mode)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusOK, out)
+	return http.StatusOK, out, err
 }
 
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) delete(r *http.Request) (int, any, error) {
 	sc, entity, err := h.scope(r, "delete")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	if err := h.store.Delete(r.Context(), sc, entity, r.PathValue("id")); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil, h.store.Delete(r.Context(), sc, entity, r.PathValue("id"))
 }
 
 // decodeObject decodes a JSON object body (null and non-objects are 400).
