@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -123,27 +121,11 @@ func coerceArray(r ref, v any, max int) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}
-		out[i] = arrayElement(c)
+		out[i] = schema.ElementText(c)
 	}
 	return pq.Array(out), nil
 }
 
-// arrayElement renders a coerced scalar as array-element text.
-func arrayElement(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case bool:
-		return strconv.FormatBool(x)
-	case time.Time:
-		return x.Format(time.RFC3339Nano)
-	}
-	return fmt.Sprint(v)
-}
 
 // textArg checks a string operand of $contains/$startsWith/$endsWith.
 func textArg(v any) (string, error) {

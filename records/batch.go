@@ -184,16 +184,7 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 	// Columns: id plus the union of the fields any item sets; an item that
 	// does not set a field binds NULL there, which is its column default
 	// (Prepare already applied declared defaults).
-	used := map[*schema.Field]int{}
-	var fields []*schema.Field
-	for _, r := range rows {
-		for _, f := range r.Fields {
-			if _, ok := used[f]; !ok {
-				used[f] = len(fields)
-				fields = append(fields, f)
-			}
-		}
-	}
+	fields, used := unionFields(rows)
 	ids := make([]sql.NullString, len(rows))
 	cols := make([][]sql.NullString, len(fields))
 	for j := range cols {
@@ -283,16 +274,7 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 	}
 	b.checked = time.Now()
 
-	used := map[*schema.Field]int{}
-	var fields []*schema.Field
-	for _, r := range rows {
-		for _, f := range r.Fields {
-			if _, ok := used[f]; !ok {
-				used[f] = len(fields)
-				fields = append(fields, f)
-			}
-		}
-	}
+	fields, used := unionFields(rows)
 	idCol := make([]sql.NullString, len(rows))
 	vals := make([][]sql.NullString, len(fields))
 	set := make([][]bool, len(fields))
@@ -383,6 +365,22 @@ SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)),
 		return b.done(nil, 0), nil
 	}
 	return b.done(out, n), nil
+}
+
+// unionFields lists every field any row sets, in first-seen order, with
+// each field's position in that list.
+func unionFields(rows []Row) ([]*schema.Field, map[*schema.Field]int) {
+	used := map[*schema.Field]int{}
+	var fields []*schema.Field
+	for _, r := range rows {
+		for _, f := range r.Fields {
+			if _, ok := used[f]; !ok {
+				used[f] = len(fields)
+				fields = append(fields, f)
+			}
+		}
+	}
+	return fields, used
 }
 
 // lockIDs are the records an update/delete batch needs: locked FOR UPDATE

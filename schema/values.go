@@ -73,7 +73,7 @@ func CoerceValue(f *Field, v any) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("item %d: %w", i, err)
 			}
-			out[i] = elementText(c)
+			out[i] = ElementText(c)
 		}
 		return pq.Array(out), nil
 	}
@@ -246,8 +246,8 @@ func checkText(s string) error {
 	return nil
 }
 
-// elementText renders a coerced scalar as Postgres array-element text.
-func elementText(v any) string {
+// ElementText renders a coerced scalar as Postgres array-element text.
+func ElementText(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x
