@@ -9,13 +9,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 	tworker "go.temporal.io/sdk/worker"
 
 	"github.com/dds-project/dds/activities"
@@ -73,9 +73,9 @@ type testenvConfig struct {
 	s3                                storage.S3Config
 }
 
-func newStack(t *testing.T, tc client.Client, hostPort, driver string) *stack {
+func newStack(t *testing.T, tc client.Client, hostPort, driver, run string) *stack {
 	t.Helper()
-	c := &testenvConfig{temporal: hostPort, queue: "files-test-" + driver, driver: driver}
+	c := &testenvConfig{temporal: hostPort, queue: "files-test-" + driver + "-" + run, driver: driver}
 	var store storage.Driver
 	var err error
 	switch driver {
@@ -186,23 +186,20 @@ func upload(t *testing.T, a *testenv.App, key string, name, ct string, body []by
 }
 
 func TestFilesAPI(t *testing.T) {
-	cli := os.Getenv("DDS_TEMPORAL_CLI")
-	if cli == "" {
-		t.Fatal("DDS_TEMPORAL_CLI is not set: run the tests with `make test`")
+	// The Temporal dev server of `make test`; each run gets its own task
+	// queues, so workflows of earlier runs (kept in .dds/) are not ours.
+	hostPort := os.Getenv("TEMPORAL_ADDRESS")
+	if hostPort == "" {
+		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test` (it starts the Temporal dev server)")
 	}
 	testenv.DB(t)
-	ln := listen(t)
-	hostPort := ln.Addr().String()
-	ln.Close()
-	dev, err := testsuite.StartDevServer(context.Background(), testsuite.DevServerOptions{
-		ExistingPath: cli, ClientOptions: &client.Options{HostPort: hostPort,
-			Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))},
-		LogLevel: "error", Stdout: io.Discard, Stderr: io.Discard})
+	tc, err := client.Dial(client.Options{HostPort: hostPort,
+		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dev.Stop() })
-	tc := dev.Client()
+	t.Cleanup(tc.Close)
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 
 	payload := []byte(strings.Repeat("DDS file body 0123456789\n", 4000)) // 100,000 bytes
 	const pdf = "application/pdf"
@@ -464,7 +461,7 @@ func TestFilesAPI(t *testing.T) {
 
 	for _, driver := range []string{"local", "s3"} {
 		t.Run(driver, func(t *testing.T) {
-			s := newStack(t, tc, hostPort, driver)
+			s := newStack(t, tc, hostPort, driver, run)
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel()
