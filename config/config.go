@@ -49,6 +49,11 @@ type Config struct {
 	WebhookCAFile       string `env:"DDS_WEBHOOK_CA_FILE"`
 	WebhookHTTPWorkers  int    `env:"DDS_WEBHOOK_HTTP_WORKERS" envDefault:"64"`
 
+	// Retention: relayed outbox events and finished webhook deliveries
+	// (with their attempt logs) are pruned after these ages; 0 keeps them.
+	EventRetention    time.Duration `env:"DDS_EVENT_RETENTION" envDefault:"168h"`
+	DeliveryRetention time.Duration `env:"DDS_DELIVERY_RETENTION" envDefault:"720h"`
+
 	// File storage (storage.Config). DDS_PUBLIC_URL is the base of local
 	// presigned URLs.
 	FileStorageDriver      string        `env:"FILE_STORAGE_DRIVER" envDefault:"local"`

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"go.temporal.io/sdk/client"
@@ -77,6 +78,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 	}
 	w.Hub.OnReconnect(rl.Wake)
 	w.loops = append(w.loops, rl.Run)
+	pruner := &relay.Pruner{DB: d, Events: cfg.EventRetention, Deliveries: cfg.DeliveryRetention, Log: log}
+	w.loops = append(w.loops, func(ctx context.Context) error { return pruner.Run(ctx, time.Hour) })
 	return w, nil
 }
 

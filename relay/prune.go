@@ -1,0 +1,77 @@
+package relay
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Pruner deletes what the outbox and the delivery log no longer need:
+// events relayed longer ago than Events, and finished deliveries (with
+// their attempts) last touched longer ago than Deliveries. Pending events
+// and deliveries still retrying are never pruned. Webhook counters
+// (lastTriggered, successRate) live on the webhook row and are kept.
+type Pruner struct {
+	DB         *sqlx.DB
+	Events     time.Duration
+	Deliveries time.Duration
+	Log        *slog.Logger
+}
+
+// pruneBatch bounds each DELETE so it never holds many row locks or a long
+// transaction.
+const pruneBatch = 5000
+
+// Prune deletes everything past retention, batch by batch, and returns the
+// counts.
+func (p *Pruner) Prune(ctx context.Context) (events, deliveries int64, err error) {
+	steps := []struct {
+		n   *int64
+		sql string
+		age time.Duration
+	}{
+		{&events, `DELETE FROM dds.events WHERE id IN (SELECT id FROM dds.events
+			WHERE relayed_at IS NOT NULL AND relayed_at < now() - $1::interval LIMIT $2)`, p.Events},
+		{&deliveries, `DELETE FROM dds.webhook_deliveries WHERE id IN (SELECT id FROM dds.webhook_deliveries
+			WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at < now() - $1::interval LIMIT $2)`, p.Deliveries},
+	}
+	for _, st := range steps {
+		if st.age <= 0 {
+			continue
+		}
+		age := (time.Duration(st.age.Seconds()) * time.Second).String()
+		for {
+			res, err := p.DB.ExecContext(ctx, st.sql, age, pruneBatch)
+			if err != nil {
+				return events, deliveries, err
+			}
+			n, _ := res.RowsAffected()
+			*st.n += n
+			if n < pruneBatch {
+				break
+			}
+		}
+	}
+	return events, deliveries, nil
+}
+
+// Run prunes every interval until ctx ends.
+func (p *Pruner) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		e, d, err := p.Prune(ctx)
+		if err != nil && ctx.Err() == nil {
+			p.Log.Warn("prune outbox and delivery log", "err", err)
+		} else if e+d > 0 {
+			p.Log.Info("pruned", "events", e, "deliveries", d)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
