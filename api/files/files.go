@@ -32,12 +32,12 @@ func New(files *svc.Service, store storage.Driver) *Handler {
 
 // Routes registers the file API.
 func (h *Handler) Routes(r *api.Router) {
-	r.HandleFunc("POST /api/v1/files/upload-url", h.uploadURL)
-	r.HandleFunc("POST /api/v1/files/{id}/confirm", h.confirm)
-	r.HandleFunc("GET /api/v1/files/{id}/download-url", h.downloadURL)
-	r.HandleFunc("GET /api/v1/files/{id}", h.get)
-	r.HandleFunc("GET /api/v1/files", h.list)
-	r.HandleFunc("DELETE /api/v1/files/{id}", h.delete)
+	r.Handle("POST /api/v1/files/upload-url", api.Func(h.uploadURL))
+	r.Handle("POST /api/v1/files/{id}/confirm", api.Func(h.confirm))
+	r.Handle("GET /api/v1/files/{id}/download-url", api.Func(h.downloadURL))
+	r.Handle("GET /api/v1/files/{id}", api.Func(h.get))
+	r.Handle("GET /api/v1/files", api.Func(h.list))
+	r.Handle("DELETE /api/v1/files/{id}", api.Func(h.delete))
 	if h.local != nil {
 		r.Public("PUT "+storage.LocalRoute+"{token}", http.HandlerFunc(h.local.ServeUpload))
 		r.Public("GET "+storage.LocalRoute+"{token}", http.HandlerFunc(h.local.ServeDownload))
@@ -45,76 +45,55 @@ func (h *Handler) Routes(r *api.Router) {
 }
 
 // tenant checks the scope file:*:op and returns the caller's tenant.
-func tenant(w http.ResponseWriter, r *http.Request, op string) (string, bool) {
+func tenant(r *http.Request, op string) (string, error) {
 	p := api.Principal(r)
-	if err := p.Require("file", "*", op); err != nil {
-		api.WriteError(w, r, err)
-		return "", false
-	}
-	return p.TenantID, true
+	return p.TenantID, p.Require("file", "*", op)
 }
 
-func (h *Handler) uploadURL(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "create")
-	if !ok {
-		return
+func (h *Handler) uploadURL(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "create")
+	if err != nil {
+		return 0, nil, err
 	}
 	var req svc.UploadRequest
 	if err := api.DecodeJSON(r, &req); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	res, err := h.files.RequestUpload(r.Context(), t, req)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusCreated, res)
+	return http.StatusCreated, res, err
 }
 
-func (h *Handler) confirm(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "create")
-	if !ok {
-		return
+func (h *Handler) confirm(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "create")
+	if err != nil {
+		return 0, nil, err
 	}
 	f, err := h.files.Confirm(r.Context(), t, r.PathValue("id"))
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, f)
+	return http.StatusOK, f, err
 }
 
-func (h *Handler) downloadURL(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "read")
-	if !ok {
-		return
+func (h *Handler) downloadURL(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "read")
+	if err != nil {
+		return 0, nil, err
 	}
 	d, err := h.files.DownloadURL(r.Context(), t, r.PathValue("id"))
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, d)
+	return http.StatusOK, d, err
 }
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "read")
-	if !ok {
-		return
+func (h *Handler) get(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "read")
+	if err != nil {
+		return 0, nil, err
 	}
 	f, err := h.files.Get(r.Context(), t, r.PathValue("id"))
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, f)
+	return http.StatusOK, f, err
 }
 
-func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "read")
-	if !ok {
-		return
+func (h *Handler) list(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "read")
+	if err != nil {
+		return 0, nil, err
 	}
 	q := r.URL.Query()
 	f := svc.ListFilter{EntityName: q.Get("entityName"), EntityID: q.Get("entityId"), FieldName: q.Get("fieldName"),
@@ -134,29 +113,19 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if e := apperr.Fields(errs); e != nil {
-		api.WriteError(w, r, e)
-		return
+		return 0, nil, e
 	}
 	if f.Limit == 0 && q.Get("limit") != "" {
-		api.WriteError(w, r, apperr.Field("limit", "must be between 1 and %d", svc.MaxLimit))
-		return
+		return 0, nil, apperr.Field("limit", "must be between 1 and %d", svc.MaxLimit)
 	}
 	res, err := h.files.List(r.Context(), t, f)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, res)
+	return http.StatusOK, res, err
 }
 
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "delete")
-	if !ok {
-		return
+func (h *Handler) delete(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "delete")
+	if err != nil {
+		return 0, nil, err
 	}
-	if err := h.files.Delete(r.Context(), t, r.PathValue("id")); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil, h.files.Delete(r.Context(), t, r.PathValue("id"))
 }

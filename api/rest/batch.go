@@ -13,31 +13,19 @@ import (
 // 200 with the §2.7 result; a rejected batch: 400 with the same result
 // listing every failed item, nothing written.
 
-func (h *Handler) batchCreate(w http.ResponseWriter, r *http.Request) {
-	sc, entity, err := h.scope(r, "create")
+func (h *Handler) batchCreate(r *http.Request) (int, any, error) {
+	sc, entity, items, err := h.batchScope(r, "create", "items")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	items, err := decodeBatch(r, "items")
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	res, err := h.store.BatchCreate(r.Context(), sc, entity, items)
-	writeBatch(w, r, res, err, http.StatusCreated)
+	return batchResponse(res, err, http.StatusCreated)
 }
 
-func (h *Handler) batchUpdate(w http.ResponseWriter, r *http.Request) {
-	sc, entity, err := h.scope(r, "update")
+func (h *Handler) batchUpdate(r *http.Request) (int, any, error) {
+	sc, entity, list, err := h.batchScope(r, "update", "items")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	list, err := decodeBatch(r, "items")
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	items := make([]records.BatchUpdateItem, len(list))
 	for i, it := range list {
@@ -52,22 +40,27 @@ func (h *Handler) batchUpdate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res, err := h.store.BatchUpdate(r.Context(), sc, entity, items)
-	writeBatch(w, r, res, err, http.StatusOK)
+	return batchResponse(res, err, http.StatusOK)
 }
 
-func (h *Handler) batchDelete(w http.ResponseWriter, r *http.Request) {
-	sc, entity, err := h.scope(r, "delete")
+func (h *Handler) batchDelete(r *http.Request) (int, any, error) {
+	sc, entity, ids, err := h.batchScope(r, "delete", "ids")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	ids, err := decodeBatch(r, "ids")
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	res, err := h.store.BatchDelete(r.Context(), sc, entity, ids)
-	writeBatch(w, r, res, err, http.StatusOK)
+	return batchResponse(res, err, http.StatusOK)
+}
+
+// batchScope authorises op on the path's entity, resolves the tenant's
+// scope and decodes the body's member array.
+func (h *Handler) batchScope(r *http.Request, op, member string) (*records.Scope, string, []any, error) {
+	sc, entity, err := h.scope(r, op)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	list, err := decodeBatch(r, member)
+	return sc, entity, list, err
 }
 
 // decodeBatch decodes the body (one pass, numbers as json.Number) and
@@ -97,14 +90,14 @@ func decodeBatch(r *http.Request, member string) ([]any, error) {
 	return list, nil
 }
 
-func writeBatch(w http.ResponseWriter, r *http.Request, res *records.BatchResult, err error, okStatus int) {
+// batchResponse renders a batch result: okStatus on success, 400 with the
+// same result when the batch was rejected.
+func batchResponse(res *records.BatchResult, err error, okStatus int) (int, any, error) {
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if res.Rejected() {
-		api.WriteJSON(w, http.StatusBadRequest, res)
-		return
+		return http.StatusBadRequest, res, nil
 	}
-	api.WriteJSON(w, okStatus, res)
+	return okStatus, res, nil
 }

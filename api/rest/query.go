@@ -18,11 +18,11 @@ import (
 // QueryRoutes registers the query, batch, vector-search and relationship
 // routes (issue 3) next to the CRUD routes of Routes.
 func (h *Handler) QueryRoutes(r *api.Router) {
-	r.HandleFunc("POST /api/v1/dynamic/{entity}/query", h.query)
-	r.HandleFunc("POST /api/v1/dynamic/{entity}/vector-search", h.vectorSearch)
-	r.HandleFunc("POST /api/v1/dynamic/{entity}/batch", h.batchCreate)
-	r.HandleFunc("PATCH /api/v1/dynamic/{entity}/batch", h.batchUpdate)
-	r.HandleFunc("DELETE /api/v1/dynamic/{entity}/batch", h.batchDelete)
+	r.Handle("POST /api/v1/dynamic/{entity}/query", api.Func(h.query))
+	r.Handle("POST /api/v1/dynamic/{entity}/vector-search", api.Func(h.vectorSearch))
+	r.Handle("POST /api/v1/dynamic/{entity}/batch", api.Func(h.batchCreate))
+	r.Handle("PATCH /api/v1/dynamic/{entity}/batch", api.Func(h.batchUpdate))
+	r.Handle("DELETE /api/v1/dynamic/{entity}/batch", api.Func(h.batchDelete))
 	h.relationshipRoutes(r)
 }
 
@@ -57,28 +57,21 @@ type traverseSpec struct {
 	Edges bool `json:"edges"`
 }
 
-func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) query(r *http.Request) (int, any, error) {
 	sc, entity, err := h.scope(r, "read")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var body queryBody
 	if err := decodeBody(r, &body); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	l, err := body.plan(entity)
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out, err := h.store.Query(r.Context(), sc, l)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusOK, out)
+	return http.StatusOK, out, err
 }
 
 func kindWord(k string) string {
@@ -208,17 +201,8 @@ func ParseListQuery(q url.Values, entity string) (query.List, error) {
 	if l.Where, err = query.ParseWhereJSON(q.Get("where"), "where"); err != nil {
 		return l, err
 	}
-	for _, p := range []struct {
-		name string
-		dst  *int
-	}{{"limit", &l.Limit}, {"offset", &l.Offset}} {
-		if v := q.Get(p.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return l, apperr.Field(p.name, "must be an integer")
-			}
-			*p.dst = n
-		}
+	if err := pageParams(q, &l.Limit, &l.Offset); err != nil {
+		return l, err
 	}
 	if v := q.Get("includeCount"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -227,14 +211,8 @@ func ParseListQuery(q url.Values, entity string) (query.List, error) {
 		}
 		l.IncludeCount = b
 	}
-	if f := q.Get("orderBy"); f != "" {
-		if l.OrderBy, err = orderOne(f, q.Get("orderDirection"), "orderBy"); err != nil {
-			return l, err
-		}
-	} else if d := q.Get("orderDirection"); d != "" {
-		if _, err := direction(d, "orderDirection"); err != nil {
-			return l, err
-		}
+	if l.OrderBy, err = orderParams(q); err != nil {
+		return l, err
 	}
 	if v := q.Get("traverse"); v != "" {
 		var specs []traverseSpec
@@ -248,6 +226,36 @@ func ParseListQuery(q url.Values, entity string) (query.List, error) {
 		}
 	}
 	return l, nil
+}
+
+// pageParams parses the integer query parameters limit and offset.
+func pageParams(q url.Values, limit, offset *int) error {
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"limit", limit}, {"offset", offset}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return apperr.Field(p.name, "must be an integer")
+			}
+			*p.dst = n
+		}
+	}
+	return nil
+}
+
+// orderParams parses the query parameters orderBy and orderDirection.
+func orderParams(q url.Values) ([]query.Order, error) {
+	if f := q.Get("orderBy"); f != "" {
+		return orderOne(f, q.Get("orderDirection"), "orderBy")
+	}
+	if d := q.Get("orderDirection"); d != "" {
+		if _, err := direction(d, "orderDirection"); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
 // decodeBody decodes a JSON object body into dst in one pass: numbers as

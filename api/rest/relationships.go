@@ -3,7 +3,6 @@ package rest
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
@@ -26,12 +25,12 @@ import (
 // of the far node.
 func (h *Handler) relationshipRoutes(r *api.Router) {
 	const base = "/api/v1/dynamic/{entity}/{id}/relationships/{rel}"
-	r.HandleFunc("POST "+base, h.createEdge)
-	r.HandleFunc("GET "+base, h.listEdges)
-	r.HandleFunc("PATCH "+base+"/{target}", h.updateEdges)
-	r.HandleFunc("PATCH "+base+"/by-id/{edge}", h.updateEdge)
-	r.HandleFunc("DELETE "+base+"/{target}", h.deleteEdges)
-	r.HandleFunc("DELETE "+base+"/by-id/{edge}", h.deleteEdge)
+	r.Handle("POST "+base, api.Func(h.createEdge))
+	r.Handle("GET "+base, api.Func(h.listEdges))
+	r.Handle("PATCH "+base+"/{target}", api.Func(h.updateEdges))
+	r.Handle("PATCH "+base+"/by-id/{edge}", api.Func(h.updateEdge))
+	r.Handle("DELETE "+base+"/{target}", api.Func(h.deleteEdges))
+	r.Handle("DELETE "+base+"/by-id/{edge}", api.Func(h.deleteEdge))
 }
 
 // relScope authorises op on the path's relationship.
@@ -53,87 +52,54 @@ func (h *Handler) relScope(r *http.Request, op string) (*records.Scope, error) {
 	return sc, nil
 }
 
-func (h *Handler) createEdge(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) createEdge(r *http.Request) (int, any, error) {
 	sc, err := h.relScope(r, "create")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var body struct {
 		TargetID   *string        `json:"targetId"`
 		Properties map[string]any `json:"properties"`
 	}
 	if err := decodeStrict(r, &body, "targetId", "properties"); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if body.TargetID == nil || *body.TargetID == "" {
-		api.WriteError(w, r, apperr.Field("targetId", "is required"))
-		return
+		return 0, nil, apperr.Field("targetId", "is required")
 	}
 	out, err := h.store.CreateEdge(r.Context(), sc, r.PathValue("entity"), r.PathValue("id"), r.PathValue("rel"), *body.TargetID, body.Properties)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusCreated, out)
+	return http.StatusCreated, out, err
 }
 
-func (h *Handler) listEdges(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) listEdges(r *http.Request) (int, any, error) {
 	sc, err := h.relScope(r, "read")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	q := r.URL.Query()
 	n := query.Nested{Relationship: r.PathValue("rel"), Direction: query.Direction(q.Get("direction")), Edges: true}
 	switch n.Direction {
 	case "", query.DirOut, query.DirIn, query.DirBoth:
 	default:
-		api.WriteError(w, r, apperr.Field("direction", "must be out, in or both"))
-		return
+		return 0, nil, apperr.Field("direction", "must be out, in or both")
 	}
-	for _, p := range []struct {
-		name string
-		dst  *int
-	}{{"limit", &n.Limit}, {"offset", &n.Offset}} {
-		if v := q.Get(p.name); v != "" {
-			x, err := strconv.Atoi(v)
-			if err != nil {
-				api.WriteError(w, r, apperr.Field(p.name, "must be an integer"))
-				return
-			}
-			*p.dst = x
-		}
+	if err := pageParams(q, &n.Limit, &n.Offset); err != nil {
+		return 0, nil, err
 	}
 	if n.Where, err = query.ParseWhereJSON(q.Get("where"), "where"); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if n.EdgeWhere, err = query.ParseWhereJSON(q.Get("edgeWhere"), "edgeWhere"); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	if f := q.Get("orderBy"); f != "" {
-		if n.OrderBy, err = orderOne(f, q.Get("orderDirection"), "orderBy"); err != nil {
-			api.WriteError(w, r, err)
-			return
-		}
-	} else if d := q.Get("orderDirection"); d != "" {
-		if _, err := direction(d, "orderDirection"); err != nil {
-			api.WriteError(w, r, err)
-			return
-		}
+	if n.OrderBy, err = orderParams(q); err != nil {
+		return 0, nil, err
 	}
 	if s := q.Get("select"); s != "" {
 		n.Select.Fields = splitList(s)
 	}
 	out, err := h.store.ListEdges(r.Context(), sc, r.PathValue("entity"), r.PathValue("id"), n)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusOK, out)
+	return http.StatusOK, out, err
 }
 
 func (h *Handler) propertiesBody(r *http.Request) (map[string]any, error) {
@@ -149,68 +115,50 @@ func (h *Handler) propertiesBody(r *http.Request) (map[string]any, error) {
 	return body.Properties, nil
 }
 
-func (h *Handler) updateEdges(w http.ResponseWriter, r *http.Request) {
-	sc, err := h.relScope(r, "update")
+func (h *Handler) updateEdges(r *http.Request) (int, any, error) {
+	sc, props, err := h.edgeUpdate(r)
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	props, err := h.propertiesBody(r)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out, err := h.store.UpdateEdges(r.Context(), sc, r.PathValue("entity"), r.PathValue("id"), r.PathValue("rel"), r.PathValue("target"), props)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusOK, out)
+	return http.StatusOK, out, err
 }
 
-func (h *Handler) updateEdge(w http.ResponseWriter, r *http.Request) {
-	sc, err := h.relScope(r, "update")
+func (h *Handler) updateEdge(r *http.Request) (int, any, error) {
+	sc, props, err := h.edgeUpdate(r)
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	props, err := h.propertiesBody(r)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out, err := h.store.UpdateEdgeByID(r.Context(), sc, r.PathValue("entity"), r.PathValue("id"), r.PathValue("rel"), r.PathValue("edge"), props)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusOK, firstItem(out))
+	return http.StatusOK, firstItem(out), err
 }
 
-func (h *Handler) deleteEdges(w http.ResponseWriter, r *http.Request) {
-	sc, err := h.relScope(r, "delete")
+// edgeUpdate authorises an edge update and decodes its properties body.
+func (h *Handler) edgeUpdate(r *http.Request) (*records.Scope, map[string]any, error) {
+	sc, err := h.relScope(r, "update")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return nil, nil, err
 	}
-	if _, err := h.store.DeleteEdges(r.Context(), sc, r.PathValue("entity"), r.PathValue("id"), r.PathValue("rel"), r.PathValue("target")); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	props, err := h.propertiesBody(r)
+	return sc, props, err
 }
 
-func (h *Handler) deleteEdge(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) deleteEdges(r *http.Request) (int, any, error) {
 	sc, err := h.relScope(r, "delete")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	if _, err := h.store.DeleteEdgeByID(r.Context(), sc, r.PathValue("entity"), r.PathValue("id"), r.PathValue("rel"), r.PathValue("edge")); err != nil {
-		api.WriteError(w, r, err)
-		return
+	_, err = h.store.DeleteEdges(r.Context(), sc, r.PathValue("entity"), r.PathValue("id"), r.PathValue("rel"), r.PathValue("target"))
+	return http.StatusNoContent, nil, err
+}
+
+func (h *Handler) deleteEdge(r *http.Request) (int, any, error) {
+	sc, err := h.relScope(r, "delete")
+	if err != nil {
+		return 0, nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	_, err = h.store.DeleteEdgeByID(r.Context(), sc, r.PathValue("entity"), r.PathValue("id"), r.PathValue("rel"), r.PathValue("edge"))
+	return http.StatusNoContent, nil, err
 }
 
 // firstItem unwraps {"items": [x]} to x.

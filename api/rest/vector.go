@@ -3,7 +3,6 @@ package rest
 import (
 	"net/http"
 
-	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
 )
@@ -19,37 +18,28 @@ type vectorBody struct {
 
 // vectorSearch serves POST /api/v1/dynamic/{Entity}/vector-search:
 // [{data, score}] ranked by cosine similarity (entity read scope).
-func (h *Handler) vectorSearch(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) vectorSearch(r *http.Request) (int, any, error) {
 	sc, entity, err := h.scope(r, "read")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var b vectorBody
 	if err := decodeBody(r, &b); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if b.Field == "" {
-		api.WriteError(w, r, apperr.Field("field", "is required (the name of a VECTOR field)"))
-		return
+		return 0, nil, apperr.Field("field", "is required (the name of a VECTOR field)")
 	}
 	v := query.VectorSearch{Entity: entity, Field: b.Field, Vector: b.Vector, Select: query.Selection{Fields: b.Select}}
 	if b.TopK != nil {
 		if *b.TopK < 1 || *b.TopK > query.MaxTopK {
-			api.WriteError(w, r, apperr.Field("topK", "must be between 1 and %d", query.MaxTopK))
-			return
+			return 0, nil, apperr.Field("topK", "must be between 1 and %d", query.MaxTopK)
 		}
 		v.TopK = *b.TopK
 	}
 	if v.Where, err = query.ParseWhere(b.Where); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out, err := h.store.VectorSearch(r.Context(), sc, v)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteRaw(w, http.StatusOK, out)
+	return http.StatusOK, out, err
 }

@@ -35,22 +35,19 @@ func New(store *webhook.Store, tc client.Client, taskQueue string, allowPrivate 
 
 // Routes registers the webhook API.
 func (h *Handler) Routes(r *api.Router) {
-	r.HandleFunc("POST /api/v1/webhooks", h.create)
-	r.HandleFunc("GET /api/v1/webhooks", h.list)
-	r.HandleFunc("GET /api/v1/webhooks/{id}", h.get)
-	r.HandleFunc("PATCH /api/v1/webhooks/{id}", h.update)
-	r.HandleFunc("DELETE /api/v1/webhooks/{id}", h.delete)
-	r.HandleFunc("GET /api/v1/webhooks/{id}/deliveries", h.deliveries)
-	r.HandleFunc("POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/retry", h.retry)
+	r.Handle("POST /api/v1/webhooks", api.Func(h.create))
+	r.Handle("GET /api/v1/webhooks", api.Func(h.list))
+	r.Handle("GET /api/v1/webhooks/{id}", api.Func(h.get))
+	r.Handle("PATCH /api/v1/webhooks/{id}", api.Func(h.update))
+	r.Handle("DELETE /api/v1/webhooks/{id}", api.Func(h.delete))
+	r.Handle("GET /api/v1/webhooks/{id}/deliveries", api.Func(h.deliveries))
+	r.Handle("POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/retry", api.Func(h.retry))
 }
 
-func tenant(w http.ResponseWriter, r *http.Request, op string) (string, bool) {
+// tenant checks the scope webhook:*:op and returns the caller's tenant.
+func tenant(r *http.Request, op string) (string, error) {
 	p := api.Principal(r)
-	if err := p.Require("webhook", "*", op); err != nil {
-		api.WriteError(w, r, err)
-		return "", false
-	}
-	return p.TenantID, true
+	return p.TenantID, p.Require("webhook", "*", op)
 }
 
 // view is a webhook as the API shows it; the signing secret only in the
@@ -88,70 +85,68 @@ type createRequest struct {
 	SchemaName  string   `json:"schemaName"`
 }
 
-func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "create")
-	if !ok {
-		return
+func (h *Handler) create(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "create")
+	if err != nil {
+		return 0, nil, err
 	}
 	var req createRequest
 	if err := api.DecodeJSON(r, &req); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if req.TargetURL == "" {
-		api.WriteError(w, r, apperr.Field("targetUrl", "is required"))
-		return
+		return 0, nil, apperr.Field("targetUrl", "is required")
 	}
 	wh, err := h.store.Create(r.Context(), t, webhook.CreateInput{TargetURL: req.TargetURL, EventTypes: req.EventTypes,
 		EntityNames: req.EntityNames, SchemaName: req.SchemaName}, h.allowPrivate)
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	v := toView(wh)
 	v.SigningSecret = wh.SigningSecret
-	api.WriteJSON(w, http.StatusCreated, v)
+	return http.StatusCreated, v, nil
 }
 
-func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "read")
-	if !ok {
-		return
+func (h *Handler) list(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "read")
+	if err != nil {
+		return 0, nil, err
 	}
 	hooks, err := h.store.List(r.Context(), t)
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out := make([]view, len(hooks))
 	for i := range hooks {
 		out[i] = toView(&hooks[i])
 	}
-	api.WriteJSON(w, http.StatusOK, map[string]any{"webhooks": out})
+	return http.StatusOK, map[string]any{"webhooks": out}, nil
 }
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "read")
-	if !ok {
-		return
-	}
-	wh, err := h.store.Get(r.Context(), t, r.PathValue("id"))
+func (h *Handler) get(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "read")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	api.WriteJSON(w, http.StatusOK, toView(wh))
+	return viewOf(h.store.Get(r.Context(), t, r.PathValue("id")))
 }
 
-func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "update")
-	if !ok {
-		return
+// viewOf renders a webhook the store returned, or its error.
+func viewOf(wh *webhook.Webhook, err error) (int, any, error) {
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toView(wh), nil
+}
+
+func (h *Handler) update(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "update")
+	if err != nil {
+		return 0, nil, err
 	}
 	var raw map[string]json.RawMessage
 	if err := api.DecodeJSON(r, &raw); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var p webhook.Patch
 	var errs []apperr.FieldError
@@ -185,40 +180,29 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request) {
 		p.IsActive = &active
 	}
 	if err := apperr.Fields(errs); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	wh, err := h.store.Update(r.Context(), t, r.PathValue("id"), p, h.allowPrivate)
+	return viewOf(h.store.Update(r.Context(), t, r.PathValue("id"), p, h.allowPrivate))
+}
+
+func (h *Handler) delete(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "delete")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	api.WriteJSON(w, http.StatusOK, toView(wh))
+	return http.StatusNoContent, nil, h.store.Delete(r.Context(), t, r.PathValue("id"))
 }
 
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "delete")
-	if !ok {
-		return
-	}
-	if err := h.store.Delete(r.Context(), t, r.PathValue("id")); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "read")
-	if !ok {
-		return
+func (h *Handler) deliveries(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "read")
+	if err != nil {
+		return 0, nil, err
 	}
 	limit := 50
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 500 {
-			api.WriteError(w, r, apperr.Field("limit", "must be an integer from 1 to 500"))
-			return
+			return 0, nil, apperr.Field("limit", "must be an integer from 1 to 500")
 		}
 		limit = n
 	}
@@ -226,62 +210,46 @@ func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request) {
 	switch status {
 	case "", webhook.StatusPending, webhook.StatusSucceeded, webhook.StatusRetrying, webhook.StatusFailed, webhook.StatusCancelled:
 	default:
-		api.WriteError(w, r, apperr.Field("status", "must be one of pending, succeeded, retrying, failed, cancelled"))
-		return
+		return 0, nil, apperr.Field("status", "must be one of pending, succeeded, retrying, failed, cancelled")
 	}
 	ds, err := h.store.Deliveries(r.Context(), t, r.PathValue("id"), limit, status)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, map[string]any{"deliveries": ds})
+	return http.StatusOK, map[string]any{"deliveries": ds}, err
 }
 
-func (h *Handler) retry(w http.ResponseWriter, r *http.Request) {
-	t, ok := tenant(w, r, "update")
-	if !ok {
-		return
+func (h *Handler) retry(r *http.Request) (int, any, error) {
+	t, err := tenant(r, "update")
+	if err != nil {
+		return 0, nil, err
 	}
 	ctx := r.Context()
 	wh, err := h.store.Get(ctx, t, r.PathValue("id"))
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	d, err := h.store.GetDelivery(ctx, t, wh.ID, r.PathValue("deliveryId"))
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if !wh.IsActive {
-		api.WriteError(w, r, apperr.New(apperr.Conflict, "webhook %s is inactive; activate it to replay deliveries", wh.ID))
-		return
+		return 0, nil, apperr.New(apperr.Conflict, "webhook %s is inactive; activate it to replay deliveries", wh.ID)
 	}
 	if d.Status == webhook.StatusPending {
-		api.WriteError(w, r, apperr.New(apperr.Conflict, "delivery %s is being attempted right now", d.ID))
-		return
+		return 0, nil, apperr.New(apperr.Conflict, "delivery %s is being attempted right now", d.ID)
 	}
 	if h.temporal == nil {
-		api.WriteError(w, r, apperr.New(apperr.Unavailable, "replay needs the Temporal service, which is not configured"))
-		return
+		return 0, nil, apperr.New(apperr.Unavailable, "replay needs the Temporal service, which is not configured")
 	}
 	reopened, err := h.store.Reopen(ctx, d.ID)
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if err := workflows.ReplayDelivery(ctx, h.temporal, h.taskQueue, workflows.DeliveryInput{DeliveryID: d.ID,
 		WebhookID: wh.ID, EventID: d.EventID, TenantID: t, EventType: d.EventType}); err != nil {
 		if reopened { // no workflow owns it: put the old state back
 			_ = h.store.SetStatus(context.WithoutCancel(ctx), d.ID, d.Status)
 		}
-		api.WriteError(w, r, apperr.Wrap(err, "start replay"))
-		return
+		return 0, nil, apperr.Wrap(err, "start replay")
 	}
 	d, err = h.store.GetDelivery(ctx, t, wh.ID, d.ID)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusAccepted, d)
+	return http.StatusAccepted, d, err
 }
