@@ -182,12 +182,28 @@ func OutboxCTE(sc *Scope, a *query.Args, eventType, entity, src string) string {
 
 // Get reads one record.
 func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query.Selection) (json.RawMessage, error) {
-	st, err := sc.Compiler.Get(entity, id, sel)
-	if err != nil {
-		return nil, err
+	var st query.Statement
+	key := ""
+	if len(sel.Nested) == 0 {
+		key = "get\x00" + entity + "\x00" + strings.Join(sel.Fields, ",")
+	}
+	if text, ok := sc.stmts().get(key); ok {
+		pid, err := query.ParseID(entity, id)
+		if err != nil {
+			return nil, err
+		}
+		st = query.Statement{SQL: text, Args: []any{pid}}
+	} else {
+		var err error
+		if st, err = sc.Compiler.Get(entity, id, sel); err != nil {
+			return nil, err
+		}
+		if key != "" && len(st.Args) == 1 { // the id is the only value: the text is reusable
+			sc.stmts().put(key, st.SQL)
+		}
 	}
 	var out []byte
-	err = s.db.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
+	err := s.db.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
 	}
@@ -223,18 +239,35 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	if err := s.VerifyRowFiles(ctx, sc.TenantID, row); err != nil {
 		return nil, err
 	}
-	var a query.Args
-	cols := []string{`"id"`}
-	vals := []string{a.Add(uuid.Must(uuid.NewV7()).String(), "uuid")}
+	// Bind order: id, the present fields, then OutboxCTE's five values.
+	args := make([]any, 0, len(row.Values)+6)
+	args = append(args, uuid.Must(uuid.NewV7()).String())
+	args = append(args, row.Values...)
+	args = append(args, sc.TenantID, sc.Schema.ID, sc.Schema.Name, EventCreated, e.Name)
+	names := make([]string, len(row.Fields))
 	for i, f := range row.Fields {
-		cols = append(cols, schema.Ident(f.Name))
-		vals = append(vals, a.Add(row.Values[i], schema.ColumnType(f)))
+		names[i] = f.Name
 	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
-		OutboxCTE(sc, &a, EventCreated, e.Name, "w"))
-	return s.one(ctx, sc, entity, "", sqlText, a.List())
+	key := "create\x00" + e.Name + "\x00" + strings.Join(names, ",")
+	sqlText, ok := sc.stmts().get(key)
+	if !ok {
+		var a query.Args
+		cols := []string{`"id"`}
+		vals := []string{a.Add(args[0], "uuid")}
+		for i, f := range row.Fields {
+			cols = append(cols, schema.Ident(f.Name))
+			vals = append(vals, a.Add(row.Values[i], schema.ColumnType(f)))
+		}
+		ret, _ := sc.Compiler.Columns(e, nil, "t")
+		sqlText = fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
+			sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
+			OutboxCTE(sc, &a, EventCreated, e.Name, "w"))
+		if len(a.List()) != len(args) {
+			panic("records.Create: bind order out of step with the statement")
+		}
+		sc.stmts().put(key, sqlText)
+	}
+	return s.one(ctx, sc, entity, "", sqlText, args)
 }
 
 // Update replaces (PUT) or merges (PATCH) a record and writes its
