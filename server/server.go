@@ -168,3 +168,17 @@ func (s *Server) Close() error { return s.DB.Close() }
 
 // FlushAuth writes pending lastUsed times now (tests, shutdown).
 func (s *Server) FlushAuth(ctx context.Context) error { return s.authn.FlushLastUsed(ctx) }
+
+// Start serves on ln in the background. stop shuts the server down, waits
+// for it to finish (including its last lastUsed flush) and closes the pool.
+func (s *Server) Start(ctx context.Context, ln net.Listener) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		if err := s.Serve(ctx, ln); err != nil {
+			s.log.Error("serve", "err", err)
+		}
+		close(done)
+	}()
+	return func() { cancel(); <-done; s.Close() }
+}

@@ -162,14 +162,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		srv.Close()
 		return err
 	}
-	sctx, scancel := context.WithCancel(ctx)
-	defer scancel()
-	go srv.Serve(sctx, ln)
+	defer srv.Start(ctx, ln)()
 	t, err := srv.Tenants.Create(ctx, "bench-rest-"+time.Now().UTC().Format("20060102-150405"))
 	if err != nil {
 		return err

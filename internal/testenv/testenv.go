@@ -74,6 +74,7 @@ type App struct {
 	URL    string
 	Server *server.Server
 	Client *http.Client
+	stop   func()
 }
 
 var (
@@ -96,19 +97,16 @@ func Server(t testing.TB) *App {
 // configuration, such as rate limits); it stops when the test ends.
 func NewServer(t testing.TB, cfg *config.Config) *App {
 	DB(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := startCtx(ctx, cfg)
+	a, err := start(cfg)
 	if err != nil {
-		cancel()
 		t.Fatalf("start server: %v", err)
 	}
-	t.Cleanup(func() { cancel(); a.Server.Close() })
+	t.Cleanup(a.stop)
 	return a
 }
 
-func start(cfg *config.Config) (*App, error) { return startCtx(context.Background(), cfg) }
-
-func startCtx(ctx context.Context, cfg *config.Config) (*App, error) {
+func start(cfg *config.Config) (*App, error) {
+	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s, err := server.New(ctx, cfg, log)
 	if err != nil {
@@ -116,10 +114,10 @@ func startCtx(ctx context.Context, cfg *config.Config) (*App, error) {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
-	go s.Serve(ctx, ln)
-	return &App{URL: "http://" + ln.Addr().String(), Server: s, Client: &http.Client{Timeout: 60 * time.Second}}, nil
+	return &App{URL: "http://" + ln.Addr().String(), Server: s, Client: &http.Client{Timeout: 60 * time.Second}, stop: s.Start(ctx, ln)}, nil
 }
 
 // Tenant creates a fresh tenant and returns its id and admin key.
