@@ -159,15 +159,43 @@ func (b *builder) record(e *schema.Entity, sel Selection, tbl, path, skip string
 	if err != nil {
 		return nil, err
 	}
+	if sel.TenantID != "" {
+		if err := b.setTenant(sel.TenantID); err != nil {
+			return nil, err
+		}
+	}
+	if len(sel.Nested) == 0 && len(sel.Files) == 0 {
+		return cols, nil
+	}
+	taken := map[string]bool{schema.ColID: true, schema.ColCreatedAt: true, schema.ColUpdatedAt: true}
+	for i := range e.Fields {
+		taken[e.Fields[i].Name] = true
+	}
+	for i, fm := range sel.Files {
+		fpath := fmt.Sprintf("%s[%d]", joinPath(path, "files"), i)
+		f, ok := e.Field(fm.Field)
+		if !ok || f.Type != schema.File {
+			return nil, apperr.Field(fpath, "%q is not a FILE field of %s", fm.Field, e.Name)
+		}
+		key := fm.Key
+		if key == "" {
+			key = f.Name + "File"
+		}
+		if taken[key] {
+			return nil, apperr.Field(fpath, "key %q is already used by a field or another selection", key)
+		}
+		taken[key] = true
+		sub, err := b.fileMeta(f, tbl)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, sub+" AS "+quoteAlias(key))
+	}
 	if len(sel.Nested) == 0 {
 		return cols, nil
 	}
 	if depth >= MaxDepth {
 		return nil, apperr.Field(path, "relationship selections nest at most %d levels deep", MaxDepth)
-	}
-	taken := map[string]bool{schema.ColID: true, schema.ColCreatedAt: true, schema.ColUpdatedAt: true}
-	for i := range e.Fields {
-		taken[e.Fields[i].Name] = true
 	}
 	for i, n := range sel.Nested {
 		npath := fmt.Sprintf("%s[%d]", joinPath(path, "traverse"), i)
@@ -186,6 +214,39 @@ func (b *builder) record(e *schema.Entity, sel Selection, tbl, path, skip string
 		cols = append(cols, sub+" AS "+quoteAlias(key))
 	}
 	return cols, nil
+}
+
+// setTenant records the tenant of file metadata lookups; every selection
+// of one statement must name the same tenant.
+func (b *builder) setTenant(id string) error {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return apperr.New(apperr.Internal, "selection tenant is not a tenant id")
+	}
+	switch {
+	case b.tenant == "":
+		b.tenant = u.String()
+	case b.tenant != u.String():
+		return apperr.New(apperr.Internal, "selections of one statement name different tenants")
+	}
+	return nil
+}
+
+// fileMeta renders the metadata of the file FILE field f of the record at
+// alias tbl holds: a correlated scalar subquery on dds.files, scoped to the
+// tenant by a bind parameter and to confirmed files. It yields null when
+// the field is null or the file is missing, unconfirmed or another
+// tenant's.
+func (b *builder) fileMeta(f *schema.Field, tbl string) (string, error) {
+	if b.tenant == "" {
+		return "", apperr.New(apperr.Internal, "file metadata selected without a tenant (Selection.TenantID)")
+	}
+	if b.tenantArg == "" {
+		b.tenantArg = b.a.Add(b.tenant, "uuid")
+	}
+	x := b.alias("f")
+	return fmt.Sprintf(`(SELECT json_build_object('id', %[1]s."id", 'fileName', %[1]s."file_name", 'mimeType', %[1]s."mime_type", 'sizeBytes', %[1]s."size_bytes", 'createdAt', %[1]s."created_at") FROM "dds"."files" %[1]s WHERE %[1]s."id" = %[2]s.%[3]s AND %[1]s."tenant_id" = %[4]s AND %[1]s."status" = 'confirmed')`,
+		x, tbl, schema.Ident(f.Name), b.tenantArg), nil
 }
 
 // orderKey is one compiled sort key.

@@ -204,6 +204,12 @@ func TestPlans(t *testing.T) {
 		{"get_nested", func() (Statement, error) {
 			return c.Get("Product", "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b", Selection{Nested: []Nested{{Relationship: "IN_CATEGORY"}}})
 		}},
+		{"list_files", func() (Statement, error) {
+			return c.List(List{Entity: "Product", Select: Selection{
+				Fields: []string{"name"}, Files: []FileMeta{{Field: "manual", Key: "m"}}, TenantID: "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5c",
+				Nested: []Nested{{Key: "similar", Relationship: "SIMILAR", Direction: DirOut, Select: Selection{Fields: []string{}, Files: []FileMeta{{Field: "manual"}}}}},
+			}})
+		}},
 		{"relationship_list", func() (Statement, error) {
 			return c.RelationshipList("Product", "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b", Nested{
 				Relationship: "IN_CATEGORY", Direction: DirOut, Limit: 20,
@@ -350,4 +356,35 @@ func TestLikeEscape(t *testing.T) {
 		}
 	}
 	_ = fmt.Sprint
+}
+
+// TestFileMetaRejected checks the contract of Selection.Files: FILE fields
+// only, no key collisions, and always one tenant bound as a parameter.
+func TestFileMetaRejected(t *testing.T) {
+	c := testCompiler(t)
+	const tenant = "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5c"
+	for _, tc := range []struct {
+		name string
+		sel  Selection
+		code apperr.Code
+	}{
+		{"not a file field", Selection{Files: []FileMeta{{Field: "name"}}, TenantID: tenant}, apperr.Validation},
+		{"unknown field", Selection{Files: []FileMeta{{Field: "nope"}}, TenantID: tenant}, apperr.Validation},
+		{"key collides with a field", Selection{Files: []FileMeta{{Field: "manual", Key: "name"}}, TenantID: tenant}, apperr.Validation},
+		{"two selections, one key", Selection{Files: []FileMeta{{Field: "manual"}, {Field: "manual"}}, TenantID: tenant}, apperr.Validation},
+		{"no tenant", Selection{Files: []FileMeta{{Field: "manual"}}}, apperr.Internal},
+		{"bad tenant", Selection{Files: []FileMeta{{Field: "manual"}}, TenantID: "x' OR true --"}, apperr.Internal},
+		{"nested names another tenant", Selection{TenantID: tenant, Nested: []Nested{{Relationship: "SIMILAR",
+			Select: Selection{Files: []FileMeta{{Field: "manual"}}, TenantID: "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5d"}}}}, apperr.Internal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.List(List{Entity: "Product", Select: tc.sel})
+			if err == nil {
+				t.Fatal("compiled")
+			}
+			if got := apperr.As(err).Code; got != tc.code {
+				t.Errorf("code %s, want %s: %v", got, tc.code, err)
+			}
+		})
+	}
 }

@@ -126,7 +126,6 @@ func coerceArray(r ref, v any, max int) (any, error) {
 	return pq.Array(out), nil
 }
 
-
 // textArg checks a string operand of $contains/$startsWith/$endsWith.
 func textArg(v any) (string, error) {
 	s, ok := v.(string)

@@ -360,6 +360,9 @@ type builder struct {
 	a     *Args
 	n     int // alias counter
 	nodes int // filter nodes seen
+	// tenant is the tenant of file metadata lookups (Selection.TenantID)
+	// and tenantArg its placeholder, bound once per statement.
+	tenant, tenantArg string
 }
 
 func (b *builder) alias(prefix string) string {

@@ -91,6 +91,26 @@ type Order struct {
 type Selection struct {
 	Fields []string // nil means every field (system fields always included)
 	Nested []Nested
+	// Files adds the metadata of the files FILE fields hold (see FileMeta).
+	Files []FileMeta
+	// TenantID scopes Files to one tenant's files (dds.files.tenant_id).
+	// It is required when any selection of a plan has Files; a nested
+	// selection may leave it empty (the plan's tenant is used) but may not
+	// name another tenant.
+	TenantID string
+}
+
+// FileMeta selects the metadata of the file held by FILE field Field, as
+// the member Key ("" means Field + "File") of the record:
+//
+//	{"id", "fileName", "mimeType", "sizeBytes", "createdAt"}
+//
+// or null when the field is null or holds no confirmed file of the
+// selection's tenant. It compiles to a correlated scalar subquery on
+// dds.files in the record's select list: same statement, no query per row.
+type FileMeta struct {
+	Field string
+	Key   string
 }
 
 // Nested is a relationship selection: related records nested under Key of

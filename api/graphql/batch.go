@@ -41,6 +41,9 @@ func (x *execCtx) batch(rf rootField, cf *cfield, args map[string]any) ([]byte, 
 			if len(sel.Nested) > 0 {
 				return nil, apperr.New(apperr.BadRequest, "relationship fields are not available on batch results; query the records by id")
 			}
+			if len(sel.Files) > 0 {
+				return nil, apperr.New(apperr.BadRequest, "file metadata fields are not available on batch results; query the records by id")
+			}
 			p.sh = sh
 		case "failed":
 			p.sh = x.failureShape(c)

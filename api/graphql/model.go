@@ -70,6 +70,9 @@ type Model struct {
 	preds map[string]map[string]relPred
 	// objects maps an object type name to the entity it renders.
 	objects map[string]*schema.Entity
+	// files[entity][field] names the FILE field whose metadata the object
+	// field <field>File: File renders.
+	files map[string]map[string]string
 }
 
 type relPred struct {
@@ -86,6 +89,7 @@ func Build(def *schema.Definition) (*Model, error) {
 	g := &gen{n: newNamer(), def: def, defined: map[string]bool{}, m: &Model{
 		Def: def, roots: map[string]rootField{}, rels: map[string]map[string]relField{},
 		preds: map[string]map[string]relPred{}, objects: map[string]*schema.Entity{},
+		files: map[string]map[string]string{},
 	}}
 	sdl, err := g.sdl()
 	if err != nil {
@@ -178,6 +182,11 @@ type DeletedRelationship {
 
 `
 
+// fileType is the metadata of a confirmed file, the type of the
+// <field>File fields; generated when some entity has a FILE field.
+var fileType = []string{"  id: ID!", "  fileName: String!", "  mimeType: String!", "  sizeBytes: Int!",
+	"  \"When the upload was confirmed.\"", "  createdAt: DateTime"}
+
 var sharedTypes = []string{"DateTime", "Date", "JSON", "SortDirection", "PageInfo", "BatchFailure", "BatchError", "DeletedRelationship"}
 
 // Filter input types per scalar. Keys are the GraphQL element type.
@@ -230,6 +239,12 @@ func (g *gen) sdl() (string, error) {
 	}
 	for _, f := range listFilters {
 		g.typ("input", f.name, "", []string{"  \"The list contains this element.\"", "  contains: " + f.elem, "  isNull: Boolean"})
+	}
+	for i := range g.def.Entities {
+		if len(g.def.Entities[i].FileFields()) > 0 {
+			g.typ("type", "File", "Metadata of a confirmed file held by a FILE field.", fileType)
+			break
+		}
 	}
 	// Relationship fields per entity, in schema order.
 	relsOf := map[string][]relField{}
@@ -365,6 +380,7 @@ func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
 	g.m.objects[n.Type] = e
 	g.m.rels[e.Name] = map[string]relField{}
 	g.m.preds[e.Name] = map[string]relPred{}
+	g.m.files[e.Name] = map[string]string{}
 	g.enums(e.Name, e.Fields)
 
 	fieldNames := map[string]bool{"id": true, "createdAt": true, "updatedAt": true}
@@ -379,6 +395,16 @@ func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
 		f := &e.Fields[i]
 		claim(f.Name)
 		obj = append(obj, "  "+f.Name+": "+outType(e.Name, f))
+	}
+	for i := range e.Fields {
+		f := &e.Fields[i]
+		if f.Type != schema.File {
+			continue
+		}
+		fn := f.Name + "File"
+		claim(fn)
+		g.m.files[e.Name][fn] = f.Name
+		obj = append(obj, fmt.Sprintf("  %q\n  %s: File", "The metadata of the file "+f.Name+" holds; null when it is null or not a confirmed file.", fn))
 	}
 	for i, rf := range rels {
 		name := relNames[i]

@@ -488,7 +488,7 @@ func (x *execCtx) mutate(rf rootField, cf *cfield, args map[string]any) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	if len(sel.Nested) > 0 { // reading related records needs entity read scopes
+	if readsMore(&sel) { // reading related records or file metadata needs the entity read scope
 		if err := x.p.Require("entity", e.Name, "read"); err != nil {
 			return nil, err
 		}
@@ -507,13 +507,13 @@ func (x *execCtx) mutate(rf rootField, cf *cfield, args map[string]any) ([]byte,
 		if _, perr := uuid.Parse(id); perr != nil {
 			return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
 		}
-		if len(sel.Nested) == 0 {
+		if !readsMore(&sel) {
 			// One statement: the delete returns the record it removed.
 			raw, err = x.e.store.DeleteReturning(x.ctx, x.sc, e.Name, id)
 			break
 		}
-		// Nested selections need the relationships as they were: read them
-		// with the selection, then delete.
+		// Nested selections need the relationships (and files) as they
+		// were: read them with the selection, then delete.
 		out, rerr := x.byID(e, cf.sel, id)
 		if rerr != nil {
 			return nil, rerr
@@ -529,7 +529,7 @@ func (x *execCtx) mutate(rf rootField, cf *cfield, args map[string]any) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	if len(sel.Nested) > 0 {
+	if readsMore(&sel) {
 		var m struct {
 			ID string `json:"id"`
 		}

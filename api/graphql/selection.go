@@ -172,6 +172,10 @@ func (x *execCtx) record(e *schema.Entity, set ast.SelectionSet, sel *query.Sele
 			s.fields = append(s.fields, outField{key: cf.key, kind: oTypename, typename: e.Name})
 			continue
 		}
+		if field, ok := x.m.files[e.Name][name]; ok {
+			s.fields = append(s.fields, outField{key: cf.key, src: x.fileMeta(sel, field), kind: oObject, sub: x.fileShape(cf.sel)})
+			continue
+		}
 		rf, isRel := x.m.rels[e.Name][name]
 		if !isRel {
 			addField(sel, name)
@@ -248,6 +252,40 @@ func (x *execCtx) record(e *schema.Entity, set ast.SelectionSet, sel *query.Sele
 	}
 	return s, nil
 }
+
+// fileMeta adds the metadata of FILE field field to sel (once per field)
+// and returns the member it is compiled under. The lookup is scoped to the
+// caller's tenant inside the statement.
+func (x *execCtx) fileMeta(sel *query.Selection, field string) string {
+	sel.TenantID = x.sc.TenantID
+	for _, f := range sel.Files {
+		if f.Field == field {
+			return f.Key
+		}
+	}
+	key := x.nextKey()
+	sel.Files = append(sel.Files, query.FileMeta{Field: field, Key: key})
+	return key
+}
+
+// fileShape is the shape of a File selection; the members come from
+// query.FileMeta's JSON object under their GraphQL names.
+func (x *execCtx) fileShape(set ast.SelectionSet) *shape {
+	s := &shape{}
+	for _, cf := range x.collect(set, "File") {
+		if cf.field.Name == "__typename" {
+			s.fields = append(s.fields, outField{key: cf.key, kind: oTypename, typename: "File"})
+			continue
+		}
+		s.fields = append(s.fields, outField{key: cf.key, src: cf.field.Name, kind: oScalar})
+	}
+	return s
+}
+
+// readsMore reports whether a record selection needs more than the record
+// itself (relationship fields or file metadata): it must be read with a
+// compiled statement rather than taken from a write's RETURNING.
+func readsMore(sel *query.Selection) bool { return len(sel.Nested) > 0 || len(sel.Files) > 0 }
 
 // canTraverse checks the scopes a relationship traversal needs: read on
 // the relationship and on the entity at its far end.

@@ -429,6 +429,9 @@ func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
 	if len(sel.Nested) > 0 {
 		return nil, apperr.New(apperr.BadRequest, "relationship fields are not available in subscriptions; query them by id when an event arrives")
 	}
+	if len(sel.Files) > 0 {
+		return nil, apperr.New(apperr.BadRequest, "file metadata fields are not available in subscriptions; query them by id when an event arrives")
+	}
 	// Compile once now, so a bad filter fails the subscribe, not each event.
 	var a query.Args
 	if _, err := x.sc.Compiler.Where(e.Name, where, "t", "where", &a); err != nil {
