@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dds-project/dds/internal/testenv"
+)
+
+// TestBinary builds dds and runs the commands an operator types: migrate,
+// tenant create --json (whose key must then work against a server), and
+// an unknown command.
+func TestBinary(t *testing.T) {
+	app := testenv.Server(t)
+	bin := filepath.Join(t.TempDir(), "dds")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "DATABASE_URL="+testenv.DatabaseURL(t), "DDS_ENV=test",
+		"DDS_JWT_SECRET=test-jwt-secret-0123456789abcdef0123456789")
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	if _, err := run("migrate"); err != nil {
+		t.Fatalf("dds migrate: %v", err)
+	}
+	out, err := run("tenant", "create", "--name", "from the CLI", "--json")
+	if err != nil {
+		t.Fatalf("dds tenant create: %v", err)
+	}
+	var created struct{ TenantID, APIKey string }
+	if err := json.Unmarshal([]byte(out), &created); err != nil || created.TenantID == "" || !strings.HasPrefix(created.APIKey, "dds_test_") {
+		t.Fatalf("tenant create --json printed %q", out)
+	}
+	if r := app.Do(t, "GET", "/api/v1/api-keys", created.APIKey, nil); r.Status != http.StatusOK {
+		t.Fatalf("the printed admin key does not work: %d %s", r.Status, r.Body)
+	}
+	if _, err := run("tenant", "create", "--json"); err == nil {
+		t.Fatal("tenant create without --name must fail")
+	}
+	cmd := exec.Command(bin, "frobnicate")
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "unknown command") {
+		t.Fatalf("an unknown command must fail with usage: %v %s", err, out)
+	}
+	cmd = exec.Command(bin, "serve")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "DATABASE_URL") || !strings.Contains(string(out), "DDS_JWT_SECRET") {
+		t.Fatalf("missing configuration must be reported all at once: %v %s", err, out)
+	}
+}
