@@ -25,7 +25,11 @@ func TestFileActivities(t *testing.T) {
 	if err := d.Get(&tenant, `INSERT INTO dds.tenants (name) VALUES ('file-activities') RETURNING id`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, tenant) })
+	t.Cleanup(func() {
+		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, tenant); err != nil {
+			t.Errorf("cleanup: delete tenant: %v", err)
+		}
+	})
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/dds-project/dds/apperr"
@@ -106,9 +107,13 @@ func limitHeaders(w http.ResponseWriter, res ratelimit.Result) bool {
 	return res.Allowed
 }
 
+// atoi parses an X-RateLimit-Remaining value, which only this package writes (a decimal
+// int from fmt.Sprint); anything unparsable counts as 0, the strictest value.
 func atoi(s string) int {
-	n := 0
-	fmt.Sscan(s, &n)
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
 	return n
 }
 

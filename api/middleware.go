@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -64,7 +65,8 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
+				// http.ErrAbortHandler asks net/http to abort the response quietly: pass it on.
+				if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(p)
 				}
 				LoggerFrom(r.Context()).Error("panic", "panic", p, "stack", string(debug.Stack()))

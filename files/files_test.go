@@ -3,6 +3,7 @@ package files_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -46,7 +47,11 @@ func newEnv(t *testing.T) *env {
 	if err := d.Get(&tenant, `INSERT INTO dds.tenants (name) VALUES ('files-service') RETURNING id`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, tenant) })
+	t.Cleanup(func() {
+		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, tenant); err != nil {
+			t.Errorf("cleanup: delete tenant: %v", err)
+		}
+	})
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -66,7 +71,8 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dev.Stop() })
+	// Best effort: Stop interrupts the dev server and reports how it exited; the test is over.
+	t.Cleanup(func() { dev.Stop() }) //nolint:errcheck // best-effort shutdown of the test's dev server
 	w := tworker.New(dev.Client(), "files-service-test", tworker.Options{})
 	w.RegisterWorkflow(workflows.FileUpload)
 	w.RegisterWorkflow(workflows.FileDelete)
@@ -130,8 +136,8 @@ func TestService(t *testing.T) {
 			if c.tenant != e.tenant {
 				err = e.svc.VerifyConfirmed(ctx, c.tenant, []string{c.id})
 			}
-			ae, ok := err.(*apperr.Error)
-			if !ok || ae.Code != apperr.Validation || len(ae.Details) != 1 || ae.Details[0].Field != c.id {
+			var ae *apperr.Error
+			if !errors.As(err, &ae) || ae.Code != apperr.Validation || len(ae.Details) != 1 || ae.Details[0].Field != c.id {
 				t.Errorf("%s: err %v, want VALIDATION_ERROR naming %s", name, err, c.id)
 			}
 		}
@@ -172,7 +178,9 @@ func TestService(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			var purged *time.Time
-			d.Get(&purged, `SELECT purged_at FROM dds.files WHERE id = $1`, f.ID)
+			if err := d.Get(&purged, `SELECT purged_at FROM dds.files WHERE id = $1`, f.ID); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := e.store.Head(ctx, key); err != nil && purged != nil {
 				break
 			}

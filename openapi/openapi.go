@@ -782,7 +782,7 @@ func (b *builder) relationshipPaths(r *schema.Relationship, end, other string) {
 	base := fmt.Sprintf("/api/v1/dynamic/%s/{id}/relationships/%s", end, n)
 	scope := func(o string) string { return "relationship:" + n + ":" + o }
 	idParam := pathParam("id", "id of the "+end+" record")
-	dirs := []any{"both"}
+	var dirs []any
 	def := "both"
 	switch {
 	case r.From == r.To:

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/schema"
-	"github.com/google/uuid"
 )
 
 // Compiler compiles plans against one schema version stored in one Postgres

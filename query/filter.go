@@ -188,7 +188,7 @@ func (s *scope) cond(r ref, op Op, v any) (string, error) {
 		}
 		return r.expr + " IS DISTINCT FROM " + p, nil
 	case Gt, Gte, Lt, Lte:
-		if !(f.Ordered() || r.id) {
+		if !f.Ordered() && !r.id {
 			return unsupported()
 		}
 		c, err := coerceScalar(r, v)

@@ -46,7 +46,11 @@ func scratch(t *testing.T) (*sqlx.DB, *Compiler) {
 			t.Fatalf("%s: %v", s.SQL, err)
 		}
 	}
-	t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema.Ident(pg) + " CASCADE") })
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP SCHEMA " + schema.Ident(pg) + " CASCADE"); err != nil {
+			t.Errorf("cleanup: drop schema: %v", err)
+		}
+	})
 	fixtures := []string{
 		`INSERT INTO "Product" (id, name, body, price, stock, active, tags, sizes, "releasedAt", day, attributes, status, code, embedding) VALUES
 		 ('00000000-0000-7000-8000-000000000001', 'Oak desk', 'solid wood desk', 100, 5, true, '{sale,new}', '{40,42}', '2024-01-10T10:00:00Z', '2024-01-10', '{"color":"red","size":1}', 'live', 'D1', '[1,0,0]'),

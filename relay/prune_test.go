@@ -73,7 +73,9 @@ func TestPruneKeepsWhatIsStillNeeded(t *testing.T) {
 		}
 	}
 	var attempts int
-	d.Get(&attempts, `SELECT count(*) FROM dds.webhook_attempts WHERE delivery_id = $1`, oldOK)
+	if err := d.Get(&attempts, `SELECT count(*) FROM dds.webhook_attempts WHERE delivery_id = $1`, oldOK); err != nil {
+		t.Fatal(err)
+	}
 	if attempts != 0 {
 		t.Error("a pruned delivery's attempts must go with it")
 	}

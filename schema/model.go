@@ -124,7 +124,8 @@ func isIdent(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '_')) {
+		digit := c >= '0' && c <= '9'
+		if !letter && (i == 0 || !digit && c != '_') {
 			return false
 		}
 	}

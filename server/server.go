@@ -155,7 +155,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // Run listens on the configured address and serves until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		return err
 	}

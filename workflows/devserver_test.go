@@ -28,7 +28,7 @@ func TestStartDeliveryWithoutSearchAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer srv.Stop()        //nolint:errcheck // best-effort shutdown of the test's Temporal dev server; its exit status is not under test
 	f := newFixture(t, nil) // the receiver answers 200
 	c := srv.Client()
 	w := worker.New(c, "plain", worker.Options{})

@@ -49,7 +49,7 @@ func recordHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer srv.Stop() //nolint:errcheck // best-effort shutdown of the test's Temporal dev server; its exit status is not under test
 	c := srv.Client()
 	w := worker.New(c, "record", worker.Options{})
 	w.RegisterWorkflow(Delivery)

@@ -54,7 +54,11 @@ func newFixture(t *testing.T) *fixture {
 	if err := d.GetContext(ctx, &tenant, `INSERT INTO dds.tenants (name) VALUES ('upload-wf-test') RETURNING id`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, tenant) })
+	t.Cleanup(func() {
+		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, tenant); err != nil {
+			t.Errorf("cleanup: delete tenant: %v", err)
+		}
+	})
 
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
@@ -163,7 +167,9 @@ func TestUploadWorkflow(t *testing.T) {
 			t.Fatalf("workflow completed=%v err=%v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 		}
 		var res string
-		env.GetWorkflowResult(&res)
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
 		if res != workflows.UploadExpired || f.status(t, id) != "expired" {
 			t.Fatalf("result %q, status %q; want expired", res, f.status(t, id))
 		}
@@ -187,12 +193,16 @@ func TestUploadWorkflow(t *testing.T) {
 			t.Fatalf("confirm: done=%v rejected=%v err=%v", r.done, r.rejected, r.err)
 		}
 		var res string
-		env.GetWorkflowResult(&res)
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
 		if res != workflows.UploadConfirmed || f.status(t, id) != "confirmed" {
 			t.Fatalf("result %q, status %q; want confirmed", res, f.status(t, id))
 		}
 		var created *time.Time
-		f.db.Get(&created, `SELECT created_at FROM dds.files WHERE id = $1`, id)
+		if err := f.db.Get(&created, `SELECT created_at FROM dds.files WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
 		if created == nil {
 			t.Fatal("createdAt not set at confirmation")
 		}
@@ -273,7 +283,7 @@ func TestUploadWorkflowDevServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Stop() })
+	t.Cleanup(func() { srv.Stop() }) //nolint:errcheck // best-effort shutdown of the test's Temporal dev server; its exit status is not under test
 	c := srv.Client()
 	w := worker.New(c, "dds-files-test", worker.Options{})
 	w.RegisterWorkflow(workflows.FileUpload)

@@ -76,7 +76,13 @@ func keyWith(t *testing.T, app *testenv.App, admin string, scopes ...string) str
 }
 
 // wantCode fails unless err is a Connect error with code.
-func wantCode(t *testing.T, err error, code connect.Code) *connect.Error {
+func wantCode(t *testing.T, err error, code connect.Code) {
+	t.Helper()
+	_ = codeErr(t, err, code) // the *connect.Error is the checked result, not a failure
+}
+
+// codeErr is wantCode returning the Connect error, for tests that inspect its details.
+func codeErr(t *testing.T, err error, code connect.Code) *connect.Error {
 	t.Helper()
 	var ce *connect.Error
 	if !errors.As(err, &ce) {
@@ -287,7 +293,7 @@ func TestRecordServiceErrors(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				ce := wantCode(t, tc.call(), connect.CodeInvalidArgument)
+				ce := codeErr(t, tc.call(), connect.CodeInvalidArgument)
 				v := violations(t, ce)
 				if _, ok := v[tc.field]; !ok {
 					t.Errorf("field violations %v do not name %q (message %q)", v, tc.field, ce.Message())
@@ -329,7 +335,7 @@ func TestRecordServiceErrors(t *testing.T) {
 		for _, k := range []string{"", "dds_test_not-a-real-key", "garbage"} {
 			for _, opts := range [][]connect.ClientOption{nil, {connect.WithProtoJSON()}, {connect.WithGRPCWeb()}} {
 				_, err := records(app, k, opts...).Get(ctx, connect.NewRequest(&ddsv1.GetRequest{Entity: "Product", Id: id}))
-				ce := wantCode(t, err, connect.CodeUnauthenticated)
+				ce := codeErr(t, err, connect.CodeUnauthenticated)
 				// Rendered in the caller's protocol, with the reason.
 				if ce.Message() == "" || ce.Meta().Get(connectapi.ErrorCodeHeader) != "UNAUTHORIZED" {
 					t.Errorf("key %q: message %q, %s %q", k, ce.Message(), connectapi.ErrorCodeHeader, ce.Meta().Get(connectapi.ErrorCodeHeader))
@@ -416,7 +422,7 @@ func TestRecordServiceTenantRateLimit(t *testing.T) {
 	for i := 0; i < 10 && err == nil; i++ {
 		_, err = c.List(ctx, connect.NewRequest(&ddsv1.ListRequest{Entity: "Product"}))
 	}
-	ce := wantCode(t, err, connect.CodeResourceExhausted)
+	ce := codeErr(t, err, connect.CodeResourceExhausted)
 	if ce.Meta().Get("X-RateLimit-Limit") != "3" || ce.Meta().Get("X-RateLimit-Reset") == "" {
 		t.Errorf("rate-limit headers missing: %v", ce.Meta())
 	}

@@ -63,7 +63,12 @@ func startServer(t *testing.T, base func() *testenvConfig, ttl, grace time.Durat
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { s.Serve(ctx, ln); close(done) }()
+	go func() {
+		defer close(done)
+		if err := s.Serve(ctx, ln); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
 	t.Cleanup(func() { cancel(); <-done; s.Close() })
 	return &testenv.App{URL: cfg.PublicURL, Server: s, Client: &http.Client{Timeout: 60 * time.Second}}
 }

@@ -157,21 +157,30 @@ func (e *env) scope(t testing.TB, tenantID string) *records.Scope {
 // create inserts a record through the store and returns its id.
 func (e *env) create(t testing.TB, tenantID, entity string, fields map[string]any) string {
 	t.Helper()
-	raw, err := e.Store.Create(context.Background(), e.scope(t, tenantID), entity, normAll(fields))
+	raw, err := e.Store.Create(context.Background(), e.scope(t, tenantID), entity, normAll(t, fields))
 	if err != nil {
 		t.Fatalf("create %s: %v", entity, err)
 	}
 	var m struct{ ID string }
-	json.Unmarshal(raw, &m)
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("create %s: decode %s: %v", entity, raw, err)
+	}
 	return m.ID
 }
 
-func normAll(m map[string]any) map[string]any {
-	b, _ := json.Marshal(m)
+// normAll round-trips m through JSON with UseNumber, the form the HTTP layer hands the store.
+func normAll(t testing.TB, m map[string]any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var out map[string]any
-	d.Decode(&out)
+	if err := d.Decode(&out); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 

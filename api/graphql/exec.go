@@ -14,6 +14,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator"
+	validatorrules "github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
@@ -65,11 +66,14 @@ type Engine struct {
 	store  *records.Store
 	limits Limits
 	log    *slog.Logger
+	// rules are the GraphQL specification's validation rules (gqlparser's default set),
+	// built once: ValidateWithRules only reads them.
+	rules *validatorrules.Rules
 }
 
 // NewEngine returns an engine reading through db and writing through store.
 func NewEngine(db DB, store *records.Store, limits Limits, log *slog.Logger) *Engine {
-	return &Engine{db: db, store: store, limits: limits.withDefaults(), log: log}
+	return &Engine{db: db, store: store, limits: limits.withDefaults(), log: log, rules: validatorrules.NewDefaultRules()}
 }
 
 type modelMemo struct {
@@ -185,7 +189,7 @@ func (e *Engine) Prepare(m *Model, req Request) (*prepared, *Result) {
 		}
 		return nil, requestError("GRAPHQL_PARSE_FAILED", err.Error())
 	}
-	if errs := validator.Validate(m.Schema, doc); len(errs) > 0 {
+	if errs := validator.ValidateWithRules(m.Schema, doc, e.rules); len(errs) > 0 {
 		return nil, fromGQL(errs, "GRAPHQL_VALIDATION_FAILED")
 	}
 	var op *ast.OperationDefinition

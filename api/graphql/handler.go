@@ -238,5 +238,8 @@ func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Re
 	}
 	w.Header().Set("Content-Type", media+"; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	// The body is a JSON-encoded GraphQL result served as application/json or
+	// application/graphql-response+json (media is one of those two constants, see accepts), never
+	// as HTML, so reflected strings inside it are JSON data a browser does not render.
+	_, _ = w.Write(body) //nolint:gosec // G705: JSON body under an explicit JSON Content-Type, not HTML.
 }

@@ -98,7 +98,9 @@ func TestBatchMutations(t *testing.T) {
 	d = e.gql(t, tenant, key, `{ productsCount }`, nil).ok(t)
 	jsonEq(t, d, `{"productsCount": 0}`)
 	var n int
-	e.DB.Get(&n, `SELECT count(*) FROM dds.events WHERE tenant_id = $1`, tenant)
+	if err := e.DB.Get(&n, `SELECT count(*) FROM dds.events WHERE tenant_id = $1`, tenant); err != nil {
+		t.Fatal(err)
+	}
 	if n != 5 { // 2 created, 1 updated, 2 deleted
 		t.Errorf("%d events, want 5", n)
 	}

@@ -47,7 +47,9 @@ func jsonEq(t *testing.T, got any, want string) {
 	}
 	g, _ := json.Marshal(got)
 	var gv any
-	json.Unmarshal(g, &gv)
+	if err := json.Unmarshal(g, &gv); err != nil {
+		t.Fatalf("got %s: %v", g, err)
+	}
 	if !reflect.DeepEqual(gv, w) {
 		t.Errorf("got  %s\nwant %s", g, want)
 	}
@@ -85,7 +87,9 @@ func TestNestedQueryIsOneStatementPerRootField(t *testing.T) {
 		t.Errorf("%d SQL statements for 2 root fields, want 2", n)
 	}
 	var data any
-	json.Unmarshal(out.Data, &data)
+	if err := json.Unmarshal(out.Data, &data); err != nil {
+		t.Fatalf("data %s: %v", out.Data, err)
+	}
 	jsonEq(t, data, `{
 	  "products": [
 	    {"name": "Apple", "categories": [{"name": "Fruit", "products": [{"name": "Banana"}, {"name": "Apple"}]}]},

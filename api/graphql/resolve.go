@@ -117,10 +117,18 @@ func (x *execCtx) listRaw(l query.List) ([]byte, error) {
 
 func (x *execCtx) one(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
 	id, _ := args["id"].(string)
-	if _, err := uuid.Parse(id); err != nil {
+	if !isUUID(id) {
+		// An id that is not a UUID names no record: the field is null, as for an absent id
+		// (not an error, so the rest of the query still resolves).
 		return []byte("null"), nil
 	}
 	return x.byID(e, cf.sel, id)
+}
+
+// isUUID reports whether id is a well-formed UUID, the only form a record id takes.
+func isUUID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil
 }
 
 // byID reads one record with a selection (null when absent).

@@ -40,15 +40,6 @@ type outField struct {
 	sub      *shape
 }
 
-func (s *shape) hasNested() bool {
-	for _, f := range s.fields {
-		if f.kind != oScalar && f.kind != oTypename {
-			return true
-		}
-	}
-	return false
-}
-
 // writeObj writes raw (a JSON object) reshaped by s.
 func writeObj(b *bytes.Buffer, s *shape, raw []byte) error {
 	if isNull(raw) {

@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,7 +37,9 @@ func (w *wsClient) send(m map[string]any) {
 // read returns the next message, failing after a deadline.
 func (w *wsClient) read() map[string]any {
 	w.t.Helper()
-	w.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if err := w.c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		w.t.Fatalf("set read deadline: %v", err)
+	}
 	var m map[string]any
 	if err := w.c.ReadJSON(&m); err != nil {
 		w.t.Fatalf("read: %v", err)
@@ -45,10 +48,14 @@ func (w *wsClient) read() map[string]any {
 }
 
 func (w *wsClient) closeCode() int {
-	w.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	w.t.Helper()
+	if err := w.c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		w.t.Fatalf("set read deadline: %v", err)
+	}
 	for {
 		if _, _, err := w.c.ReadMessage(); err != nil {
-			if ce, ok := err.(*websocket.CloseError); ok {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
 				return ce.Code
 			}
 			return -1

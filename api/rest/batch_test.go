@@ -250,13 +250,13 @@ func TestConcurrentWriters(t *testing.T) {
 	wg.Wait()
 	ok, contestedWins := 0, 0
 	for w, s := range statuses {
-		switch {
-		case s == 201:
+		switch s {
+		case 201:
 			ok++
 			if w%2 == 1 {
 				contestedWins++
 			}
-		case s == 409 || s == 400:
+		case 409, 400:
 			if w%2 == 0 {
 				t.Errorf("writer %d without contested value failed: %d", w, s)
 			}

@@ -182,7 +182,9 @@ func TestCRUD(t *testing.T) {
 	}
 	var deleted map[string]any
 	var rec []byte
-	testenv.DB(t).Get(&rec, `SELECT record FROM dds.events WHERE entity_id = $1 AND type = 'entity.deleted'`, id)
+	if err := testenv.DB(t).Get(&rec, `SELECT record FROM dds.events WHERE entity_id = $1 AND type = 'entity.deleted'`, id); err != nil {
+		t.Fatalf("entity.deleted event: %v", err)
+	}
 	if err := jsonUnmarshal(rec, &deleted); err != nil || deleted["name"] != "Lamp 2" {
 		t.Errorf("entity.deleted must carry the deleted record: %s", rec)
 	}

@@ -75,14 +75,14 @@ func (h *Handler) query(r *http.Request) (int, any, error) {
 }
 
 func kindWord(k string) string {
-	switch {
-	case k == "map" || k == "struct":
+	switch k {
+	case "map", "struct":
 		return "an object"
-	case k == "slice":
+	case "slice":
 		return "an array"
-	case k == "string":
+	case "string":
 		return "a string"
-	case k == "bool":
+	case "bool":
 		return "a boolean"
 	}
 	return "a number"

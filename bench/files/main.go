@@ -89,8 +89,9 @@ func runServer() error {
 	return s.Run(ctx)
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(ctx context.Context) (string, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
@@ -128,9 +129,13 @@ func run(ctx context.Context, size int64, runs int) error {
 	if err != nil {
 		return err
 	}
-	defer d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, created.TenantID)
+	defer func() { // without ctx: the bench tenant goes even when the run was interrupted
+		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, created.TenantID); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/files: cleanup: delete tenant:", err)
+		}
+	}()
 
-	tAddr, err := freeAddr()
+	tAddr, err := freeAddr(ctx)
 	if err != nil {
 		return err
 	}
@@ -140,9 +145,9 @@ func run(ctx context.Context, size int64, runs int) error {
 	if err != nil {
 		return fmt.Errorf("temporal dev server: %w", err)
 	}
-	defer dev.Stop()
+	defer dev.Stop() //nolint:errcheck // best-effort shutdown of the bench's Temporal dev server; results are already printed
 
-	httpAddr, err := freeAddr()
+	httpAddr, err := freeAddr(ctx)
 	if err != nil {
 		return err
 	}
@@ -225,12 +230,12 @@ func run(ctx context.Context, size int64, runs int) error {
 			target := filepath.Join(work, "dd.out")
 			t0 := time.Now()
 			if out, err := exec.CommandContext(ctx, "dd", "if="+src, "of="+target, "bs=1M", "conv=fsync").CombinedOutput(); err != nil {
-				return fmt.Errorf("dd write: %v: %s", err, out)
+				return fmt.Errorf("dd write: %w: %s", err, out)
 			}
 			ddW = append(ddW, time.Since(t0))
 			t0 = time.Now()
 			if out, err := exec.CommandContext(ctx, "dd", "if="+target, "of=/dev/null", "bs=1M").CombinedOutput(); err != nil {
-				return fmt.Errorf("dd read: %v: %s", err, out)
+				return fmt.Errorf("dd read: %w: %s", err, out)
 			}
 			ddR = append(ddR, time.Since(t0))
 			os.Remove(target)
@@ -300,7 +305,11 @@ func writeRandom(path string, size int64) error {
 func waitHealthy(ctx context.Context, base string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return nil
@@ -427,8 +436,12 @@ func (c *apiClient) download(ctx context.Context, id string) (time.Duration, int
 	if err := c.call(ctx, "GET", "/api/v1/files/"+id+"/download-url", nil, &dl); err != nil {
 		return 0, 0, err
 	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, dl.URL, nil)
+	if err != nil {
+		return 0, 0, err
+	}
 	start := time.Now()
-	resp, err := http.Get(dl.URL)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, 0, err
 	}

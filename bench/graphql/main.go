@@ -15,6 +15,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -100,9 +101,18 @@ func run(dur time.Duration, conc int) error {
 		return err
 	}
 	defer func() { // the bench tenant's data goes with it
-		d.ExecContext(ctx, `DROP SCHEMA `+schema.Ident(schema.PgSchemaName(info.ID))+` CASCADE`)
-		d.ExecContext(ctx, `DELETE FROM dds.events WHERE tenant_id = $1`, t.TenantID)
-		d.ExecContext(ctx, `DELETE FROM dds.tenants WHERE id = $1`, t.TenantID)
+		for _, c := range []struct {
+			sql  string
+			args []any
+		}{
+			{`DROP SCHEMA ` + schema.Ident(schema.PgSchemaName(info.ID)) + ` CASCADE`, nil},
+			{`DELETE FROM dds.events WHERE tenant_id = $1`, []any{t.TenantID}},
+			{`DELETE FROM dds.tenants WHERE id = $1`, []any{t.TenantID}},
+		} {
+			if _, err := d.ExecContext(ctx, c.sql, c.args...); err != nil {
+				fmt.Fprintln(os.Stderr, "bench/graphql: cleanup:", err)
+			}
+		}
 	}()
 	pg := schema.PgSchemaName(info.ID)
 	// 200 products, 20 categories; product i is in categories i..i+9 (mod 20),
@@ -130,7 +140,9 @@ func run(dur time.Duration, conc int) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	d.ExecContext(ctx, `ANALYZE `+schema.QualifiedIdent(pg, "IN_CATEGORY"))
+	if _, err := d.ExecContext(ctx, `ANALYZE `+schema.QualifiedIdent(pg, "IN_CATEGORY")); err != nil {
+		return err
+	}
 
 	// The GraphQL server: production router, authenticator and handler.
 	authn := auth.NewAuthenticator(d, "test", []byte("bench-graphql-secret-0123456789abcdef"), time.Hour, log)
@@ -138,12 +150,17 @@ func run(dur time.Duration, conc int) error {
 	cap := &capture{DB: d}
 	router := api.NewRouter(authn, nil, 16<<20)
 	graphql.New(store, cap, nil, graphql.Limits{}, log).Routes(router)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: router}
-	go srv.Serve(ln)
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "bench/graphql: serve:", err)
+		}
+	}()
 	defer srv.Close()
 	gqlURL := "http://" + ln.Addr().String() + "/api/v1/dynamic-gql/" + t.TenantID
 	body, _ := json.Marshal(map[string]any{"query": gqlQuery})

@@ -187,7 +187,7 @@ func NewReceiver(t testing.TB, status func(Request) int) *Receiver {
 		}
 		w.WriteHeader(code)
 	}))
-	rc.Server.Config.ErrorLog = nil
+	rc.Config.ErrorLog = nil
 	t.Cleanup(rc.Close)
 	return rc
 }

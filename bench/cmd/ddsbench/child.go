@@ -93,8 +93,9 @@ func secret() string {
 	return hex.EncodeToString(b)
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(ctx context.Context) (string, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
@@ -145,7 +146,9 @@ func migrateDDS(ctx context.Context, bin string, env ddsEnv) error {
 
 // startDDS runs `dds serve` as a child and waits until /healthz answers.
 func startDDS(ctx context.Context, bin string, env ddsEnv) (*proc, error) {
-	cmd := exec.Command(bin, "serve")
+	// Not CommandContext: ctx bounds the start-up only; the child outlives it and is stopped by
+	// proc.Stop (SIGTERM, then kill) or by Pdeathsig if this process dies.
+	cmd := exec.Command(bin, "serve") //nolint:noctx // lifetime managed by proc.Stop, see above
 	cmd.Env = env.list()
 	cmd.SysProcAttr = dieWithParent()
 	errs := &tailBuffer{}
@@ -169,7 +172,8 @@ func startMinimal(ctx context.Context, kind, tenantID, databaseURL string, maxCo
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-minimal-server", kind, "-tenant", tenantID, "-max-conns", fmt.Sprint(maxConns))
+	// Not CommandContext, as for startDDS: proc.Stop and Pdeathsig end the child.
+	cmd := exec.Command(self, "-minimal-server", kind, "-tenant", tenantID, "-max-conns", fmt.Sprint(maxConns)) //nolint:noctx // lifetime managed by proc.Stop
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+databaseURL)
 	cmd.SysProcAttr = dieWithParent()
 	errs := &tailBuffer{}
@@ -243,7 +247,7 @@ func waitHealthy(ctx context.Context, url string, limit time.Duration) error {
 		last = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), last)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -121,7 +121,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	addr, err := freeAddr()
+	addr, err := freeAddr(ctx)
 	if err != nil {
 		return err
 	}

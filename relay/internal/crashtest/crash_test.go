@@ -30,7 +30,7 @@ func TestSIGKILLDuringDeliveryLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer srv.Stop() //nolint:errcheck // best-effort shutdown of the test's Temporal dev server; its exit status is not under test
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "crashworker")
