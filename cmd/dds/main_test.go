@@ -22,7 +22,8 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	env := append(os.Environ(), "DATABASE_URL="+testenv.DatabaseURL(t), "DDS_ENV=test",
-		"DDS_JWT_SECRET=test-jwt-secret-0123456789abcdef0123456789")
+		"DDS_JWT_SECRET=test-jwt-secret-0123456789abcdef0123456789",
+		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+t.TempDir())
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env
