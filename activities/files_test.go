@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -14,30 +13,15 @@ import (
 
 	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/internal/testenv"
-	"github.com/dds-project/dds/storage"
+	"github.com/dds-project/dds/storage/storagetest"
 )
 
 func TestFileActivities(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := testenv.DB(t)
-	var tenant string
-	if err := d.Get(&tenant, `INSERT INTO dds.tenants (name) VALUES ('file-activities') RETURNING id`); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, tenant); err != nil {
-			t.Errorf("cleanup: delete tenant: %v", err)
-		}
-	})
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	store, err := storage.NewLocal(t.TempDir(), "", srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux.HandleFunc("PUT "+storage.LocalRoute+"{token}", store.ServeUpload)
+	tenant := testenv.TenantRow(t, "file-activities")
+	store := storagetest.Local(t)
 	a := &activities.Files{DB: d, Storage: store}
 
 	// file inserts a row (mime text/plain, 5 bytes) and optionally stores

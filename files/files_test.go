@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/storage"
+	"github.com/dds-project/dds/storage/storagetest"
 	"github.com/dds-project/dds/workflows"
 )
 
@@ -43,23 +43,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal("DDS_TEMPORAL_CLI is not set: run the tests with `make test`")
 	}
 	d := testenv.DB(t)
-	var tenant string
-	if err := d.Get(&tenant, `INSERT INTO dds.tenants (name) VALUES ('files-service') RETURNING id`); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, tenant); err != nil {
-			t.Errorf("cleanup: delete tenant: %v", err)
-		}
-	})
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	store, err := storage.NewLocal(t.TempDir(), "", srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux.HandleFunc("PUT "+storage.LocalRoute+"{token}", store.ServeUpload)
+	tenant := testenv.TenantRow(t, "files-service")
+	store := storagetest.Local(t)
 
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	hostPort := ln.Addr().String()

@@ -171,15 +171,9 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		}
 		rows[i] = row
 	}
-	failedIdx := failedSet(b.res.Failed)
-	s.checkUnique(ctx, sc, e, items, rows, failedIdx, nil, b)
-	if len(b.res.Failed) == 0 {
-		s.checkFiles(ctx, sc, rows, fileItems, b)
-	}
-	if len(b.res.Failed) > 0 {
+	if !s.checkStored(ctx, sc, e, items, rows, nil, fileItems, b) {
 		return b.done(nil, 0), nil
 	}
-	b.checked = time.Now()
 
 	// Columns: id plus the union of the fields any item sets; an item that
 	// does not set a field binds NULL there, which is its column default
@@ -264,15 +258,9 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 		}
 		ids[i], rows[i] = id, row
 	}
-	failedIdx := failedSet(b.res.Failed)
-	s.checkUnique(ctx, sc, e, raws, rows, failedIdx, ids, b)
-	if len(b.res.Failed) == 0 {
-		s.checkFiles(ctx, sc, rows, raws, b)
-	}
-	if len(b.res.Failed) > 0 {
+	if !s.checkStored(ctx, sc, e, raws, rows, ids, raws, b) {
 		return b.done(nil, 0), nil
 	}
-	b.checked = time.Now()
 
 	fields, used := unionFields(rows)
 	idCol := make([]sql.NullString, len(rows))
@@ -547,6 +535,23 @@ func canonical(f *schema.Field, v string) string {
 		}
 	}
 	return v
+}
+
+// checkStored runs the checks that need the database once every item passed
+// validation: unique values (against the batch and stored records; ids are
+// the records an update batch rewrites, nil for a create), then FILE
+// references. It reports whether the batch may be written, and starts the
+// write clock.
+func (s *Store) checkStored(ctx context.Context, sc *Scope, e *schema.Entity, items []any, rows []Row, ids []string, fileItems []any, b *batch) bool {
+	s.checkUnique(ctx, sc, e, items, rows, failedSet(b.res.Failed), ids, b)
+	if len(b.res.Failed) == 0 {
+		s.checkFiles(ctx, sc, rows, fileItems, b)
+	}
+	if len(b.res.Failed) > 0 {
+		return false
+	}
+	b.checked = time.Now()
+	return true
 }
 
 // checkFiles verifies every FILE reference in one call; on failure it

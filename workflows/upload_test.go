@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -23,7 +22,9 @@ import (
 
 	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/storage"
+	"github.com/dds-project/dds/storage/storagetest"
 	"github.com/dds-project/dds/workflows"
 )
 
@@ -50,24 +51,8 @@ func newFixture(t *testing.T) *fixture {
 	if err := db.Migrate(ctx, d.DB); err != nil {
 		t.Fatal(err)
 	}
-	var tenant string
-	if err := d.GetContext(ctx, &tenant, `INSERT INTO dds.tenants (name) VALUES ('upload-wf-test') RETURNING id`); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, tenant); err != nil {
-			t.Errorf("cleanup: delete tenant: %v", err)
-		}
-	})
-
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	l, err := storage.NewLocal(t.TempDir(), "", srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux.HandleFunc("PUT "+storage.LocalRoute+"{token}", l.ServeUpload)
+	tenant := testenv.TenantRow(t, "upload-wf-test")
+	l := storagetest.Local(t)
 	return &fixture{db: d, store: l, tenant: tenant}
 }
 

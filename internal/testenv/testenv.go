@@ -214,3 +214,20 @@ func (a *App) Schema(t testing.TB, key string, def any) map[string]any {
 	t.Helper()
 	return a.Must(t, http.StatusCreated, "POST", "/api/v1/schemas", key, def).JSON(t)
 }
+
+// TenantRow inserts a bare tenant (no keys, no schema) for tests below the
+// HTTP layer, and deletes it, with everything it owns, when the test ends.
+func TenantRow(t testing.TB, name string) string {
+	t.Helper()
+	d := DB(t)
+	var id string
+	if err := d.Get(&id, `INSERT INTO dds.tenants (name) VALUES ($1) RETURNING id`, name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, id); err != nil {
+			t.Errorf("cleanup: delete tenant: %v", err)
+		}
+	})
+	return id
+}
