@@ -47,6 +47,7 @@ type Limits struct {
 	Auth       *ratelimit.Limiter
 	AuthPaths  map[string]bool // "POST /api/v1/auth/token"
 	TrustProxy bool            // take the client IP from X-Forwarded-For
+	Metrics    *Metrics        // nil records nothing
 }
 
 // Middleware wraps the whole server: request id, access log, panic
@@ -74,6 +75,7 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 					WriteError(sw, r, apperr.New(apperr.Internal, "internal error"))
 				}
 			}
+			limits.Metrics.observe(r.Pattern, sw.status, time.Since(start))
 			if log.Enabled(r.Context(), slog.LevelDebug) {
 				LoggerFrom(r.Context()).Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
 			}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
@@ -100,13 +102,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
 	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)
 	router.Public("GET /healthz", http.HandlerFunc(s.health))
-	router.Public("GET /metrics", promhttp.Handler())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	router.Public("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
 	s.Handler = api.Middleware(router, log, api.Limits{
 		Global:     ratelimit.New(cfg.RateGlobal, time.Minute),
 		Auth:       ratelimit.New(cfg.RateAuth, time.Minute),
 		AuthPaths:  map[string]bool{"POST /api/v1/auth/token": true, "POST /api/v1/tenants": true},
 		TrustProxy: cfg.TrustProxy,
+		Metrics:    api.NewMetrics(reg),
 	})
 	return s, nil
 }

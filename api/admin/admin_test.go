@@ -287,3 +287,25 @@ func TestSchemaValidationErrors(t *testing.T) {
 	app.Must(t, 400, "POST", "/api/v1/schemas", key, `{"name":`)
 	app.Must(t, 403, "POST", "/api/v1/schemas", app.Must(t, 201, "POST", "/api/v1/api-keys", key, map[string]any{"name": "r", "scopes": []string{"schema:*:read"}}).JSON(t)["key"].(string), shop)
 }
+
+func TestMetricsByRoutePattern(t *testing.T) {
+	t.Parallel()
+	app := testenv.NewServer(t, testenv.Config(t))
+	_, key := app.Tenant(t)
+	app.Must(t, 200, "GET", "/api/v1/api-keys", key, nil)
+	app.Must(t, 404, "GET", "/api/v1/schemas/01a200ae-0000-7000-8000-000000000000", key, nil)
+	body := string(app.Must(t, 200, "GET", "/metrics", "", nil).Body)
+	for _, want := range []string{
+		`dds_http_requests_total{route="GET /api/v1/api-keys",status="200"} 1`,
+		`dds_http_requests_total{route="GET /api/v1/schemas/{id}",status="404"} 1`,
+		`dds_http_request_duration_seconds_bucket{route="GET /api/v1/api-keys"`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "01a200ae-0000") {
+		t.Error("metrics must be labelled by route pattern, never by raw path")
+	}
+}
