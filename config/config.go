@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -81,6 +82,16 @@ func Load() (*Config, error) {
 	}
 	if c.Env != "live" && c.Env != "test" {
 		problems = append(problems, fmt.Errorf(`DDS_ENV must be "live" or "test", got %q`, c.Env))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		problems = append(problems, fmt.Errorf(`DDS_LOG_LEVEL must be debug, info, warn or error, got %q`, c.LogLevel))
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		problems = append(problems, fmt.Errorf(`DDS_LOG_FORMAT must be "text" or "json", got %q`, c.LogFormat))
+	}
+	if c.FileStorageDriver != "local" && c.FileStorageDriver != "s3" {
+		problems = append(problems, fmt.Errorf(`FILE_STORAGE_DRIVER must be "local" or "s3", got %q`, c.FileStorageDriver))
 	}
 	if c.JWTSecret != "" && len(c.JWTSecret) < 32 {
 		problems = append(problems, errors.New("DDS_JWT_SECRET must be at least 32 characters"))

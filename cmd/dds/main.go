@@ -86,7 +86,7 @@ func withConfig(fn func(*config.Config, *slog.Logger) error) error {
 
 func newLogger(cfg *config.Config) *slog.Logger {
 	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // config.Load validated it
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts))

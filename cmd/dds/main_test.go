@@ -53,8 +53,11 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("an unknown command must fail with usage: %v %s", err, out)
 	}
 	cmd = exec.Command(bin, "serve")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "DATABASE_URL") || !strings.Contains(string(out), "DDS_JWT_SECRET") {
-		t.Fatalf("missing configuration must be reported all at once: %v %s", err, out)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DDS_LOG_LEVEL=loud", "FILE_STORAGE_DRIVER=ftp"}
+	out, err = func() (string, error) { b, err := cmd.CombinedOutput(); return string(b), err }()
+	for _, want := range []string{"DATABASE_URL", "DDS_JWT_SECRET", "DDS_LOG_LEVEL", "FILE_STORAGE_DRIVER"} {
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("bad configuration must be reported all at once, naming %s: %v %s", want, err, out)
+		}
 	}
 }
