@@ -122,12 +122,19 @@ func (c *Compiler) Get(entity, id string, sel Selection) (Statement, error) {
 	}
 	var a Args
 	b := &builder{c: c, a: &a}
-	cols, err := b.record(e, sel, "t", "select", "", 0)
+	src := b.source(sel)
+	cols, joins, err := b.record(e, sel, "t", src, "select", "", 0)
 	if err != nil {
 		return Statement{}, err
 	}
-	sql := fmt.Sprintf(`SELECT row_to_json(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE t."id" = %s`,
-		c.Table(e.Name), strings.Join(cols, ", "), a.Add(id, "uuid"))
+	if src == "" {
+		sql := fmt.Sprintf(`SELECT row_to_json(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE t."id" = %s`,
+			c.Table(e.Name), strings.Join(cols, ", "), a.Add(id, "uuid"))
+		return Statement{SQL: sql, Args: a.List()}, nil
+	}
+	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE t."id" = %s`, c.Table(e.Name), a.Add(id, "uuid"))
+	sql := fmt.Sprintf(`%s SELECT row_to_json(r) FROM %s t%s CROSS JOIN LATERAL (SELECT %s) r`,
+		b.with(src, page), src, joins, strings.Join(cols, ", "))
 	return Statement{SQL: sql, Args: a.List()}, nil
 }
 
@@ -152,21 +159,40 @@ func checkPage(limit, offset int, path string) (int, error) {
 // MaxDepth bounds the nesting of relationship selections.
 const MaxDepth = 5
 
+// source names the CTE that will hold the top-level rows of a statement
+// selecting sel, or "" when sel nests no relationship selection (the rows
+// are then read without a CTE).
+func (b *builder) source(sel Selection) string {
+	if len(sel.Nested) == 0 {
+		return ""
+	}
+	return b.alias("q")
+}
+
+// with renders the WITH clause of a statement with nested selections: the
+// top-level rows (page) as CTE src, then the CTEs of the nested levels.
+func (b *builder) with(src, page string) string {
+	return "WITH " + src + " AS (" + page + "), " + strings.Join(b.ctes, ", ")
+}
+
 // record renders the select list of a record of e read from alias tbl,
-// including nested relationship selections as correlated subqueries.
+// whose rows are those of CTE src (needed only when sel nests relationship
+// selections). Each nested selection is computed once per distinct record
+// id in src (see nested) and looked up by id: joins are the LEFT JOINs to
+// append to the FROM clause that reads tbl, before the lateral select.
 // skip omits one user field (shadowed by edge members).
-func (b *builder) record(e *schema.Entity, sel Selection, tbl, path, skip string, depth int) ([]string, error) {
-	cols, err := columns(e, sel.Fields, tbl, joinPath(path, "select"), skip)
+func (b *builder) record(e *schema.Entity, sel Selection, tbl, src, path, skip string, depth int) (cols []string, joins string, err error) {
+	cols, err = columns(e, sel.Fields, tbl, joinPath(path, "select"), skip)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if sel.TenantID != "" {
 		if err := b.setTenant(sel.TenantID); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if len(sel.Nested) == 0 && len(sel.Files) == 0 {
-		return cols, nil
+		return cols, "", nil
 	}
 	taken := map[string]bool{schema.ColID: true, schema.ColCreatedAt: true, schema.ColUpdatedAt: true}
 	for i := range e.Fields {
@@ -176,27 +202,27 @@ func (b *builder) record(e *schema.Entity, sel Selection, tbl, path, skip string
 		fpath := fmt.Sprintf("%s[%d]", joinPath(path, "files"), i)
 		f, ok := e.Field(fm.Field)
 		if !ok || f.Type != schema.File {
-			return nil, apperr.Field(fpath, "%q is not a FILE field of %s", fm.Field, e.Name)
+			return nil, "", apperr.Field(fpath, "%q is not a FILE field of %s", fm.Field, e.Name)
 		}
 		key := fm.Key
 		if key == "" {
 			key = f.Name + "File"
 		}
 		if taken[key] {
-			return nil, apperr.Field(fpath, "key %q is already used by a field or another selection", key)
+			return nil, "", apperr.Field(fpath, "key %q is already used by a field or another selection", key)
 		}
 		taken[key] = true
 		sub, err := b.fileMeta(f, tbl)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		cols = append(cols, sub+" AS "+quoteAlias(key))
 	}
 	if len(sel.Nested) == 0 {
-		return cols, nil
+		return cols, "", nil
 	}
 	if depth >= MaxDepth {
-		return nil, apperr.Field(path, "relationship selections nest at most %d levels deep", MaxDepth)
+		return nil, "", apperr.Field(path, "relationship selections nest at most %d levels deep", MaxDepth)
 	}
 	for i, n := range sel.Nested {
 		npath := fmt.Sprintf("%s[%d]", joinPath(path, "traverse"), i)
@@ -205,16 +231,18 @@ func (b *builder) record(e *schema.Entity, sel Selection, tbl, path, skip string
 			key = n.Relationship
 		}
 		if taken[key] || key == "" {
-			return nil, apperr.Field(npath, "key %q is already used by a field or another traversal", key)
+			return nil, "", apperr.Field(npath, "key %q is already used by a field or another traversal", key)
 		}
 		taken[key] = true
-		sub, err := b.nested(e, tbl, n, npath, depth+1)
+		j, err := b.nested(e, src, n, npath, depth+1)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		cols = append(cols, sub+" AS "+quoteAlias(key))
+		x := b.alias("c")
+		joins += fmt.Sprintf(` LEFT JOIN %s %s ON %s."_pid" = %s."id"`, j, x, x, tbl)
+		cols = append(cols, fmt.Sprintf(`coalesce(%s."_json", '[]'::json) AS %s`, x, quoteAlias(key)))
 	}
-	return cols, nil
+	return cols, joins, nil
 }
 
 // setTenant records the tenant of file metadata lookups; every selection
@@ -353,7 +381,8 @@ func (c *Compiler) List(l List) (Statement, error) {
 		pageWhere = and(pageWhere, p)
 	}
 	backward := l.Seek != nil && l.Seek.Backward
-	cols, err := b.record(e, l.Select, "t", "", "", 0)
+	src := b.source(l.Select)
+	cols, joins, err := b.record(e, l.Select, "t", src, "", "", 0)
 	if err != nil {
 		return Statement{}, err
 	}
@@ -366,8 +395,13 @@ func (c *Compiler) List(l List) (Statement, error) {
 	}
 	page := fmt.Sprintf("SELECT t.*%s FROM %s t WHERE %s ORDER BY %s LIMIT %s OFFSET %s",
 		extra, c.Table(e.Name), pageWhere, innerOrder, a.Add(limit, "int"), a.Add(l.Offset, "int"))
-	sql := fmt.Sprintf(`SELECT json_build_object('items', (SELECT coalesce(json_agg(r ORDER BY %s), '[]'::json) FROM (%s) t CROSS JOIN LATERAL (SELECT %s) r)`,
-		aggOrder, page, strings.Join(cols, ", "))
+	from := "(" + page + ")"
+	sql := ""
+	if src != "" {
+		from, sql = src, b.with(src, page)+" "
+	}
+	sql += fmt.Sprintf(`SELECT json_build_object('items', (SELECT coalesce(json_agg(r ORDER BY %s), '[]'::json) FROM %s t%s CROSS JOIN LATERAL (SELECT %s) r)`,
+		aggOrder, from, joins, strings.Join(cols, ", "))
 	if l.IncludeCount {
 		sql += fmt.Sprintf(`, 'count', (SELECT count(*) FROM %s t WHERE %s)`, c.Table(e.Name), where)
 	}

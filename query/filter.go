@@ -363,6 +363,9 @@ type builder struct {
 	// tenant is the tenant of file metadata lookups (Selection.TenantID)
 	// and tenantArg its placeholder, bound once per statement.
 	tenant, tenantArg string
+	// ctes are the CTEs of nested relationship selections, in dependency
+	// order (see nested).
+	ctes []string
 }
 
 func (b *builder) alias(prefix string) string {

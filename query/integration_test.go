@@ -243,6 +243,58 @@ func TestListFeaturesOnPostgres(t *testing.T) {
 		}
 	})
 
+	t.Run("nested levels are per related node, also when a node recurs", func(t *testing.T) {
+		// Office is reached twice from Oak desk (e1, e3) and Home from Oak
+		// desk and Table: every occurrence carries that category's own page
+		// of products (name descending, offset 1, limit 1, with its edge),
+		// and each of those its SIMILAR neighbours.
+		prods := Nested{Key: "prods", Relationship: "IN_CATEGORY", Direction: DirIn, OrderBy: []Order{{Field: "name", Desc: true}}, Limit: 1, Offset: 1, Edges: true,
+			Select: Selection{Fields: []string{"name"}, Nested: []Nested{{Key: "sim", Relationship: "SIMILAR", Direction: DirBoth, Select: Selection{Fields: []string{"name"}}}}}}
+		cats := Nested{Key: "cats", Relationship: "IN_CATEGORY", OrderBy: []Order{{Field: "title"}}, Select: Selection{Fields: []string{"title"}, Nested: []Nested{prods}}}
+		// render writes name(child,child...) per item; edges add @edge-id suffix.
+		var render func(items []map[string]any) string
+		render = func(items []map[string]any) string {
+			var parts []string
+			for _, it := range items {
+				s, _ := it["name"].(string)
+				if s == "" {
+					s, _ = it["title"].(string)
+				}
+				if rel, ok := it["_relationship"].(map[string]any); ok {
+					s += "@" + strings.TrimPrefix(rel["id"].(string), "00000000-0000-7000-8000-0000000000")
+				}
+				for _, k := range []string{"cats", "prods", "sim"} {
+					if v, ok := it[k]; ok {
+						s += k + "(" + render(toItems(v)) + ")"
+					}
+				}
+				parts = append(parts, s)
+			}
+			return strings.Join(parts, ",")
+		}
+		home := "Home" + "prods(Oak desk@e2sim(Table,50% off_chair))"
+		office := "Office" + "prods(Oak desk@e3sim(Table,50% off_chair))"
+		st, err := c.List(List{Entity: "Product", OrderBy: []Order{{Field: "name"}}, Select: Selection{Fields: []string{"name"}, Nested: []Nested{cats}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p page
+		run(t, db, st, &p)
+		want := "50% off_chaircats()," + `Lamp\xcats(),` + "Oak deskcats(" + home + "," + office + "," + office + "),Tablecats(" + home + ")"
+		if got := render(p.Items); got != want {
+			t.Errorf("list:\n got %s\nwant %s", got, want)
+		}
+		st, err = c.Get("Product", "00000000-0000-7000-8000-000000000004", Selection{Fields: []string{"name"}, Nested: []Nested{cats}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var one map[string]any
+		run(t, db, st, &one)
+		if got := render([]map[string]any{one}); got != "Tablecats("+home+")" {
+			t.Errorf("get: %s", got)
+		}
+	})
+
 	t.Run("relationship predicates", func(t *testing.T) {
 		check := func(l List, want string) {
 			t.Helper()
@@ -336,6 +388,15 @@ func TestListFeaturesOnPostgres(t *testing.T) {
 		run(t, db, st, &res)
 		if len(res) != 2 || res[0].Data["name"] != "Oak desk" || res[0].Score < 0.999 || res[1].Data["name"] != "Table" || res[1].Score >= res[0].Score {
 			t.Fatalf("vector results: %+v", res)
+		}
+		st, err = c.VectorSearch(VectorSearch{Entity: "Product", Field: "embedding", Vector: []any{1.0, 0.0, 0.0}, TopK: 1,
+			Select: Selection{Fields: []string{"name"}, Nested: []Nested{{Key: "cats", Relationship: "IN_CATEGORY", Select: Selection{Fields: []string{"title"}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, db, st, &res)
+		if len(res) != 1 || res[0].Data["name"] != "Oak desk" || strings.Join(names(toItems(res[0].Data["cats"]), "title"), "|") != "Office|Home|Office" {
+			t.Fatalf("vector search with a nested selection (edge creation order): %+v", res)
 		}
 		st, _ = c.VectorSearch(VectorSearch{Entity: "Product", Field: "embedding", Vector: []any{-1.0, 0.0, 0.0}, TopK: 10})
 		run(t, db, st, &res)

@@ -8,20 +8,31 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
-// nested compiles a relationship selection of the parent record (entity pe,
-// alias ptbl) into a correlated subquery returning a JSON array:
+// nested compiles a relationship selection of the parent records (entity
+// pe), which are the rows of CTE src, into two CTEs and returns the name of
+// the second one:
 //
-//	(SELECT coalesce(json_agg(r ORDER BY <keys>), '[]') FROM (
-//	   SELECT n.*, <edge columns> FROM (<edges of the parent>) e
-//	   JOIN <target> n ON n."id" = e."_other"
-//	   WHERE <where on n> AND <edgeWhere on e>
-//	   ORDER BY <keys> LIMIT l OFFSET o) n
-//	 CROSS JOIN LATERAL (SELECT <selected columns>) r)
+//	pg AS (SELECT p."id" AS "_pid", n.* FROM (SELECT DISTINCT "id" FROM src) p
+//	  CROSS JOIN LATERAL (
+//	    SELECT n.*, <edge columns> FROM (<edges of p>) e
+//	    JOIN <target> n ON n."id" = e."_other"
+//	    WHERE <where on n> AND <edgeWhere on e>
+//	    ORDER BY <keys> LIMIT l OFFSET o) n),
+//	j AS (SELECT n."_pid", json_agg(r ORDER BY <keys>) AS "_json" FROM pg n
+//	  <joins of n's own nested selections>
+//	  CROSS JOIN LATERAL (SELECT <selected columns>) r GROUP BY n."_pid")
+//
+// j holds one JSON array per parent id that has related records; the
+// parent looks its array up by id (a missing one is '[]'). A page depends
+// on the parent's id alone, so each level is computed once per distinct
+// parent, however often that parent occurs among the rows above it (a
+// category reached from 200 products is expanded once, not 200 times).
+// The CTEs of n's own nested selections come between pg and j.
 //
 // The page is chosen before any JSON is built; the aggregate re-applies the
 // page order, so item order is deterministic (ties broken by edge id).
 // Default order is the edges' creation order.
-func (b *builder) nested(pe *schema.Entity, ptbl string, n Nested, path string, depth int) (string, error) {
+func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, depth int) (string, error) {
 	c := b.c
 	rel, dirs, err := c.relationshipFor(pe, n.Relationship, n.Direction, path)
 	if err != nil {
@@ -32,7 +43,7 @@ func (b *builder) nested(pe *schema.Entity, ptbl string, n Nested, path string, 
 	if err != nil {
 		return "", err
 	}
-	e, t, r := b.alias("e"), b.alias("n"), b.alias("r")
+	e, t, r, p := b.alias("e"), b.alias("n"), b.alias("r"), b.alias("p")
 
 	// Edges of the parent, tagged with their direction and far end.
 	branches := make([]string, len(dirs))
@@ -43,7 +54,7 @@ func (b *builder) nested(pe *schema.Entity, ptbl string, n Nested, path string, 
 		}
 		x := b.alias("x")
 		branches[i] = fmt.Sprintf(`SELECT %s."id", %s."properties", %s."created_at", '%s'::text AS "_dir", %s.%s AS "_other" FROM %s %s WHERE %s.%s = %s."id"`,
-			x, x, x, d, x, far, c.Table(schema.RelTable(rel)), x, x, self, ptbl)
+			x, x, x, d, x, far, c.Table(schema.RelTable(rel)), x, x, self, p)
 	}
 	edges := strings.Join(branches, " UNION ALL ")
 
@@ -77,11 +88,17 @@ func (b *builder) nested(pe *schema.Entity, ptbl string, n Nested, path string, 
 		aggOrder = parts + t + `."_eid" ASC`
 	}
 
+	page := fmt.Sprintf(`SELECT %s.*, %s."id" AS "_eid", %s."properties" AS "_eprops", %s."created_at" AS "_ecreated", %s."_dir" AS "_edir" FROM (%s) %s JOIN %s %s ON %s."id" = %s."_other" WHERE %s ORDER BY %s LIMIT %s OFFSET %s`,
+		t, e, e, e, e, edges, e, c.Table(oe.Name), t, t, e, where, innerOrder, b.a.Add(limit, "int"), b.a.Add(n.Offset, "int"))
+	pg, j := b.alias("pg"), b.alias("j")
+	b.ctes = append(b.ctes, fmt.Sprintf(`%s AS (SELECT %s."id" AS "_pid", %s.* FROM (SELECT DISTINCT "id" FROM %s) %s CROSS JOIN LATERAL (%s) %s)`,
+		pg, p, t, src, p, page, t))
+
 	skip := ""
 	if n.Edges {
 		skip = "properties"
 	}
-	cols, err := b.record(oe, n.Select, t, path, skip, depth)
+	cols, joins, err := b.record(oe, n.Select, t, pg, path, skip, depth)
 	if err != nil {
 		return "", err
 	}
@@ -91,10 +108,9 @@ func (b *builder) nested(pe *schema.Entity, ptbl string, n Nested, path string, 
 				t, sqlString(rel.Name), t, t),
 			t+`."_eprops" AS "properties"`)
 	}
-	page := fmt.Sprintf(`SELECT %s.*, %s."id" AS "_eid", %s."properties" AS "_eprops", %s."created_at" AS "_ecreated", %s."_dir" AS "_edir" FROM (%s) %s JOIN %s %s ON %s."id" = %s."_other" WHERE %s ORDER BY %s LIMIT %s OFFSET %s`,
-		t, e, e, e, e, edges, e, c.Table(oe.Name), t, t, e, where, innerOrder, b.a.Add(limit, "int"), b.a.Add(n.Offset, "int"))
-	return fmt.Sprintf(`(SELECT coalesce(json_agg(%s ORDER BY %s), '[]'::json) FROM (%s) %s CROSS JOIN LATERAL (SELECT %s) %s)`,
-		r, aggOrder, page, t, strings.Join(cols, ", "), r), nil
+	b.ctes = append(b.ctes, fmt.Sprintf(`%s AS (SELECT %s."_pid", json_agg(%s ORDER BY %s) AS "_json" FROM %s %s%s CROSS JOIN LATERAL (SELECT %s) %s GROUP BY %s."_pid")`,
+		j, t, r, aggOrder, pg, t, joins, strings.Join(cols, ", "), r, t))
+	return j, nil
 }
 
 // RelationshipList compiles the edges of one record (REST GET
@@ -116,12 +132,14 @@ func (c *Compiler) RelationshipList(entity, id string, n Nested) (Statement, err
 	n.Edges = true
 	var a Args
 	b := &builder{c: c, a: &a}
-	sub, err := b.nested(e, "t", n, "", 1)
+	src := b.alias("q")
+	j, err := b.nested(e, src, n, "", 1)
 	if err != nil {
 		return Statement{}, err
 	}
-	sql := fmt.Sprintf(`SELECT json_build_object('items', %s) FROM %s t WHERE t."id" = %s`,
-		sub, c.Table(e.Name), a.Add(id, "uuid"))
+	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE t."id" = %s`, c.Table(e.Name), a.Add(id, "uuid"))
+	sql := fmt.Sprintf(`%s SELECT json_build_object('items', coalesce(c."_json", '[]'::json)) FROM %s t LEFT JOIN %s c ON c."_pid" = t."id"`,
+		b.with(src, page), src, j)
 	return Statement{SQL: sql, Args: a.List()}, nil
 }
 

@@ -68,7 +68,8 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
-	cols, err := b.record(e, v.Select, "t", "", "", 0)
+	src := b.source(v.Select)
+	cols, joins, err := b.record(e, v.Select, "t", src, "", "", 0)
 	if err != nil {
 		return Statement{}, err
 	}
@@ -76,8 +77,12 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 	q := a.Add(pgvector.NewVector(vec), "vector")
 	page := fmt.Sprintf(`SELECT t.*, %s <=> %s AS "_dist" FROM %s t WHERE %s ORDER BY "_dist" LIMIT %d`,
 		col, q, c.Table(e.Name), and(where, col+" IS NOT NULL"), topK)
-	sql := fmt.Sprintf(`SELECT coalesce(json_agg(json_build_object('data', r, 'score', greatest(0, least(1, 1 - t."_dist"))) ORDER BY t."_dist", t."id"), '[]'::json) FROM (%s) t CROSS JOIN LATERAL (SELECT %s) r`,
-		page, strings.Join(cols, ", "))
+	from, sql := "("+page+")", ""
+	if src != "" {
+		from, sql = src, b.with(src, page)+" "
+	}
+	sql += fmt.Sprintf(`SELECT coalesce(json_agg(json_build_object('data', r, 'score', greatest(0, least(1, 1 - t."_dist"))) ORDER BY t."_dist", t."id"), '[]'::json) FROM %s t%s CROSS JOIN LATERAL (SELECT %s) r`,
+		from, joins, strings.Join(cols, ", "))
 	st := Statement{SQL: sql, Args: a.List()}
 	// Without a filter and within pgvector's default candidate list (40) a
 	// plain HNSW scan already returns topK rows: no transaction, one round
