@@ -32,21 +32,13 @@ func LoggerFrom(ctx context.Context) *slog.Logger {
 	return slog.Default()
 }
 
-// RequestID returns the request's id.
-func RequestID(ctx context.Context) string {
-	if ri, ok := ctx.Value(reqKey{}).(*reqInfo); ok {
-		return ri.id
-	}
-	return ""
-}
-
 // Limits are the per-IP rate-limit layers; AuthPaths are the routes of the
 // stricter auth layer.
 type Limits struct {
 	Global     *ratelimit.Limiter
 	Auth       *ratelimit.Limiter
 	AuthPaths  map[string]bool // "POST /api/v1/auth/token"
-	TrustProxy bool            // take the client IP from X-Forwarded-For
+	TrustProxy bool            // take the client IP from the last X-Forwarded-For entry (one trusted proxy in front)
 	Metrics    *Metrics        // nil records nothing
 }
 
@@ -101,9 +93,15 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 
 func clientIP(r *http.Request, trustProxy bool) string {
 	if trustProxy {
-		if f := r.Header.Get("X-Forwarded-For"); f != "" {
-			first, _, _ := strings.Cut(f, ",")
-			return strings.TrimSpace(first)
+		// The last entry is the one the trusted proxy appended; earlier ones
+		// are whatever the client sent, so counting by them would let a
+		// client pick its own rate-limit bucket.
+		if f := r.Header.Values("X-Forwarded-For"); len(f) > 0 {
+			last := f[len(f)-1]
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = last[i+1:]
+			}
+			return strings.TrimSpace(last)
 		}
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

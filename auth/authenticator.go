@@ -51,9 +51,6 @@ func NewAuthenticator(db *sqlx.DB, env string, jwtSecret []byte, cacheTTL time.D
 		keys: map[string]cachedKey{}, index: map[string]string{}, used: map[string]time.Time{}}
 }
 
-// Env is the key environment keys are minted for.
-func (a *Authenticator) Env() string { return a.env }
-
 var errUnauthenticated = apperr.New(apperr.Unauthenticated, "missing or invalid credentials")
 
 // Authenticate resolves "Bearer <key or token>" to a principal.

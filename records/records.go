@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -47,10 +46,6 @@ type Store struct {
 func NewStore(db *sqlx.DB, schemas *schema.Service, files Files) *Store {
 	return &Store{db: db, schemas: schemas, files: files}
 }
-
-// DB exposes the pool to sibling files of this package's consumers (batch,
-// relationships) that need transactions.
-func (s *Store) DB() *sqlx.DB { return s.db }
 
 // Scope is a tenant's view of its active schema.
 type Scope struct {
@@ -93,14 +88,14 @@ type Row struct {
 func Prepare(e *schema.Entity, input map[string]any, mode Mode) (Row, []apperr.FieldError) {
 	var row Row
 	var errs []apperr.FieldError
-	for _, name := range slices.Sorted(maps.Keys(input)) {
-		if schema.IsReserved(name) {
-			continue
-		}
-		if _, ok := e.Field(name); !ok {
+	for name := range input {
+		if _, ok := e.Field(name); !ok && !schema.IsReserved(name) {
 			errs = append(errs, apperr.FieldError{Field: name, Message: fmt.Sprintf("unknown field on %s", e.Name)})
 		}
 	}
+	// Map order is random: sort the (rare) unknown-field errors so the
+	// response is stable, without sorting every valid input.
+	slices.SortFunc(errs, func(a, b apperr.FieldError) int { return strings.Compare(a.Field, b.Field) })
 	for i := range e.Fields {
 		f := &e.Fields[i]
 		v, present := input[f.Name]

@@ -190,11 +190,8 @@ func (s *Service) Create(ctx context.Context, tenantID string, def *Definition) 
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO dds.schemas (id, tenant_id, name, definition, pg_schema, active) VALUES ($1, $2, $3, $4, $5, $6)`,
 			id, tenantID, def.Name, raw, pg, !hasActive)
-		if isUnique(err) {
-			return apperr.Field("name", "a schema named %q already exists", def.Name)
-		}
 		if err != nil {
-			return err
+			return uniqueError(err, def.Name)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO dds.schema_versions (schema_id, version, definition) VALUES ($1, 1, $2)`, id, raw); err != nil {
 			return err
@@ -253,11 +250,8 @@ func (s *Service) Update(ctx context.Context, tenantID, id string, def *Definiti
 		raw, _ := json.Marshal(def)
 		_, err = tx.ExecContext(ctx, `UPDATE dds.schemas SET name = $3, definition = $4, version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2`,
 			tenantID, id, def.Name, raw)
-		if isUnique(err) {
-			return apperr.Field("name", "a schema named %q already exists", def.Name)
-		}
 		if err != nil {
-			return err
+			return uniqueError(err, def.Name)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO dds.schema_versions (schema_id, version, definition) SELECT id, version, definition FROM dds.schemas WHERE id = $1`, id); err != nil {
 			return err
@@ -339,7 +333,16 @@ func (s *Service) tx(ctx context.Context, fn func(*sqlx.Tx) error) error {
 	return nil
 }
 
-func isUnique(err error) bool {
+// uniqueError names what a unique violation on dds.schemas means: a taken
+// name, or another first schema of the tenant created at the same moment
+// (both tried to become the active one). Other errors pass through.
+func uniqueError(err error, name string) error {
 	var pe *pq.Error
-	return errors.As(err, &pe) && pe.Code == "23505"
+	if !errors.As(err, &pe) || pe.Code != "23505" {
+		return err
+	}
+	if pe.Constraint == "schemas_one_active" {
+		return &apperr.Error{Code: apperr.Conflict, Message: "another schema of this tenant was created at the same moment; retry", Err: err}
+	}
+	return apperr.Field("name", "a schema named %q already exists", name)
 }

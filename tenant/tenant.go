@@ -57,10 +57,3 @@ func (s *Service) Create(ctx context.Context, name string) (Created, error) {
 	c.KeyID, c.APIKey = k.ID, k.Key
 	return c, nil
 }
-
-// Name returns a tenant's name (webhook payloads carry it).
-func (s *Service) Name(ctx context.Context, id string) (string, error) {
-	var n string
-	err := s.db.GetContext(ctx, &n, `SELECT name FROM dds.tenants WHERE id = $1`, id)
-	return n, err
-}

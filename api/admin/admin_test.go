@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -307,5 +308,34 @@ func TestMetricsByRoutePattern(t *testing.T) {
 	}
 	if strings.Contains(body, "01a200ae-0000") {
 		t.Error("metrics must be labelled by route pattern, never by raw path")
+	}
+}
+
+func TestConcurrentFirstSchemas(t *testing.T) {
+	t.Parallel()
+	app := testenv.Server(t)
+	for round := range 5 {
+		_, key := app.Tenant(t)
+		statuses := make(chan int, 2)
+		for i := range 2 {
+			go func() {
+				def := map[string]any{"name": fmt.Sprintf("s%d_%d", round, i), "entities": []any{map[string]any{"name": "A", "fields": []any{map[string]any{"name": "x", "type": "STRING"}}}}}
+				statuses <- app.Do(t, "POST", "/api/v1/schemas", key, def).Status
+			}()
+		}
+		for range 2 {
+			if s := <-statuses; s != 201 && s != 409 {
+				t.Fatalf("concurrent first schemas: status %d, want 201 or 409 (retry)", s)
+			}
+		}
+		active := 0
+		for _, s := range app.Must(t, 200, "GET", "/api/v1/schemas", key, nil).JSON(t)["schemas"].([]any) {
+			if s.(map[string]any)["active"] == true {
+				active++
+			}
+		}
+		if active != 1 {
+			t.Fatalf("round %d: %d active schemas, want exactly 1", round, active)
+		}
 	}
 }
