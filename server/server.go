@@ -54,11 +54,16 @@ type Server struct {
 
 // New builds the server: connects to Postgres and wires every surface.
 // Migrations are not applied here (`dds migrate` or `dds dev` do that).
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, error) {
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
 	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DatabaseURL, log)}
 	s.Schemas = schema.NewService(d)
 	s.authn = auth.NewAuthenticator(d, cfg.Env, []byte(cfg.JWTSecret), cfg.AuthCacheTTL, log)

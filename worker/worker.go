@@ -49,12 +49,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 	}
 	w := &Worker{cfg: cfg, log: log, DB: d, Hub: pgnotify.New(cfg.DatabaseURL, log), Temporal: tc,
 		tw: tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})}
+	if err := w.register(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// register wires each capability's workflows, activities and loops.
+func (w *Worker) register(ctx context.Context) error {
+	cfg, log, d, tc := w.cfg, w.log, w.DB, w.Temporal
 	// Files: upload lifecycle and durable deletes, plus the sweeper.
 	fileStore, err := storage.Open(ctx, storage.FromConfig(cfg))
 	if err != nil {
-		tc.Close()
-		d.Close()
-		return nil, err
+		return err
 	}
 	if err := storage.EnsureBucket(ctx, fileStore); err != nil {
 		log.Warn("file storage bucket", "err", err)
@@ -63,24 +71,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 	w.tw.RegisterWorkflow(workflows.FileDelete)
 	w.tw.RegisterActivity(&activities.Files{DB: d, Storage: fileStore})
 	w.loops = append(w.loops, files.New(d, fileStore, tc, files.OptionsFrom(cfg, log)).SweepLoop)
-	// Webhooks: the outbox relay (first attempts) and the retry workflow.
+	// Webhooks: the outbox relay (first attempts), the retry workflow, pruning.
 	rl, err := relay.Setup(ctx, d, tc, w.tw, relay.SetupOptions{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
 		HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue, Namespace: cfg.TemporalNamespace, Log: log})
 	if err != nil {
-		tc.Close()
-		d.Close()
-		return nil, err
+		return err
 	}
 	if err := w.Hub.Subscribe("dds_events", func(string) { rl.Wake() }); err != nil {
-		tc.Close()
-		d.Close()
-		return nil, err
+		return err
 	}
 	w.Hub.OnReconnect(rl.Wake)
 	w.loops = append(w.loops, rl.Run)
 	pruner := &relay.Pruner{DB: d, Events: cfg.EventRetention, Deliveries: cfg.DeliveryRetention, Log: log}
 	w.loops = append(w.loops, func(ctx context.Context) error { return pruner.Run(ctx, time.Hour) })
-	return w, nil
+	return nil
 }
 
 // Run runs the Temporal worker and the background loops until ctx ends.
