@@ -16,6 +16,7 @@ import (
 	"github.com/vektah/gqlparser/v2/validator"
 	validatorrules "github.com/vektah/gqlparser/v2/validator/rules"
 
+	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/query"
@@ -144,6 +145,18 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 
 func requestError(code apperr.Code, msg string) *Result {
 	return &Result{RequestError: true, Errors: []Error{{Message: msg, Extensions: map[string]any{"code": string(code)}}}}
+}
+
+// errorResult is a request error carrying err's code and message; an
+// internal error is logged with the request and shows only "internal error",
+// as api.WriteError does for REST.
+func errorResult(ctx context.Context, err error) *Result {
+	ae := apperr.As(err)
+	if ae.Code == apperr.Internal {
+		api.LoggerFrom(ctx).Error("graphql request failed", "err", ae)
+		return requestError(ae.Code, "internal error")
+	}
+	return requestError(ae.Code, ae.Message)
 }
 
 func fromGQL(list gqlerror.List, code apperr.Code) *Result {

@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -57,7 +58,12 @@ func (h *Handler) scope(r *http.Request) (*records.Scope, *Model, error) {
 	if r.PathValue("tenantId") != p.TenantID {
 		return nil, nil, apperr.New(apperr.NotFound, "no GraphQL API for tenant %q with these credentials", r.PathValue("tenantId"))
 	}
-	sc, err := h.store.Scope(r.Context(), p.TenantID)
+	return scopeModel(r.Context(), h.store, p.TenantID)
+}
+
+// scopeModel resolves the tenant's active schema and its GraphQL model.
+func scopeModel(ctx context.Context, store *records.Store, tenantID string) (*records.Scope, *Model, error) {
+	sc, err := store.Scope(ctx, tenantID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -121,8 +127,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, m, err := h.scope(r)
 	if err != nil {
-		ae := apperr.As(err)
-		h.write(w, media, api.Status(ae.Code), requestError(ae.Code, ae.Message))
+		h.write(w, media, api.Status(apperr.As(err).Code), errorResult(r.Context(), err))
 		return
 	}
 	pr, res := h.engine.Prepare(m, req)
@@ -227,8 +232,7 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if media == "" {
 		media = mediaJSON
 	}
-	ae := apperr.As(err)
-	h.write(w, media, api.Status(ae.Code), requestError(ae.Code, ae.Message))
+	h.write(w, media, api.Status(apperr.As(err).Code), errorResult(r.Context(), err))
 }
 
 func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Result) {

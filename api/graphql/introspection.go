@@ -307,14 +307,7 @@ func (x *execCtx) introField(b *bytes.Buffer, f *ast.FieldDefinition, set ast.Se
 		case "description":
 			writeNullable(b, f.Description)
 		case "args":
-			b.WriteByte('[')
-			for i, a := range f.Arguments {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				x.introInput(b, a.Name, a.Description, a.Type, a.DefaultValue, a.Directives, cf.sel)
-			}
-			b.WriteByte(']')
+			x.introArgs(b, f.Arguments, cf.sel)
 		case "type":
 			x.introType(b, f.Type, cf.sel)
 		case "isDeprecated":
@@ -325,6 +318,18 @@ func (x *execCtx) introField(b *bytes.Buffer, f *ast.FieldDefinition, set ast.Se
 			b.WriteString("null")
 		}
 	})
+}
+
+// introArgs writes a field's or directive's arguments as [__InputValue].
+func (x *execCtx) introArgs(b *bytes.Buffer, args ast.ArgumentDefinitionList, set ast.SelectionSet) {
+	b.WriteByte('[')
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		x.introInput(b, a.Name, a.Description, a.Type, a.DefaultValue, a.Directives, set)
+	}
+	b.WriteByte(']')
 }
 
 func (x *execCtx) introInput(b *bytes.Buffer, name, desc string, t *ast.Type, def *ast.Value, ds ast.DirectiveList, set ast.SelectionSet) {
@@ -370,14 +375,7 @@ func (x *execCtx) introDirective(b *bytes.Buffer, d *ast.DirectiveDefinition, se
 			}
 			b.WriteByte(']')
 		case "args":
-			b.WriteByte('[')
-			for i, a := range d.Arguments {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				x.introInput(b, a.Name, a.Description, a.Type, a.DefaultValue, a.Directives, cf.sel)
-			}
-			b.WriteByte(']')
+			x.introArgs(b, d.Arguments, cf.sel)
 		case "isRepeatable":
 			b.WriteString(boolJSON(d.IsRepeatable))
 		default:

@@ -132,6 +132,7 @@ func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 		b.WriteString(`{"data":{`)
 		writeKey(&b, sub.key)
 		if err := writeObj(&b, sub.shape, ev.Record); err != nil {
+			s.log.Warn("graphql subscriptions: reshape event", "event", eventID, "err", err)
 			continue
 		}
 		b.WriteString("}}")
@@ -141,19 +142,12 @@ func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 
 // matches evaluates the subscriber's where on the event's record.
 func (s *Subscriptions) matches(ctx context.Context, sub *subscriber, record []byte) (bool, error) {
-	if sub.where == nil {
+	if sub.filterSQL == "" {
 		return true, nil
 	}
-	var a query.Args
-	rec := a.Add(string(record), "jsonb")
-	w, err := sub.sc.Compiler.Where(sub.entity.Name, sub.where, "t", "where", &a)
-	if err != nil {
-		return false, err
-	}
-	q := fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`,
-		sub.sc.Compiler.Table(sub.entity.Name), rec, w)
+	args := append([]any{string(record)}, sub.filterArgs[1:]...)
 	var ok bool
-	err = s.db.QueryRowContext(ctx, q, a.List()...).Scan(&ok)
+	err := s.db.QueryRowContext(ctx, sub.filterSQL, args...).Scan(&ok)
 	return ok, err
 }
 
@@ -186,8 +180,11 @@ type subscriber struct {
 	sc        *records.Scope
 	entity    *schema.Entity
 	eventType string
-	where     query.Filter
 	shape     *shape
+	// filterSQL evaluates the where on an event's record (bound as $1,
+	// the rest of filterArgs after it); "" when there is no where.
+	filterSQL  string
+	filterArgs []any
 }
 
 type message struct {
@@ -290,8 +287,14 @@ func (s *Subscriptions) readLoop(ctx context.Context, c *wsConn) {
 				return
 			}
 			initTimer.Stop()
+			// The payload is optional; when sent it must be an object.
 			var init map[string]any
-			_ = json.Unmarshal(m.Payload, &init)
+			if len(m.Payload) > 0 && string(m.Payload) != "null" {
+				if err := json.Unmarshal(m.Payload, &init); err != nil {
+					c.close(4400, "Invalid message received")
+					return
+				}
+			}
 			cred := credential(init)
 			pr, err := s.authn.Authenticate(ctx, cred)
 			if err != nil {
@@ -361,16 +364,9 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		s.errorMsg(c, id, requestError(apperr.BadRequest, "the subscribe payload must be a GraphQL request"))
 		return
 	}
-	sc, err := s.store.Scope(ctx, p.TenantID)
+	sc, m, err := scopeModel(ctx, s.store, p.TenantID)
 	if err != nil {
-		ae := apperr.As(err)
-		s.errorMsg(c, id, requestError(ae.Code, ae.Message))
-		return
-	}
-	m, err := ModelFor(sc)
-	if err != nil {
-		ae := apperr.As(err)
-		s.errorMsg(c, id, requestError(ae.Code, ae.Message))
+		s.errorMsg(c, id, errorResult(ctx, err))
 		return
 	}
 	pr, res := s.engine.Prepare(m, req)
@@ -400,8 +396,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 	}
 	sub, err := x.subscriber(rf, cf)
 	if err != nil {
-		ae := apperr.As(err)
-		s.errorMsg(c, id, requestError(ae.Code, ae.Message))
+		s.errorMsg(c, id, errorResult(ctx, err))
 		return
 	}
 	sub.id, sub.conn = id, c
@@ -411,12 +406,14 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 	s.add(sub)
 }
 
+// subscriptionEvents maps a subscription root to the event type it follows.
+var subscriptionEvents = map[rootKind]string{rCreated: records.EventCreated, rUpdated: records.EventUpdated, rDeleted: records.EventDeleted}
+
 func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
 	e := rf.entity
 	if err := x.p.Require("entity", e.Name, "read"); err != nil {
 		return nil, err
 	}
-	types := map[rootKind]string{rCreated: records.EventCreated, rUpdated: records.EventUpdated, rDeleted: records.EventDeleted}
 	where, err := x.where(e, cf.field.ArgumentMap(x.vars)["where"])
 	if err != nil {
 		return nil, err
@@ -432,10 +429,19 @@ func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
 	if len(sel.Files) > 0 {
 		return nil, apperr.New(apperr.BadRequest, "file metadata fields are not available in subscriptions; query them by id when an event arrives")
 	}
-	// Compile once now, so a bad filter fails the subscribe, not each event.
-	var a query.Args
-	if _, err := x.sc.Compiler.Where(e.Name, where, "t", "where", &a); err != nil {
-		return nil, err
+	sub := &subscriber{key: cf.key, sc: x.sc, entity: e, eventType: subscriptionEvents[rf.kind], shape: sh}
+	if where != nil {
+		// Compile once now: a bad filter fails the subscribe, and events
+		// only bind the record ($1) to the prepared text.
+		var a query.Args
+		rec := a.Add(nil, "jsonb")
+		w, err := x.sc.Compiler.Where(e.Name, where, "t", "where", &a)
+		if err != nil {
+			return nil, err
+		}
+		sub.filterSQL = fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`,
+			x.sc.Compiler.Table(e.Name), rec, w)
+		sub.filterArgs = a.List()
 	}
-	return &subscriber{key: cf.key, sc: x.sc, entity: e, eventType: types[rf.kind], where: where, shape: sh}, nil
+	return sub, nil
 }
