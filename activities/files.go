@@ -2,8 +2,10 @@ package activities
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -51,7 +53,7 @@ func (a *Files) FileConfirmUpload(ctx context.Context, ref FileRef) error {
 	}
 	err := a.DB.GetContext(ctx, &row, `SELECT storage_key, mime_type, size_bytes, status FROM dds.files
 		WHERE id = $1 AND tenant_id = $2`, ref.FileID, ref.TenantID)
-	if errors.Is(err, sqlNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return temporal.NewNonRetryableApplicationError("file not found", ErrTypeGone, nil)
 	}
 	if err != nil {
@@ -86,9 +88,13 @@ func (a *Files) FileConfirmUpload(ctx context.Context, ref FileRef) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		var status string
-		if err := a.DB.GetContext(ctx, &status, `SELECT status FROM dds.files WHERE id = $1 AND tenant_id = $2`,
-			ref.FileID, ref.TenantID); err == nil && status == "confirmed" {
+		err := a.DB.GetContext(ctx, &status, `SELECT status FROM dds.files WHERE id = $1 AND tenant_id = $2`,
+			ref.FileID, ref.TenantID)
+		switch {
+		case err == nil && status == "confirmed":
 			return nil
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("reload file: %w", err) // retried, not reported as gone
 		}
 		return temporal.NewNonRetryableApplicationError("file is no longer pending", ErrTypeGone, nil)
 	}
@@ -124,17 +130,13 @@ func (a *Files) purge(ctx context.Context, ref FileRef, statuses ...string) erro
 	}
 	err := a.DB.GetContext(ctx, &row, `SELECT storage_key, status FROM dds.files WHERE id = $1 AND tenant_id = $2`,
 		ref.FileID, ref.TenantID)
-	if errors.Is(err, sqlNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("load file: %w", err)
 	}
-	match := false
-	for _, s := range statuses {
-		match = match || row.Status == s
-	}
-	if !match {
+	if !slices.Contains(statuses, row.Status) {
 		return nil
 	}
 	if err := a.Storage.Delete(ctx, row.Key); err != nil {

@@ -182,13 +182,11 @@ func (s *Service) RequestUpload(ctx context.Context, tenantID string, req Upload
 	if err != nil {
 		return nil, apperr.Wrap(err, "could not record the file")
 	}
-	_, err = s.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: s.opt.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.FileUpload, workflows.UploadInput{TenantID: tenantID, FileID: id, ExpiresAt: expires, Grace: s.opt.Grace})
-	if err != nil {
+	if err := s.startUpload(ctx, workflows.UploadInput{TenantID: tenantID, FileID: id, ExpiresAt: expires, Grace: s.opt.Grace}); err != nil {
 		// Nothing can have been uploaded yet: drop the row and report.
-		_, _ = s.db.ExecContext(context.WithoutCancel(ctx), `DELETE FROM dds.files WHERE id = $1 AND tenant_id = $2`, id, tenantID)
+		if _, derr := s.db.ExecContext(context.WithoutCancel(ctx), `DELETE FROM dds.files WHERE id = $1 AND tenant_id = $2`, id, tenantID); derr != nil {
+			s.opt.Log.Error("drop file row after failed upload start; the sweeper will expire it", "file", id, "err", derr)
+		}
 		s.opt.Log.Error("start upload workflow", "file", id, "err", err)
 		return nil, &apperr.Error{Code: apperr.Unavailable, Message: "the file service is unavailable; retry later", Err: err}
 	}
@@ -239,10 +237,7 @@ func (s *Service) Confirm(ctx context.Context, tenantID, id string) (*File, erro
 	if errors.As(err, &nf) {
 		// The lifecycle workflow is gone (a dev server restarted without
 		// persistence): start it again for the same expiry and retry.
-		_, err = s.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: id, TaskQueue: s.opt.TaskQueue,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		}, workflows.FileUpload, workflows.UploadInput{TenantID: tenantID, FileID: id, ExpiresAt: f.UploadExp, Grace: s.opt.Grace})
+		err = s.startUpload(ctx, workflows.UploadInput{TenantID: tenantID, FileID: id, ExpiresAt: f.UploadExp, Grace: s.opt.Grace})
 		if err == nil {
 			err = s.confirmUpdate(ctx, id)
 		}
@@ -411,6 +406,16 @@ func (s *Service) Delete(ctx context.Context, tenantID, id string) error {
 	return nil
 }
 
+// startUpload starts (or finds running) the lifecycle workflow of an
+// upload; its ID is the file id.
+func (s *Service) startUpload(ctx context.Context, in workflows.UploadInput) error {
+	_, err := s.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: in.FileID, TaskQueue: s.opt.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, workflows.FileUpload, in)
+	return err
+}
+
 func (s *Service) startDelete(ctx context.Context, tenantID, id string) error {
 	_, err := s.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.DeleteWorkflowID(id), TaskQueue: s.opt.TaskQueue,
@@ -476,10 +481,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 		} else {
 			// A pending upload long past its expiry has lost its workflow
 			// (or it never started): start one that expires it at once.
-			_, err = s.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID: r.ID, TaskQueue: s.opt.TaskQueue,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			}, workflows.FileUpload, workflows.UploadInput{TenantID: r.Tenant, FileID: r.ID, ExpiresAt: r.Exp})
+			err = s.startUpload(ctx, workflows.UploadInput{TenantID: r.Tenant, FileID: r.ID, ExpiresAt: r.Exp})
 		}
 		if err != nil {
 			return n, err

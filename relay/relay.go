@@ -13,7 +13,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -181,23 +180,11 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	return len(evs), nil
 }
 
-type eventRow struct {
-	ID         string          `db:"id"`
-	TenantID   string          `db:"tenant_id"`
-	TenantName string          `db:"tenant_name"`
-	SchemaName string          `db:"schema_name"`
-	Type       string          `db:"type"`
-	EntityName string          `db:"entity_name"`
-	EntityID   string          `db:"entity_id"`
-	Record     json.RawMessage `db:"record"`
-	CreatedAt  time.Time       `db:"created_at"`
-}
-
 // claim takes up to BatchSize unrelayed events whose claim is absent or
 // expired, oldest first, and claims them for Lease. SKIP LOCKED lets
 // concurrent relays take disjoint batches without waiting.
-func (r *Relay) claim(ctx context.Context) ([]eventRow, error) {
-	var out []eventRow
+func (r *Relay) claim(ctx context.Context) ([]webhook.Event, error) {
+	var out []webhook.Event
 	err := r.db.SelectContext(ctx, &out, `WITH c AS (
 			SELECT id FROM dds.events
 			WHERE relayed_at IS NULL AND (claimed_until IS NULL OR claimed_until < now())
@@ -214,7 +201,7 @@ func (r *Relay) claim(ctx context.Context) ([]eventRow, error) {
 type attemptJob struct {
 	ref  webhook.DeliveryRef
 	hook *webhook.Webhook
-	ev   *eventRow
+	ev   *webhook.Event
 	body []byte
 	res  webhook.Result
 	at   time.Time
@@ -223,7 +210,7 @@ type attemptJob struct {
 // process relays one claimed batch. Any error leaves the affected events
 // claimed but not relayed: they are taken again when the claim expires,
 // and the delivery rows' state makes the second pass resume, not repeat.
-func (r *Relay) process(ctx context.Context, evs []eventRow) {
+func (r *Relay) process(ctx context.Context, evs []webhook.Event) {
 	tenantSet := map[string]bool{}
 	var tenants []string
 	for _, e := range evs {
@@ -248,21 +235,19 @@ func (r *Relay) process(ctx context.Context, evs []eventRow) {
 		news      []webhook.NewDelivery
 		noMatch   []string
 		bodies    = map[string][]byte{}
-		evByID    = map[string]*eventRow{}
+		evByID    = map[string]*webhook.Event{}
 		remaining = map[string]int{} // event id -> deliveries not yet settled
 	)
 	for i := range evs {
 		e := &evs[i]
 		evByID[e.ID] = e
-		we := webhook.Event{ID: e.ID, TenantID: e.TenantID, TenantName: e.TenantName, SchemaName: e.SchemaName, Type: e.Type,
-			EntityName: e.EntityName, EntityID: e.EntityID, Record: e.Record, CreatedAt: e.CreatedAt}
 		for _, h := range byTenant[e.TenantID] {
-			if !h.Matches(&we) {
+			if !h.Matches(e) {
 				continue
 			}
 			body, ok := bodies[e.ID]
 			if !ok {
-				if body, err = webhook.Body(we); err != nil {
+				if body, err = webhook.Body(*e); err != nil {
 					r.log.Error("relay: build payload", "event", e.ID, "err", err)
 					continue
 				}

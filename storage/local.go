@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 )
 
@@ -47,10 +48,6 @@ type Local struct {
 	secret []byte
 	public string
 	now    func() time.Time
-	// OnError writes a refusal; the API layer sets it to api.WriteError so
-	// the envelope is the same as everywhere else. Defaults to a small JSON
-	// error body with the status of the apperr code.
-	OnError func(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // NewLocal builds the local driver. An empty secret is read from (or
@@ -221,50 +218,31 @@ func (l *Local) Delete(_ context.Context, key string) error {
 	return nil
 }
 
-func (l *Local) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if l.OnError != nil {
-		l.OnError(w, r, err)
-		return
-	}
-	e := apperr.As(err)
-	status := map[apperr.Code]int{
-		apperr.BadRequest: 400, apperr.Validation: 400, apperr.Forbidden: 403,
-		apperr.NotFound: 404, apperr.TooLarge: 413,
-	}[e.Code]
-	if status == 0 {
-		status = 500
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	msg := e.Message
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": string(e.Code), "message": msg}})
-}
-
 // ServeUpload handles PUT {LocalRoute}{token}: the body is streamed to disk,
 // never buffered, and must match the signed size and content type exactly.
 func (l *Local) ServeUpload(w http.ResponseWriter, r *http.Request) {
 	t, err := l.verify(r.PathValue("token"), "put")
 	if err != nil {
-		l.fail(w, r, err)
+		api.WriteError(w, r, err)
 		return
 	}
 	switch {
 	case r.ContentLength < 0:
-		l.fail(w, r, apperr.New(apperr.BadRequest, "Content-Length is required and must be %d", t.Size))
+		api.WriteError(w, r, apperr.New(apperr.BadRequest, "Content-Length is required and must be %d", t.Size))
 		return
 	case r.ContentLength > t.Size:
-		l.fail(w, r, apperr.New(apperr.TooLarge, "upload is %d bytes; this URL accepts exactly %d", r.ContentLength, t.Size))
+		api.WriteError(w, r, apperr.New(apperr.TooLarge, "upload is %d bytes; this URL accepts exactly %d", r.ContentLength, t.Size))
 		return
 	case r.ContentLength < t.Size:
-		l.fail(w, r, apperr.New(apperr.BadRequest, "upload is %d bytes; this URL accepts exactly %d", r.ContentLength, t.Size))
+		api.WriteError(w, r, apperr.New(apperr.BadRequest, "upload is %d bytes; this URL accepts exactly %d", r.ContentLength, t.Size))
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != t.Type {
-		l.fail(w, r, apperr.New(apperr.BadRequest, "Content-Type %q does not match the signed type %q", ct, t.Type))
+		api.WriteError(w, r, apperr.New(apperr.BadRequest, "Content-Type %q does not match the signed type %q", ct, t.Type))
 		return
 	}
 	if err := l.store(t, http.MaxBytesReader(w, r.Body, t.Size)); err != nil {
-		l.fail(w, r, err)
+		api.WriteError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -338,7 +316,7 @@ func writeFileAtomic(path string, b []byte) error {
 func (l *Local) ServeDownload(w http.ResponseWriter, r *http.Request) {
 	t, err := l.verify(r.PathValue("token"), "get")
 	if err != nil {
-		l.fail(w, r, err)
+		api.WriteError(w, r, err)
 		return
 	}
 	p, _ := l.path(t.Key) // cannot fail: verify has just checked t.Key with l.path
@@ -346,16 +324,16 @@ func (l *Local) ServeDownload(w http.ResponseWriter, r *http.Request) {
 	f, err := os.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			l.fail(w, r, apperr.New(apperr.NotFound, "object not found"))
+			api.WriteError(w, r, apperr.New(apperr.NotFound, "object not found"))
 			return
 		}
-		l.fail(w, r, apperr.Wrap(err, "storage unavailable"))
+		api.WriteError(w, r, apperr.Wrap(err, "storage unavailable"))
 		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		l.fail(w, r, apperr.Wrap(err, "storage unavailable"))
+		api.WriteError(w, r, apperr.Wrap(err, "storage unavailable"))
 		return
 	}
 	ct := t.Type

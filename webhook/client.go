@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -67,8 +68,12 @@ func (r Result) OK() bool { return r.Err == "" && r.StatusCode >= 200 && r.Statu
 
 // NewClient builds a Client.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	roots, err := x509.SystemCertPool()
-	if err != nil || roots == nil {
+	// x509.CertPool cannot be merged: an explicit pool replaces the system
+	// roots, and the CA file is added to whichever pool is used.
+	var roots *x509.CertPool
+	if cfg.RootCAs != nil {
+		roots = cfg.RootCAs.Clone()
+	} else if roots, _ = x509.SystemCertPool(); roots == nil {
 		roots = x509.NewCertPool()
 	}
 	if cfg.CAFile != "" {
@@ -78,15 +83,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 		if !roots.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("webhook CA file %s: no PEM certificates", cfg.CAFile)
-		}
-	}
-	if cfg.RootCAs != nil {
-		// x509.CertPool cannot be merged; an explicit pool wins and the
-		// CA file is added to it.
-		roots = cfg.RootCAs.Clone()
-		if cfg.CAFile != "" {
-			pem, _ := os.ReadFile(cfg.CAFile)
-			roots.AppendCertsFromPEM(pem)
 		}
 	}
 	if cfg.Timeout <= 0 {
@@ -140,15 +136,14 @@ func (c *Client) Post(ctx context.Context, target string, header http.Header, bo
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(string(body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return Result{Err: "bad request: " + err.Error(), Latency: time.Since(start)}
 	}
 	req.Header = header.Clone()
-	req.ContentLength = int64(len(body))
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return Result{Err: describe(err), Latency: time.Since(start)}
+		return Result{Err: c.describe(err), Latency: time.Since(start)}
 	}
 	n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBody))
 	resp.Body.Close()
@@ -164,13 +159,13 @@ func (c *Client) Post(ctx context.Context, target string, header http.Header, bo
 }
 
 // describe renders a transport error without internal addresses of ours.
-func describe(err error) string {
+func (c *Client) describe(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
 	if errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) {
-		return "timeout after 5s"
+		return "timeout after " + c.timeout.String()
 	}
 	return err.Error()
 }

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -23,21 +24,20 @@ const (
 var EventTypes = []string{EventCreated, EventUpdated, EventDeleted}
 
 // ValidEventType reports whether t is one of EventTypes.
-func ValidEventType(t string) bool {
-	return t == EventCreated || t == EventUpdated || t == EventDeleted
-}
+func ValidEventType(t string) bool { return slices.Contains(EventTypes, t) }
 
-// Event is one outbox event (a row of dds.events) plus its tenant's name.
+// Event is one outbox event (a row of dds.events) plus its tenant's name;
+// the relay scans claimed events into it directly.
 type Event struct {
-	ID         string
-	TenantID   string
-	TenantName string
-	SchemaName string
-	Type       string
-	EntityName string
-	EntityID   string
-	Record     json.RawMessage
-	CreatedAt  time.Time
+	ID         string          `db:"id"`
+	TenantID   string          `db:"tenant_id"`
+	TenantName string          `db:"tenant_name"`
+	SchemaName string          `db:"schema_name"`
+	Type       string          `db:"type"`
+	EntityName string          `db:"entity_name"`
+	EntityID   string          `db:"entity_id"`
+	Record     json.RawMessage `db:"record"`
+	CreatedAt  time.Time       `db:"created_at"`
 }
 
 // Payload is the delivery body of spec §2.4.

@@ -130,28 +130,47 @@ func nullableList(ss []string) any {
 	return pq.StringArray(dedupe(ss))
 }
 
+// validateTarget returns the field errors of a target URL: its syntax, then
+// (unless allowPrivate) its host.
+func validateTarget(target string, allowPrivate bool) []apperr.FieldError {
+	err := ValidateTargetURL(target)
+	if err == nil {
+		err = ValidateTargetHost(target, allowPrivate)
+	}
+	if err != nil {
+		return apperr.As(err).Details
+	}
+	return nil
+}
+
+// checkSchema appends a field error to errs when name is set and names no
+// schema of the tenant.
+func (s *Store) checkSchema(ctx context.Context, tenantID, name string, errs []apperr.FieldError) ([]apperr.FieldError, error) {
+	if name == "" {
+		return errs, nil
+	}
+	var n int
+	if err := s.db.GetContext(ctx, &n, `SELECT count(*) FROM dds.schemas WHERE tenant_id = $1 AND name = $2`, tenantID, name); err != nil {
+		return nil, apperr.Wrap(err, "check schema")
+	}
+	if n == 0 {
+		errs = append(errs, apperr.FieldError{Field: "schemaName", Message: "no schema named " + quote(name)})
+	}
+	return errs, nil
+}
+
 // Create validates in and stores a new active webhook with a fresh secret.
 func (s *Store) Create(ctx context.Context, tenantID string, in CreateInput, allowPrivate bool) (*Webhook, error) {
-	var errs []apperr.FieldError
-	if err := ValidateTargetURL(in.TargetURL); err != nil {
-		errs = append(errs, apperr.As(err).Details...)
-	} else if err := ValidateTargetHost(in.TargetURL, allowPrivate); err != nil {
-		errs = append(errs, apperr.As(err).Details...)
-	}
+	errs := validateTarget(in.TargetURL, allowPrivate)
 	if fe := ValidateEventTypes(in.EventTypes); fe != nil {
 		errs = append(errs, *fe)
 	}
 	if fe := ValidateEntityNames(in.EntityNames); fe != nil {
 		errs = append(errs, *fe)
 	}
-	if in.SchemaName != "" {
-		var n int
-		if err := s.db.GetContext(ctx, &n, `SELECT count(*) FROM dds.schemas WHERE tenant_id = $1 AND name = $2`, tenantID, in.SchemaName); err != nil {
-			return nil, apperr.Wrap(err, "check schema")
-		}
-		if n == 0 {
-			errs = append(errs, apperr.FieldError{Field: "schemaName", Message: "no schema named " + quote(in.SchemaName)})
-		}
+	errs, err := s.checkSchema(ctx, tenantID, in.SchemaName, errs)
+	if err != nil {
+		return nil, err
 	}
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
@@ -214,11 +233,7 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, p Patch, allowP
 	}
 	var errs []apperr.FieldError
 	if p.TargetURL != nil {
-		if err := ValidateTargetURL(*p.TargetURL); err != nil {
-			errs = append(errs, apperr.As(err).Details...)
-		} else if err := ValidateTargetHost(*p.TargetURL, allowPrivate); err != nil {
-			errs = append(errs, apperr.As(err).Details...)
-		}
+		errs = append(errs, validateTarget(*p.TargetURL, allowPrivate)...)
 		w.TargetURL = *p.TargetURL
 	}
 	if p.EventTypes != nil {
@@ -237,6 +252,9 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, p Patch, allowP
 		}
 	}
 	if p.SchemaName != nil {
+		if errs, err = s.checkSchema(ctx, tenantID, *p.SchemaName, errs); err != nil {
+			return nil, err
+		}
 		w.SchemaName = *p.SchemaName
 	}
 	if p.IsActive != nil {
@@ -245,13 +263,9 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, p Patch, allowP
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}
-	var entityNames any
-	if w.EntityNames != nil {
-		entityNames = w.EntityNames
-	}
 	err = s.db.GetContext(ctx, w, `UPDATE dds.webhooks SET target_url = $3, event_types = $4, entity_names = $5,
 		schema_name = $6, is_active = $7, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING `+webhookCols,
-		tenantID, id, w.TargetURL, w.EventTypes, entityNames, w.SchemaName, w.IsActive)
+		tenantID, id, w.TargetURL, w.EventTypes, nullableList(w.EntityNames), w.SchemaName, w.IsActive)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "webhook %s not found", id)
 	}

@@ -52,6 +52,11 @@ func TestStoreCreateValidatesAndScopesToTenant(t *testing.T) {
 	if err := st.Delete(ctx, t2, w.ID); !apperr.Is(err, apperr.NotFound) {
 		t.Fatalf("other tenant Delete: %v, want NOT_FOUND", err)
 	}
+	nope := "nope"
+	if _, err := st.Update(ctx, t1, w.ID, webhook.Patch{SchemaName: &nope}, false); !apperr.Is(err, apperr.Validation) ||
+		apperr.As(err).Details[0].Field != "schemaName" {
+		t.Fatalf("Update to an unknown schema: %v, want VALIDATION_ERROR on schemaName", err)
+	}
 	names := []string{"Product"}
 	w2, err := st.Update(ctx, t1, w.ID, webhook.Patch{IsActive: &off, EntityNames: &names}, false)
 	if err != nil || w2.IsActive || len(w2.EntityNames) != 1 {

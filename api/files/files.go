@@ -24,9 +24,6 @@ type Handler struct {
 // URLs are served by this server (public routes under storage.LocalRoute).
 func New(files *svc.Service, store storage.Driver) *Handler {
 	local, _ := store.(*storage.Local)
-	if local != nil {
-		local.OnError = api.WriteError
-	}
 	return &Handler{files: files, local: local}
 }
 

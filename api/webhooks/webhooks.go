@@ -246,7 +246,10 @@ func (h *Handler) retry(r *http.Request) (int, any, error) {
 	if err := workflows.ReplayDelivery(ctx, h.temporal, h.taskQueue, workflows.DeliveryInput{DeliveryID: d.ID,
 		WebhookID: wh.ID, EventID: d.EventID, TenantID: t, EventType: d.EventType}); err != nil {
 		if reopened { // no workflow owns it: put the old state back
-			_ = h.store.SetStatus(context.WithoutCancel(ctx), d.ID, d.Status)
+			if rerr := h.store.SetStatus(context.WithoutCancel(ctx), d.ID, d.Status); rerr != nil {
+				api.LoggerFrom(ctx).Error("replay: restore delivery status; it stays retrying without a workflow",
+					"delivery", d.ID, "status", d.Status, "err", rerr)
+			}
 		}
 		return 0, nil, apperr.Wrap(err, "start replay")
 	}

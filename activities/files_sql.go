@@ -1,5 +1,0 @@
-package activities
-
-import "database/sql"
-
-var sqlNoRows = sql.ErrNoRows
