@@ -92,6 +92,13 @@ func Principal(r *http.Request) *auth.Principal {
 	return p
 }
 
+// Authorize returns the caller of a Handle route if it holds kind:*:op —
+// the check of every management surface (keys, schemas, files, webhooks).
+func Authorize(r *http.Request, kind, op string) (*auth.Principal, error) {
+	p := Principal(r)
+	return p, p.Require(kind, "*", op)
+}
+
 // limitHeaders sets X-RateLimit-* unless a stricter layer already did, and
 // reports whether the request is allowed.
 func limitHeaders(w http.ResponseWriter, res ratelimit.Result) bool {

@@ -72,14 +72,8 @@ func (h *Handler) createTenant(w http.ResponseWriter, r *http.Request) {
 	}).ServeHTTP(w, r)
 }
 
-// principal returns the caller, if it holds kind:*:op.
-func principal(r *http.Request, kind, op string) (*auth.Principal, error) {
-	p := api.Principal(r)
-	return p, p.Require(kind, "*", op)
-}
-
 func (h *Handler) createKey(r *http.Request) (int, any, error) {
-	p, err := principal(r, "apikey", "create")
+	p, err := api.Authorize(r, "apikey", "create")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -102,7 +96,7 @@ func (h *Handler) createKey(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) listKeys(r *http.Request) (int, any, error) {
-	p, err := principal(r, "apikey", "read")
+	p, err := api.Authorize(r, "apikey", "read")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -111,7 +105,7 @@ func (h *Handler) listKeys(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) revokeKey(r *http.Request) (int, any, error) {
-	p, err := principal(r, "apikey", "delete")
+	p, err := api.Authorize(r, "apikey", "delete")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -152,7 +146,7 @@ func (h *Handler) token(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) createSchema(r *http.Request) (int, any, error) {
-	p, err := principal(r, "schema", "create")
+	p, err := api.Authorize(r, "schema", "create")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -165,7 +159,7 @@ func (h *Handler) createSchema(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) listSchemas(r *http.Request) (int, any, error) {
-	p, err := principal(r, "schema", "read")
+	p, err := api.Authorize(r, "schema", "read")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -174,7 +168,7 @@ func (h *Handler) listSchemas(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) getSchema(r *http.Request) (int, any, error) {
-	p, err := principal(r, "schema", "read")
+	p, err := api.Authorize(r, "schema", "read")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -183,7 +177,7 @@ func (h *Handler) getSchema(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) updateSchema(r *http.Request) (int, any, error) {
-	p, err := principal(r, "schema", "update")
+	p, err := api.Authorize(r, "schema", "update")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -201,7 +195,7 @@ func (h *Handler) updateSchema(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) activateSchema(r *http.Request) (int, any, error) {
-	p, err := principal(r, "schema", "update")
+	p, err := api.Authorize(r, "schema", "update")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -210,7 +204,7 @@ func (h *Handler) activateSchema(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) openAPI(r *http.Request) (int, any, error) {
-	p, err := principal(r, "schema", "read")
+	p, err := api.Authorize(r, "schema", "read")
 	if err != nil {
 		return 0, nil, err
 	}

@@ -43,8 +43,8 @@ func (h *Handler) Routes(r *api.Router) {
 
 // tenant checks the scope file:*:op and returns the caller's tenant.
 func tenant(r *http.Request, op string) (string, error) {
-	p := api.Principal(r)
-	return p.TenantID, p.Require("file", "*", op)
+	p, err := api.Authorize(r, "file", op)
+	return p.TenantID, err
 }
 
 func (h *Handler) uploadURL(r *http.Request) (int, any, error) {

@@ -46,8 +46,8 @@ func (h *Handler) Routes(r *api.Router) {
 
 // tenant checks the scope webhook:*:op and returns the caller's tenant.
 func tenant(r *http.Request, op string) (string, error) {
-	p := api.Principal(r)
-	return p.TenantID, p.Require("webhook", "*", op)
+	p, err := api.Authorize(r, "webhook", op)
+	return p.TenantID, err
 }
 
 // view is a webhook as the API shows it; the signing secret only in the
