@@ -20,9 +20,6 @@ type Compiler struct {
 // New returns a compiler for def, whose tables live in Postgres schema pg.
 func New(def *schema.Definition, pg string) *Compiler { return &Compiler{def: def, pg: pg} }
 
-// Definition returns the schema the compiler serves.
-func (c *Compiler) Definition() *schema.Definition { return c.def }
-
 // Table is the quoted, schema-qualified table of an entity or relationship.
 func (c *Compiler) Table(name string) string { return schema.QualifiedIdent(c.pg, name) }
 
@@ -353,13 +350,10 @@ func (c *Compiler) List(l List) (Statement, error) {
 	}
 	var rank string
 	if l.Search != "" {
-		if len(e.SearchableFields()) == 0 {
-			return Statement{}, apperr.Field("search", "%s has no searchable fields", e.Name)
-		}
-		if err := checkSearch(l.Search); err != nil {
+		q, err := searchQuery(e, l.Search, &a)
+		if err != nil {
 			return Statement{}, err
 		}
-		q := "websearch_to_tsquery('english', " + a.Add(l.Search, "text") + ")"
 		where = and(where, `t."_search" @@ `+q)
 		if len(l.OrderBy) == 0 {
 			rank = `ts_rank(t."_search", ` + q + `)`
@@ -424,25 +418,28 @@ func (c *Compiler) Count(entity string, where Filter, search string) (Statement,
 		return Statement{}, err
 	}
 	if search != "" {
-		if len(e.SearchableFields()) == 0 {
-			return Statement{}, apperr.Field("search", "%s has no searchable fields", e.Name)
-		}
-		if err := checkSearch(search); err != nil {
+		q, err := searchQuery(e, search, &a)
+		if err != nil {
 			return Statement{}, err
 		}
-		w = and(w, `t."_search" @@ websearch_to_tsquery('english', `+a.Add(search, "text")+")")
+		w = and(w, `t."_search" @@ `+q)
 	}
 	return Statement{SQL: fmt.Sprintf("SELECT count(*) FROM %s t WHERE %s", c.Table(e.Name), w), Args: a.List()}, nil
 }
 
-func checkSearch(s string) error {
+// searchQuery checks a full-text search of e's records and binds it as a
+// tsquery (List and Count share it).
+func searchQuery(e *schema.Entity, s string, a *Args) (string, error) {
+	if len(e.SearchableFields()) == 0 {
+		return "", apperr.Field("search", "%s has no searchable fields", e.Name)
+	}
 	if _, err := textArg(s); err != nil {
-		return apperr.Field("search", "%s", err.Error())
+		return "", apperr.Field("search", "%s", err.Error())
 	}
 	if len(s) > 1000 {
-		return apperr.Field("search", "must be at most 1000 characters")
+		return "", apperr.Field("search", "must be at most 1000 characters")
 	}
-	return nil
+	return "websearch_to_tsquery('english', " + a.Add(s, "text") + ")", nil
 }
 
 func and(a, b string) string {

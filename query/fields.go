@@ -140,10 +140,9 @@ func textArg(v any) (string, error) {
 
 // likeEscape makes s a literal inside a LIKE pattern with ESCAPE '\':
 // %, _ and \ match themselves.
-func likeEscape(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(s)
-}
+func likeEscape(s string) string { return likeEscaper.Replace(s) }
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // quoteAlias quotes an output column name (a JSON key such as a GraphQL
 // alias or a relationship name). It is an output label, not an object

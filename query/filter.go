@@ -118,6 +118,9 @@ func (s *scope) join(terms []Filter, sep, empty string) (string, error) {
 
 func opName(op Op) string { return "$" + string(op) }
 
+// comparison is the SQL operator of each ordering Op.
+var comparison = map[Op]string{Gt: ">", Gte: ">=", Lt: "<", Lte: "<="}
+
 func (s *scope) cond(r ref, op Op, v any) (string, error) {
 	f := r.f
 	a := s.b.a
@@ -125,10 +128,7 @@ func (s *scope) cond(r ref, op Op, v any) (string, error) {
 		return "", fieldErr(s.path, r.name, format, args...)
 	}
 	unsupported := func() (string, error) {
-		kind := string(f.Type)
-		if f.List {
-			kind += " list"
-		}
+		kind := describeType(f)
 		if r.id {
 			kind = "id"
 		}
@@ -195,8 +195,7 @@ func (s *scope) cond(r ref, op Op, v any) (string, error) {
 		if err != nil {
 			return bad("%s %s", opName(op), err.Error())
 		}
-		sym := map[Op]string{Gt: ">", Gte: ">=", Lt: "<", Lte: "<="}[op]
-		return r.expr + " " + sym + " " + a.Add(c, elementType(r)), nil
+		return r.expr + " " + comparison[op] + " " + a.Add(c, elementType(r)), nil
 	case In, NotIn:
 		if f.Type == schema.JSON {
 			return unsupported()
@@ -322,9 +321,9 @@ func otherEnd(rel *schema.Relationship, d Direction) string {
 // dir and returns the concrete directions to walk (out, in or both). An
 // empty direction means whichever end(s) e is on.
 func (c *Compiler) relationshipFor(e *schema.Entity, name string, dir Direction, path string) (*schema.Relationship, []Direction, error) {
-	rel, ok := c.def.Relationship(name)
-	if !ok {
-		return nil, nil, apperr.New(apperr.NotFound, "relationship %q does not exist in the active schema", name)
+	rel, err := c.Relationship(name)
+	if err != nil {
+		return nil, nil, err
 	}
 	out, in := rel.From == e.Name, rel.To == e.Name
 	if !out && !in {
@@ -390,9 +389,9 @@ func (c *Compiler) Where(entity string, f Filter, tbl, path string, a *Args) (st
 // EdgeWhere compiles filter f on the declared properties of relationship
 // rel for edge rows of alias tbl ("properties" jsonb column).
 func (c *Compiler) EdgeWhere(rel string, f Filter, tbl, path string, a *Args) (string, error) {
-	r, ok := c.def.Relationship(rel)
-	if !ok {
-		return "", apperr.New(apperr.NotFound, "relationship %q does not exist in the active schema", rel)
+	r, err := c.Relationship(rel)
+	if err != nil {
+		return "", err
 	}
 	b := &builder{c: c, a: a, n: 100}
 	s := &scope{b: b, path: path, rel: r, tbl: tbl}

@@ -1,11 +1,13 @@
 package records
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,7 +108,7 @@ func (b *batch) fieldFail(i int, item any, errs []apperr.FieldError) {
 // done finishes the timings; failures reject everything.
 func (b *batch) done(successful json.RawMessage, n int) *BatchResult {
 	if len(b.res.Failed) > 0 {
-		sortFailures(b.res.Failed)
+		slices.SortStableFunc(b.res.Failed, func(x, y BatchFailure) int { return cmp.Compare(x.Index, y.Index) })
 		b.res.FailureCount = len(b.res.Failed)
 		b.res.SuccessCount = 0
 	} else {
@@ -125,14 +127,6 @@ func (b *batch) done(successful json.RawMessage, n int) *BatchResult {
 		b.res.Stats.ValidationTimeMs = 0
 	}
 	return b.res
-}
-
-func sortFailures(f []BatchFailure) {
-	for i := 1; i < len(f); i++ {
-		for j := i; j > 0 && f[j].Index < f[j-1].Index; j-- {
-			f[j], f[j-1] = f[j-1], f[j]
-		}
-	}
 }
 
 func checkSize(n int, what string) error {
@@ -157,7 +151,6 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 	}
 	b := newBatch(len(items))
 	rows := make([]Row, len(items))
-	fileItems := items
 	for i, it := range items {
 		obj, ok := it.(map[string]any)
 		if !ok {
@@ -171,7 +164,7 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		}
 		rows[i] = row
 	}
-	if !s.checkStored(ctx, sc, e, items, rows, nil, fileItems, b) {
+	if !s.checkStored(ctx, sc, e, items, rows, nil, b) {
 		return b.done(nil, 0), nil
 	}
 
@@ -237,16 +230,10 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 	seen := map[string]int{}
 	for i, it := range items {
 		raws[i] = it.Raw
-		id, err := itemID(it.ID)
-		if err != nil {
-			b.fail(i, it.Raw, err)
+		id, ok := b.itemID(i, it.ID, it.Raw, seen)
+		if !ok {
 			continue
 		}
-		if j, dup := seen[id]; dup {
-			b.fail(i, it.Raw, apperr.Field("id", "appears more than once in the batch (also at index %d)", j))
-			continue
-		}
-		seen[id] = i
 		if it.Data == nil {
 			b.fail(i, it.Raw, apperr.Field("data", "is required (an object of the fields to change)"))
 			continue
@@ -258,7 +245,7 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 		}
 		ids[i], rows[i] = id, row
 	}
-	if !s.checkStored(ctx, sc, e, raws, rows, ids, raws, b) {
+	if !s.checkStored(ctx, sc, e, raws, rows, ids, b) {
 		return b.done(nil, 0), nil
 	}
 
@@ -297,12 +284,10 @@ e AS (%s)
 SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json) FROM w`,
 		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), strings.Join(unnest, ", "), strings.Join(aliases, ", "),
 		strings.Join(ret, ", "), OutboxCTE(sc, &a, EventUpdated, e.Name, "w"), idArg)
-	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: e.FileFields()}, q, a.List())
+	// No fileFields: the updated records still hold their files.
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws}, q, a.List())
 	if err != nil {
 		return nil, err
-	}
-	if len(b.res.Failed) > 0 {
-		return b.done(nil, 0), nil
 	}
 	return b.done(out, n), nil
 }
@@ -322,17 +307,7 @@ func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawID
 	seen := map[string]int{}
 	for i, raw := range rawIDs {
 		raws[i] = map[string]any{"id": raw}
-		id, err := itemID(raw)
-		if err != nil {
-			b.fail(i, raws[i], err)
-			continue
-		}
-		if j, dup := seen[id]; dup {
-			b.fail(i, raws[i], apperr.Field("id", "appears more than once in the batch (also at index %d)", j))
-			continue
-		}
-		seen[id] = i
-		ids[i] = id
+		ids[i], _ = b.itemID(i, raw, raws[i], seen)
 	}
 	if len(b.res.Failed) > 0 {
 		return b.done(nil, 0), nil
@@ -348,9 +323,6 @@ SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)),
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: e.FileFields()}, q, a.List())
 	if err != nil {
 		return nil, err
-	}
-	if len(b.res.Failed) > 0 {
-		return b.done(nil, 0), nil
 	}
 	return b.done(out, n), nil
 }
@@ -437,16 +409,27 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 	return out, n, nil
 }
 
-func itemID(v any) (string, error) {
+// itemID parses the record id v of item i (sent as item) and checks it is
+// not already in the batch (seen maps ids to their index); a bad or
+// repeated id fails the item.
+func (b *batch) itemID(i int, v, item any, seen map[string]int) (string, bool) {
 	s, ok := v.(string)
 	if !ok || s == "" {
-		return "", apperr.Field("id", "is required (the record id string)")
+		b.fail(i, item, apperr.Field("id", "is required (the record id string)"))
+		return "", false
 	}
 	u, err := uuid.Parse(s)
 	if err != nil {
-		return "", apperr.Field("id", "must be a record id (UUID)")
+		b.fail(i, item, apperr.Field("id", "must be a record id (UUID)"))
+		return "", false
 	}
-	return u.String(), nil
+	id := u.String()
+	if j, dup := seen[id]; dup {
+		b.fail(i, item, apperr.Field("id", "appears more than once in the batch (also at index %d)", j))
+		return "", false
+	}
+	seen[id] = i
+	return id, true
 }
 
 func failedSet(f []BatchFailure) map[int]bool {
@@ -542,10 +525,10 @@ func canonical(f *schema.Field, v string) string {
 // the records an update batch rewrites, nil for a create), then FILE
 // references. It reports whether the batch may be written, and starts the
 // write clock.
-func (s *Store) checkStored(ctx context.Context, sc *Scope, e *schema.Entity, items []any, rows []Row, ids []string, fileItems []any, b *batch) bool {
+func (s *Store) checkStored(ctx context.Context, sc *Scope, e *schema.Entity, items []any, rows []Row, ids []string, b *batch) bool {
 	s.checkUnique(ctx, sc, e, items, rows, failedSet(b.res.Failed), ids, b)
 	if len(b.res.Failed) == 0 {
-		s.checkFiles(ctx, sc, rows, fileItems, b)
+		s.checkFiles(ctx, sc, rows, items, b)
 	}
 	if len(b.res.Failed) > 0 {
 		return false

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
 )
@@ -26,35 +28,32 @@ func (s *Store) Query(ctx context.Context, sc *Scope, l query.List) (json.RawMes
 // statements. sql.ErrNoRows is returned as is (callers decide what is not
 // found).
 func (s *Store) Run(ctx context.Context, sc *Scope, entity string, st query.Statement) (json.RawMessage, error) {
-	var out []byte
-	if len(st.Setup) == 0 {
-		err := s.db.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, err
-		}
-		if err != nil {
+	var q sqlx.QueryerContext = s.db
+	var tx *sqlx.Tx
+	if len(st.Setup) > 0 {
+		var err error
+		if tx, err = s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
 			return nil, MapError(sc, entity, err)
 		}
-		return out, nil
+		defer tx.Rollback()
+		// One round trip for every setup statement (simple protocol, no args).
+		if _, err := tx.ExecContext(ctx, strings.Join(st.Setup, "; ")); err != nil {
+			return nil, MapError(sc, entity, err)
+		}
+		q = tx
 	}
-	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, MapError(sc, entity, err)
-	}
-	defer tx.Rollback()
-	// One round trip for every setup statement (simple protocol, no args).
-	if _, err := tx.ExecContext(ctx, strings.Join(st.Setup, "; ")); err != nil {
-		return nil, MapError(sc, entity, err)
-	}
-	err = tx.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
+	var out []byte
+	err := q.QueryRowxContext(ctx, st.SQL, st.Args...).Scan(&out)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
 	if err != nil {
 		return nil, MapError(sc, entity, err)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, MapError(sc, entity, err)
+	if tx != nil {
+		if err := tx.Commit(); err != nil {
+			return nil, MapError(sc, entity, err)
+		}
 	}
 	return out, nil
 }

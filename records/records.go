@@ -208,19 +208,6 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 	return out, nil
 }
 
-// List runs a list plan and returns {"items": [...], "count": n}.
-func (s *Store) List(ctx context.Context, sc *Scope, l query.List) (json.RawMessage, error) {
-	st, err := sc.Compiler.List(l)
-	if err != nil {
-		return nil, err
-	}
-	var out []byte
-	if err := s.db.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out); err != nil {
-		return nil, MapError(sc, l.Entity, err)
-	}
-	return out, nil
-}
-
 // Create inserts a record and its entity.created event in one statement.
 func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[string]any) (json.RawMessage, error) {
 	e, err := sc.Compiler.Entity(entity)

@@ -2,11 +2,10 @@ package records
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -107,7 +106,7 @@ func storedProperty(f *schema.Field, raw, coerced any) any {
 	return raw
 }
 
-// edgeEnds checks that entity is the source side of rel.
+// edgeSource checks that entity is the source side of rel.
 func edgeSource(sc *Scope, entity, relName string) (*schema.Entity, *schema.Relationship, error) {
 	e, err := sc.Compiler.Entity(entity)
 	if err != nil {
@@ -190,22 +189,16 @@ func (s *Store) ListEdges(ctx context.Context, sc *Scope, entity, id string, n q
 // UpdateEdges merges properties into every edge of rel from the record id to
 // target (null removes a property) and returns {"items": [edges]}.
 func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
-	e, rel, err := edgeSource(sc, entity, relName)
+	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
 	if err != nil {
 		return nil, err
 	}
-	sid, tid, err := parseIDs(entity, id, target, rel)
+	set, err := propertySet(rel, props, a)
 	if err != nil {
 		return nil, err
 	}
-	var a query.Args
-	set, err := propertySet(rel, props, &a)
-	if err != nil {
-		return nil, err
-	}
-	where := fmt.Sprintf(`x."source_id" = %s AND x."target_id" = %s`, a.Add(sid, "uuid"), a.Add(tid, "uuid"))
 	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
-		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), set, where), sid, &a)
+		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), set, where), sid, a)
 }
 
 // UpdateEdgeByID merges properties into one edge, which must touch the
@@ -225,18 +218,29 @@ func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relNa
 
 // DeleteEdges deletes every edge of rel from the record id to target.
 func (s *Store) DeleteEdges(ctx context.Context, sc *Scope, entity, id, relName, target string) (json.RawMessage, error) {
-	e, rel, err := edgeSource(sc, entity, relName)
+	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
 	if err != nil {
 		return nil, err
+	}
+	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
+		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), where), sid, a)
+}
+
+// edgesBetween resolves the edges of rel from the record id (of entity, the
+// source side) to target: the predicate on edge alias x, its bind values so
+// far, and the parsed source id.
+func edgesBetween(sc *Scope, entity, id, relName, target string) (*schema.Entity, *schema.Relationship, string, *query.Args, string, error) {
+	e, rel, err := edgeSource(sc, entity, relName)
+	if err != nil {
+		return nil, nil, "", nil, "", err
 	}
 	sid, tid, err := parseIDs(entity, id, target, rel)
 	if err != nil {
-		return nil, err
+		return nil, nil, "", nil, "", err
 	}
 	var a query.Args
 	where := fmt.Sprintf(`x."source_id" = %s AND x."target_id" = %s`, a.Add(sid, "uuid"), a.Add(tid, "uuid"))
-	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
-		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), where), sid, &a)
+	return e, rel, where, &a, sid, nil
 }
 
 // DeleteEdgeByID deletes one edge, which must touch the record id.
@@ -278,16 +282,8 @@ func edgeByID(sc *Scope, entity, id, relName, edgeID string) (*schema.Entity, *s
 	if rel.To == e.Name {
 		ends = append(ends, `x."target_id" = `+idArg)
 	}
-	where := fmt.Sprintf(`x."id" = %s AND (%s)`, a.Add(u.String(), "uuid"), joinOr(ends))
+	where := fmt.Sprintf(`x."id" = %s AND (%s)`, a.Add(u.String(), "uuid"), strings.Join(ends, " OR "))
 	return e, rel, where, &a, sid, nil
-}
-
-func joinOr(parts []string) string {
-	out := parts[0]
-	for _, p := range parts[1:] {
-		out += " OR " + p
-	}
-	return out
 }
 
 // propertySet renders the merged properties of a patch.
@@ -315,8 +311,7 @@ func (s *Store) edgeWrite(ctx context.Context, sc *Scope, e *schema.Entity, rel 
 		stmt, sc.Compiler.Table(e.Name), a.Add(sid, "uuid"), edgeJSON(rel, "x"))
 	var hasS bool
 	var out []byte
-	err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &out)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &out); err != nil {
 		return nil, MapError(sc, e.Name, err)
 	}
 	if !hasS {

@@ -139,7 +139,7 @@ func (s recordService) List(ctx context.Context, req *connect.Request[ddsv1.List
 	} else if m.OrderDirection != ddsv1.OrderDirection_ORDER_DIRECTION_UNSPECIFIED {
 		return nil, apperr.Field("orderDirection", "needs orderBy")
 	}
-	raw, err := s.h.store.List(ctx, sc, l)
+	raw, err := s.h.store.Query(ctx, sc, l)
 	if err != nil {
 		return nil, err
 	}

@@ -458,6 +458,12 @@ func TestFilesAPI(t *testing.T) {
 			}
 			created := s.app.Must(t, 201, "POST", "/api/v1/dynamic/Doc/batch", key, map[string]any{"items": []any{map[string]any{"title": "ok", "manual": g.ID}}}).JSON(t)
 			id := created["successful"].([]any)[0].(map[string]any)["id"]
+			// A batch update keeps the files its records still hold.
+			s.app.Must(t, 200, "PATCH", "/api/v1/dynamic/Doc/batch", key, map[string]any{"items": []any{map[string]any{"id": id, "data": map[string]any{"title": "renamed"}}}})
+			s.app.Must(t, 200, "GET", "/api/v1/files/"+g.ID, key, nil)
+			if !objectExists(t, s.store, g.TenantID, g.ID) {
+				t.Fatal("a batch update removed a file its record still holds")
+			}
 			s.app.Must(t, 200, "DELETE", "/api/v1/dynamic/Doc/batch", key, map[string]any{"ids": []any{id}})
 			s.app.Must(t, 404, "GET", "/api/v1/files/"+g.ID, key, nil)
 			eventually(t, "a batch-deleted record's file object is removed", func() bool { return !objectExists(t, s.store, g.TenantID, g.ID) })

@@ -71,7 +71,7 @@ func (h *Handler) list(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out, err := h.store.List(r.Context(), sc, l)
+	out, err := h.store.Query(r.Context(), sc, l)
 	if err == nil && wantsFiles(r) {
 		out, err = h.expandFiles(r.Context(), sc, entity, out, true)
 	}
