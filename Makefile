@@ -19,6 +19,8 @@ MAKEFLAGS   += --no-print-directory
 DDS_CACHE ?= $(HOME)/.cache/dds
 export DDS_CACHE
 TOOLS := $(DDS_CACHE)/bin
+# Node 22 from deploy/install.sh comes first, so npm, npx and the tests' node run on it.
+export PATH := $(DDS_CACHE)/node/bin:$(PATH)
 
 # Overridable: `make test PKGS=./auth/... GO_TEST_FLAGS='-count=1 -run TestScopes -v'`.
 PKGS          ?= ./...

