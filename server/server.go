@@ -106,6 +106,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	apifiles.New(s.Files, fileStore).Routes(router)
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
 	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)
+	// /livez: the process serves HTTP (restart it if not); /readyz (and the
+	// older /healthz): it can answer requests, i.e. Postgres is reachable.
+	router.Public("GET /livez", http.HandlerFunc(live))
+	router.Public("GET /readyz", http.HandlerFunc(s.health))
 	router.Public("GET /healthz", http.HandlerFunc(s.health))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -119,6 +123,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 		Metrics:    api.NewMetrics(reg),
 	})
 	return s, nil
+}
+
+func live(w http.ResponseWriter, _ *http.Request) {
+	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

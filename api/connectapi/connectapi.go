@@ -351,9 +351,9 @@ func connectError(ctx context.Context, err error) error {
 	if errors.As(err, &ce) {
 		return ce // raised by connect itself (malformed request, codec)
 	}
-	e := apperr.As(err)
+	e := api.Classify(err)
 	msg := e.Message
-	if e.Code == apperr.Internal {
+	if e.Code == apperr.Internal || e.Code == apperr.Unavailable {
 		api.LoggerFrom(ctx).Error("connect call failed", "code", e.Code, "err", e)
 		msg = "internal error; quote the X-Request-Id when reporting it"
 	}
@@ -368,5 +368,6 @@ func connectError(ctx context.Context, err error) error {
 		}
 	}
 	out.Meta().Set(ErrorCodeHeader, string(e.Code))
+	api.SetRetryAfter(out.Meta(), e)
 	return out
 }

@@ -151,9 +151,9 @@ func requestError(code apperr.Code, msg string) *Result {
 // internal error is logged with the request and shows only "internal error",
 // as api.WriteError does for REST.
 func errorResult(ctx context.Context, err error) *Result {
-	ae := apperr.As(err)
-	if ae.Code == apperr.Internal {
-		api.LoggerFrom(ctx).Error("graphql request failed", "err", ae)
+	ae := api.Classify(err)
+	if ae.Code == apperr.Internal || ae.Code == apperr.Unavailable {
+		api.LoggerFrom(ctx).Error("graphql request failed", "code", ae.Code, "err", ae)
 		return requestError(ae.Code, "internal error")
 	}
 	return requestError(ae.Code, ae.Message)
@@ -389,9 +389,9 @@ type execCtx struct {
 }
 
 func (x *execCtx) fieldError(cf *cfield, err error) {
-	ae := apperr.As(err)
+	ae := api.Classify(err)
 	msg := ae.Message
-	if ae.Code == apperr.Internal {
+	if ae.Code == apperr.Internal || ae.Code == apperr.Unavailable {
 		x.e.log.Error("graphql field failed", "field", cf.field.Name, "err", ae)
 		msg = "internal error"
 	}

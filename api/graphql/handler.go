@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/vektah/gqlparser/v2/ast"
@@ -127,7 +128,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, m, err := h.scope(r)
 	if err != nil {
-		h.write(w, media, api.Status(apperr.As(err).Code), errorResult(r.Context(), err))
+		h.write(w, media, api.Status(api.Classify(err).Code), errorResult(r.Context(), err))
 		return
 	}
 	pr, res := h.engine.Prepare(m, req)
@@ -232,10 +233,18 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if media == "" {
 		media = mediaJSON
 	}
-	h.write(w, media, api.Status(apperr.As(err).Code), errorResult(r.Context(), err))
+	h.write(w, media, api.Status(api.Classify(err).Code), errorResult(r.Context(), err))
 }
 
 func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Result) {
+	for _, e := range res.Errors {
+		// Postgres unreachable: the whole answer is 503 with Retry-After, as on REST and Connect.
+		if e.Extensions["code"] == string(apperr.Unavailable) {
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", strconv.Itoa(api.RetryAfterSeconds))
+			break
+		}
+	}
 	body, err := res.MarshalJSON()
 	if err != nil {
 		status, body = http.StatusInternalServerError, []byte(`{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL_ERROR"}}]}`)

@@ -1,0 +1,51 @@
+package db
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/lib/pq"
+)
+
+func TestUnavailable(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"refused dial", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true},
+		{"wrapped refused", fmt.Errorf("load key: %w", syscall.ECONNREFUSED), true},
+		{"bad conn", driver.ErrBadConn, true},
+		{"eof mid-statement", fmt.Errorf("query: %w", io.ErrUnexpectedEOF), true},
+		{"admin shutdown", &pq.Error{Code: "57P01"}, true},
+		{"cannot connect now", &pq.Error{Code: "57P03"}, true},
+		{"connection failure", &pq.Error{Code: "08006"}, true},
+		{"unique violation", &pq.Error{Code: "23505"}, false},
+		{"statement timeout", &pq.Error{Code: "57014"}, false},
+		{"cancelled", context.Canceled, false},
+		{"other", errors.New("boom"), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Unavailable(c.err); got != c.want {
+				t.Errorf("Unavailable(%v) = %v, want %v", c.err, got, c.want)
+			}
+		})
+	}
+}
+
+func TestLimitExceeded(t *testing.T) {
+	if !LimitExceeded(fmt.Errorf("insert: %w", &pq.Error{Code: "54000"})) {
+		t.Error("54000 is a limit")
+	}
+	if LimitExceeded(&pq.Error{Code: "22001"}) || LimitExceeded(errors.New("x")) {
+		t.Error("only class 54 is a limit")
+	}
+}
