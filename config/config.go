@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -31,6 +33,10 @@ type Config struct {
 	RateAuth   int  `env:"DDS_RATE_AUTH" envDefault:"20"`
 	RateTenant int  `env:"DDS_RATE_TENANT" envDefault:"300"`
 	TrustProxy bool `env:"DDS_TRUST_PROXY" envDefault:"false"`
+
+	// CORSOrigins are the browser origins allowed to call the API
+	// (comma-separated, "*" for any); empty turns CORS off.
+	CORSOrigins []string `env:"DDS_CORS_ORIGINS" envSeparator:","`
 
 	TemporalAddress   string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
 	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
@@ -96,8 +102,26 @@ func Load() (*Config, error) {
 	if c.JWTSecret != "" && len(c.JWTSecret) < 32 {
 		problems = append(problems, errors.New("DDS_JWT_SECRET must be at least 32 characters"))
 	}
+	for i, o := range c.CORSOrigins {
+		c.CORSOrigins[i] = strings.TrimSpace(o)
+		if err := checkOrigin(c.CORSOrigins[i]); err != nil {
+			problems = append(problems, fmt.Errorf("DDS_CORS_ORIGINS: %w", err))
+		}
+	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	return &c, nil
+}
+
+// checkOrigin accepts "*" or a bare origin such as https://app.example.com:8443.
+func checkOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("%q is not an origin (scheme://host[:port], or *)", o)
+	}
+	return nil
 }

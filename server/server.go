@@ -19,6 +19,7 @@ import (
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/api/admin"
 	"github.com/dds-project/dds/api/connectapi"
+	"github.com/dds-project/dds/api/console"
 	apifiles "github.com/dds-project/dds/api/files"
 	"github.com/dds-project/dds/api/graphql"
 	"github.com/dds-project/dds/api/rest"
@@ -34,6 +35,7 @@ import (
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/tenant"
+	"github.com/dds-project/dds/ui"
 	"github.com/dds-project/dds/webhook"
 )
 
@@ -110,18 +112,23 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	// older /healthz): it can answer requests, i.e. Postgres is reachable.
 	router.Public("GET /livez", http.HandlerFunc(live))
 	router.Public("GET /readyz", http.HandlerFunc(s.health))
+	consoleUI, err := console.New(ui.Dist())
+	if err != nil {
+		return nil, err
+	}
+	consoleUI.Routes(router)
 	router.Public("GET /healthz", http.HandlerFunc(s.health))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	router.Public("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
-	s.Handler = api.Middleware(router, log, api.Limits{
+	s.Handler = api.CORS(cfg.CORSOrigins, api.Middleware(router, log, api.Limits{
 		Global:     ratelimit.New(cfg.RateGlobal, time.Minute),
 		Auth:       ratelimit.New(cfg.RateAuth, time.Minute),
 		AuthPaths:  map[string]bool{"POST /api/v1/auth/token": true, "POST /api/v1/tenants": true},
 		TrustProxy: cfg.TrustProxy,
 		Metrics:    api.NewMetrics(reg),
-	})
+	}))
 	return s, nil
 }
 

@@ -45,6 +45,7 @@ func (h *Handler) Routes(r *api.Router) {
 	r.Handle("GET /api/v1/api-keys", api.Func(h.listKeys))
 	r.Handle("DELETE /api/v1/api-keys/{id}", api.Func(h.revokeKey))
 	r.Handle("POST /api/v1/auth/token", api.Func(h.token))
+	r.Handle("GET /api/v1/auth/whoami", api.Func(h.whoami))
 	r.Handle("POST /api/v1/schemas", api.Func(h.createSchema))
 	r.Handle("GET /api/v1/schemas", api.Func(h.listSchemas))
 	r.Handle("GET /api/v1/schemas/{id}", api.Func(h.getSchema))
@@ -143,6 +144,17 @@ func (h *Handler) token(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusCreated, map[string]any{"accessToken": tok, "tokenType": "Bearer", "expiresAt": exp.UTC(), "scopes": scopes.Strings()}, nil
+}
+
+// whoami tells a credential what it is: its tenant, the key behind it and
+// its scopes (a console shows only what these allow). Any credential may ask.
+func (h *Handler) whoami(r *http.Request) (int, any, error) {
+	p := api.Principal(r)
+	kind := "apiKey"
+	if p.Token {
+		kind = "accessToken"
+	}
+	return http.StatusOK, map[string]any{"tenantId": p.TenantID, "keyId": p.KeyID, "credential": kind, "scopes": p.Scopes.Strings()}, nil
 }
 
 func (h *Handler) createSchema(r *http.Request) (int, any, error) {

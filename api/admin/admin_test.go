@@ -139,6 +139,27 @@ func TestAccessTokens(t *testing.T) {
 	app.Must(t, 401, "GET", "/api/v1/dynamic/Product", readerJWT, nil) // revoking a key revokes its tokens
 }
 
+func TestWhoami(t *testing.T) {
+	t.Parallel()
+	app := testenv.Server(t)
+	tenantID, admin := app.Tenant(t)
+	app.Must(t, 401, "GET", "/api/v1/auth/whoami", "", nil)
+	me := app.Must(t, 200, "GET", "/api/v1/auth/whoami", admin, nil).JSON(t)
+	if me["tenantId"] != tenantID || me["credential"] != "apiKey" || fmt.Sprint(me["scopes"]) != "[*:*:*]" || me["keyId"] == "" {
+		t.Fatalf("admin key: %v", me)
+	}
+	narrow := app.Must(t, 201, "POST", "/api/v1/api-keys", admin, map[string]any{"name": "n", "scopes": []string{"entity:Product:read", "file:*:read"}}).JSON(t)
+	me = app.Must(t, 200, "GET", "/api/v1/auth/whoami", narrow["key"].(string), nil).JSON(t)
+	if me["keyId"] != narrow["id"] || fmt.Sprint(me["scopes"]) != "[entity:Product:read file:*:read]" {
+		t.Fatalf("narrow key: %v", me)
+	}
+	tok := app.Must(t, 201, "POST", "/api/v1/auth/token", narrow["key"].(string), map[string]any{"scopes": []string{"file:*:read"}}).JSON(t)
+	me = app.Must(t, 200, "GET", "/api/v1/auth/whoami", tok["accessToken"].(string), nil).JSON(t)
+	if me["credential"] != "accessToken" || me["keyId"] != narrow["id"] || fmt.Sprint(me["scopes"]) != "[file:*:read]" {
+		t.Fatalf("token: %v", me)
+	}
+}
+
 // TestRevocationReachesEveryReplica revokes a key on one server and expects
 // a second server, which had the key cached, to refuse it.
 func TestRevocationReachesEveryReplica(t *testing.T) {
