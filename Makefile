@@ -85,6 +85,10 @@ build: ## Build the dds binary into bin/dds
 	@mkdir -p bin
 	go build -o bin/dds ./cmd/dds
 
+.PHONY: ui
+ui: ## Rebuild the web console (ui/ to ui/dist, embedded in the binary) from the pinned npm packages
+	cd ui && npm ci --no-audit --no-fund && npm run build
+
 .PHONY: fmt
 fmt: ## gofmt every Go file
 	gofmt -w $$(find . -name '*.go' -not -path './.dds/*' -not -path '*/node_modules/*')

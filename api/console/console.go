@@ -74,7 +74,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "index.html", time.Time{}, bytes.NewReader(h.index))
 }
 
-// csp keeps the console to its own origin: scripts, styles, fonts and API
-// calls (including the GraphQL socket) come from this server only. Styles
-// allow inline attributes (the editor sets them); workers are blobs.
-const csp = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self' ws: wss:; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'"
+// csp keeps the console's code to its own origin: scripts, styles and fonts
+// come from this server only, and it cannot be framed. connect-src is wider
+// because uploads and downloads go to the presigned URLs the API hands out,
+// which are on the storage's origin when the S3 driver is used.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self' http: https: ws: wss:; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'"

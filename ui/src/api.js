@@ -1,0 +1,77 @@
+// The one HTTP client of the console: every call goes to the public API with
+// the signed-in credential, and every failure becomes an ApiError carrying
+// the API's code, message and per-field details.
+
+const KEY = 'dds.credential';
+
+export const credential = {
+  get: () => sessionStorage.getItem(KEY) || '',
+  set: (c) => sessionStorage.setItem(KEY, c),
+  clear: () => sessionStorage.removeItem(KEY),
+};
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const e = (body && body.error) || {};
+    super(e.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = e.code || 'HTTP_' + status;
+    this.details = e.details || [];
+    this.plan = e.plan;
+    this.body = body;
+  }
+  // fieldErrors maps a field path to its message ({"price": "must be a number"}).
+  fieldErrors() {
+    const out = {};
+    for (const d of this.details) if (d.field && !out[d.field]) out[d.field] = d.message;
+    return out;
+  }
+}
+
+export async function request(method, path, body, opts = {}) {
+  const headers = { Authorization: 'Bearer ' + (opts.credential ?? credential.get()) };
+  let payload;
+  if (body !== undefined && body !== null) {
+    headers['Content-Type'] = 'application/json';
+    payload = JSON.stringify(body);
+  }
+  const res = await fetch('/api/v1' + path, { method, headers, body: payload, signal: opts.signal });
+  if (res.status === 204) return null;
+  const text = await res.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = { error: { message: text } };
+    }
+  }
+  if (!res.ok) throw new ApiError(res.status, data);
+  return data;
+}
+
+export const api = {
+  get: (p, o) => request('GET', p, undefined, o),
+  post: (p, b, o) => request('POST', p, b ?? undefined, o),
+  put: (p, b, o) => request('PUT', p, b, o),
+  patch: (p, b, o) => request('PATCH', p, b, o),
+  del: (p, o) => request('DELETE', p, undefined, o),
+};
+
+// allows reports whether scopes ("kind:name:op", * wildcards) grant op on kind/name.
+export function allows(scopes, kind, name, op) {
+  return (scopes || []).some((s) => {
+    const [k, n, o] = s.split(':');
+    return (k === '*' || k === kind) && (n === '*' || n === name) && (o === '*' || o === op);
+  });
+}
+
+// anyOf reports whether scopes grant op on some name of kind (for menus).
+export function anyOf(scopes, kind, op) {
+  return (scopes || []).some((s) => {
+    const [k, , o] = s.split(':');
+    return (k === '*' || k === kind) && (o === '*' || o === op);
+  });
+}
+
+export const enc = encodeURIComponent;
