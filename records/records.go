@@ -377,6 +377,42 @@ func (s *Store) oneIn(ctx context.Context, q sqlx.QueryerContext, sc *Scope, ent
 	return out, nil
 }
 
+// limitError names the field whose value Postgres could not index. Values
+// are capped before they reach Postgres (schema.ByteLimit); this is the
+// backstop for what the caps cannot foresee, such as a tsvector that grows
+// beyond 1 MB from text under the cap.
+func limitError(e *schema.Entity, pe *pq.Error, err error) error {
+	var names []string
+	if e != nil {
+		for i := range e.Fields {
+			f := &e.Fields[i]
+			if strings.Contains(pe.Message, "tsvector") && f.Searchable {
+				names = append(names, f.Name)
+				continue
+			}
+			for _, ix := range schema.FieldIndexNames(e.Name, f.Name) {
+				if strings.Contains(pe.Message, `"`+ix+`"`) {
+					names = append(names, f.Name)
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		return &apperr.Error{Code: apperr.Validation, Message: "a value is too large to store or index", Err: err}
+	}
+	msg := "is too large to index"
+	if strings.Contains(pe.Message, "tsvector") {
+		msg = "holds too many distinct words for the full-text index (1 MB of lexemes across the searchable fields)"
+	}
+	details := make([]apperr.FieldError, len(names))
+	for i, n := range names {
+		details[i] = apperr.FieldError{Field: n, Message: msg}
+	}
+	e2 := apperr.Fields(details)
+	e2.Err = err
+	return e2
+}
+
 // MapError turns a Postgres error of a statement on entity into a public
 // error naming the field where one is to blame.
 func MapError(sc *Scope, entity string, err error) error {
@@ -402,6 +438,8 @@ func MapError(sc *Scope, entity string, err error) error {
 	case "23502": // not_null_violation
 		return &apperr.Error{Code: apperr.Validation, Message: pe.Column + ": is required",
 			Details: []apperr.FieldError{{Field: pe.Column, Message: "is required"}}, Err: err}
+	case "54000": // program_limit_exceeded: a value too large for an index or the tsvector
+		return limitError(e, pe, err)
 	case "57014": // query_canceled (statement timeout)
 		return &apperr.Error{Code: apperr.Unavailable, Message: "the query took too long", Err: err}
 	}

@@ -338,3 +338,9 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'
 // UniqueIndexName is the name of the unique index of a unique field, so a
 // unique violation can be traced back to the field.
 func UniqueIndexName(table, field string) string { return indexName(table, field, "uq") }
+
+// FieldIndexNames are the names every index of a field of table may have
+// (unique, btree, GIN, HNSW), for naming the field in Postgres' errors.
+func FieldIndexNames(table, field string) []string {
+	return []string{indexName(table, field, "uq"), indexName(table, field, "bt"), indexName(table, field, "gin"), indexName(table, field, "hnsw")}
+}

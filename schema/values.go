@@ -94,6 +94,9 @@ func CoerceElement(f *Field, v any) (any, error) {
 		if f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength {
 			return nil, fmt.Errorf("must be at most %d characters", f.MaxLength)
 		}
+		if limit, why := ByteLimit(f); len(s) > limit {
+			return nil, fmt.Errorf("must be at most %d bytes of UTF-8 (%s)", limit, why)
+		}
 		return s, nil
 	case Enum:
 		s, ok := v.(string)
@@ -234,6 +237,41 @@ func ParseTimestamp(s string) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, errors.New("must be an ISO 8601 timestamp (e.g. 2024-01-31T12:00:00Z)")
+}
+
+// Limits of what Postgres can index, in bytes of UTF-8 (Postgres' own limits
+// are in bytes, so a character count cannot guarantee them).
+const (
+	// MaxIndexedBytes caps a STRING or TEXT value that is unique or indexed
+	// (btree) or an item of a list (GIN). An index entry must fit in a third
+	// of an 8 KB page (2,704 bytes with its header) or Postgres refuses the
+	// row; 2,000 leaves room for the header and keeps the cap a round number.
+	MaxIndexedBytes = 2000
+	// MaxSearchableBytes caps a searchable value at the size limit of a
+	// tsvector (1 MiB - 1). Text that size usually makes a much smaller
+	// tsvector, since a repeated word is stored once; text crafted from
+	// distinct short words can still overflow it, and Postgres' refusal
+	// (SQLSTATE 54000) is then mapped to a 400 naming the searchable fields.
+	MaxSearchableBytes = 1<<20 - 1
+	// MaxTextBytes caps any other STRING or TEXT value (the request body cap
+	// is usually lower).
+	MaxTextBytes = 64 << 20
+)
+
+// ByteLimit is the largest value, in bytes, a STRING or TEXT field (or one
+// item of a list) may hold so that every index on it can hold it, and why.
+func ByteLimit(f *Field) (int, string) {
+	switch {
+	case f.Unique:
+		return MaxIndexedBytes, "unique values are indexed"
+	case f.List:
+		return MaxIndexedBytes, "list items are indexed"
+	case f.Indexed:
+		return MaxIndexedBytes, "indexed values"
+	case f.Searchable:
+		return MaxSearchableBytes, "the full-text index's limit"
+	}
+	return MaxTextBytes, "the largest text DDS stores"
 }
 
 func checkText(s string) error {
