@@ -6,12 +6,14 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // the Postgres driver, "pgx"
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // the Postgres driver
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 )
@@ -20,8 +22,12 @@ import (
 var migrations embed.FS
 
 // Open connects to url, checks the connection and sizes the pool.
+//
+// The driver is pgx's database/sql adapter: it prepares each distinct
+// statement once per connection and re-uses it (binary parameters, no
+// re-parse and re-plan per request), which lib/pq does not do.
 func Open(ctx context.Context, url string, maxConns int) (*sqlx.DB, error) {
-	d, err := sqlx.Open("postgres", url)
+	d, err := sqlx.Open("pgx", url)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -61,4 +67,13 @@ func Migrate(ctx context.Context, d *sql.DB) error {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil
+}
+
+// PgError returns the Postgres error inside err, if there is one.
+func PgError(err error) (*pgconn.PgError, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe, true
+	}
+	return nil, false
 }

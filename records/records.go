@@ -15,10 +15,11 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/schema"
 )
@@ -381,7 +382,7 @@ func (s *Store) oneIn(ctx context.Context, q sqlx.QueryerContext, sc *Scope, ent
 // are capped before they reach Postgres (schema.ByteLimit); this is the
 // backstop for what the caps cannot foresee, such as a tsvector that grows
 // beyond 1 MB from text under the cap.
-func limitError(e *schema.Entity, pe *pq.Error, err error) error {
+func limitError(e *schema.Entity, pe *pgconn.PgError, err error) error {
 	var names []string
 	if e != nil {
 		for i := range e.Fields {
@@ -416,8 +417,8 @@ func limitError(e *schema.Entity, pe *pq.Error, err error) error {
 // MapError turns a Postgres error of a statement on entity into a public
 // error naming the field where one is to blame.
 func MapError(sc *Scope, entity string, err error) error {
-	var pe *pq.Error
-	if !errors.As(err, &pe) {
+	pe, ok := db.PgError(err)
+	if !ok {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return &apperr.Error{Code: apperr.Unavailable, Message: "the request was cancelled or timed out", Err: err}
 		}
@@ -428,7 +429,7 @@ func MapError(sc *Scope, entity string, err error) error {
 	case "23505": // unique_violation
 		if e != nil {
 			for i := range e.Fields {
-				if schema.UniqueIndexName(e.Name, e.Fields[i].Name) == pe.Constraint {
+				if schema.UniqueIndexName(e.Name, e.Fields[i].Name) == pe.ConstraintName {
 					return &apperr.Error{Code: apperr.Conflict, Message: fmt.Sprintf("%s: a %s with this value already exists", e.Fields[i].Name, e.Name),
 						Details: []apperr.FieldError{{Field: e.Fields[i].Name, Message: "must be unique"}}, Err: err}
 				}
@@ -436,14 +437,14 @@ func MapError(sc *Scope, entity string, err error) error {
 		}
 		return &apperr.Error{Code: apperr.Conflict, Message: "a record with these values already exists", Err: err}
 	case "23502": // not_null_violation
-		return &apperr.Error{Code: apperr.Validation, Message: pe.Column + ": is required",
-			Details: []apperr.FieldError{{Field: pe.Column, Message: "is required"}}, Err: err}
+		return &apperr.Error{Code: apperr.Validation, Message: pe.ColumnName + ": is required",
+			Details: []apperr.FieldError{{Field: pe.ColumnName, Message: "is required"}}, Err: err}
 	case "54000": // program_limit_exceeded: a value too large for an index or the tsvector
 		return limitError(e, pe, err)
 	case "57014": // query_canceled (statement timeout)
 		return &apperr.Error{Code: apperr.Unavailable, Message: "the query took too long", Err: err}
 	}
-	if pe.Code.Class() == "22" { // data exception: a value out of the column's range
+	if strings.HasPrefix(pe.Code, "22") { // data exception: a value out of the column's range
 		return &apperr.Error{Code: apperr.Validation, Message: "a value is out of range: " + pe.Message, Err: err}
 	}
 	if pe.Code == "42P01" || pe.Code == "42703" { // table/column vanished: schema changed under us

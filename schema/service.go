@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/db"
 )
 
 // Info is a stored schema as the management API shows it.
@@ -304,8 +304,7 @@ func apply(ctx context.Context, tx *sqlx.Tx, plan Plan) error {
 	}
 	for _, st := range plan.Steps {
 		if _, err := tx.ExecContext(ctx, st.SQL); err != nil {
-			var pe *pq.Error
-			if errors.As(err, &pe) && (pe.Code.Class() == "23" || pe.Code.Class() == "22") {
+			if pe, ok := db.PgError(err); ok && (pe.Code[:2] == "23" || pe.Code[:2] == "22") {
 				return &apperr.Error{Code: apperr.Conflict, Message: fmt.Sprintf("cannot %s: %s", st.Description, pe.Message), Err: err}
 			}
 			return fmt.Errorf("%s: %w", st.Description, err)
@@ -337,11 +336,11 @@ func (s *Service) tx(ctx context.Context, fn func(*sqlx.Tx) error) error {
 // name, or another first schema of the tenant created at the same moment
 // (both tried to become the active one). Other errors pass through.
 func uniqueError(err error, name string) error {
-	var pe *pq.Error
-	if !errors.As(err, &pe) || pe.Code != "23505" {
+	pe, ok := db.PgError(err)
+	if !ok || pe.Code != "23505" {
 		return err
 	}
-	if pe.Constraint == "schemas_one_active" {
+	if pe.ConstraintName == "schemas_one_active" {
 		return &apperr.Error{Code: apperr.Conflict, Message: "another schema of this tenant was created at the same moment; retry", Err: err}
 	}
 	return apperr.Field("name", "a schema named %q already exists", name)
