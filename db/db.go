@@ -6,12 +6,10 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // the Postgres driver, "pgx"
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
@@ -67,13 +65,4 @@ func Migrate(ctx context.Context, d *sql.DB) error {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil
-}
-
-// PgError returns the Postgres error inside err, if there is one.
-func PgError(err error) (*pgconn.PgError, bool) {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe, true
-	}
-	return nil, false
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Unavailable reports whether err means Postgres could not be reached or went
@@ -47,4 +49,13 @@ func Unavailable(err error) bool {
 func LimitExceeded(err error) bool {
 	var st interface{ SQLState() string }
 	return errors.As(err, &st) && strings.HasPrefix(st.SQLState(), "54")
+}
+
+// PgError returns the Postgres error inside err, if there is one.
+func PgError(err error) (*pgconn.PgError, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe, true
+	}
+	return nil, false
 }
