@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lib/pq"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestUnavailable(t *testing.T) {
@@ -24,11 +24,11 @@ func TestUnavailable(t *testing.T) {
 		{"wrapped refused", fmt.Errorf("load key: %w", syscall.ECONNREFUSED), true},
 		{"bad conn", driver.ErrBadConn, true},
 		{"eof mid-statement", fmt.Errorf("query: %w", io.ErrUnexpectedEOF), true},
-		{"admin shutdown", &pq.Error{Code: "57P01"}, true},
-		{"cannot connect now", &pq.Error{Code: "57P03"}, true},
-		{"connection failure", &pq.Error{Code: "08006"}, true},
-		{"unique violation", &pq.Error{Code: "23505"}, false},
-		{"statement timeout", &pq.Error{Code: "57014"}, false},
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"cannot connect now", &pgconn.PgError{Code: "57P03"}, true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"statement timeout", &pgconn.PgError{Code: "57014"}, false},
 		{"cancelled", context.Canceled, false},
 		{"other", errors.New("boom"), false},
 	}
@@ -42,10 +42,10 @@ func TestUnavailable(t *testing.T) {
 }
 
 func TestLimitExceeded(t *testing.T) {
-	if !LimitExceeded(fmt.Errorf("insert: %w", &pq.Error{Code: "54000"})) {
+	if !LimitExceeded(fmt.Errorf("insert: %w", &pgconn.PgError{Code: "54000"})) {
 		t.Error("54000 is a limit")
 	}
-	if LimitExceeded(&pq.Error{Code: "22001"}) || LimitExceeded(errors.New("x")) {
+	if LimitExceeded(&pgconn.PgError{Code: "22001"}) || LimitExceeded(errors.New("x")) {
 		t.Error("only class 54 is a limit")
 	}
 }
