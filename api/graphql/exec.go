@@ -187,7 +187,7 @@ type prepared struct {
 // Prepare parses and validates a request against the model and checks the
 // limits. allowed lists the operation types the transport accepts
 // (GET: query only).
-func (e *Engine) Prepare(m *Model, req Request) (*prepared, *Result) {
+func (e *Engine) Prepare(ctx context.Context, m *Model, req Request) (*prepared, *Result) {
 	if req.Query == "" {
 		return nil, requestError(apperr.BadRequest, "the request has no query")
 	}
@@ -201,6 +201,12 @@ func (e *Engine) Prepare(m *Model, req Request) (*prepared, *Result) {
 			return nil, fromGQL(gqlerror.List{ge}, "GRAPHQL_PARSE_FAILED")
 		}
 		return nil, requestError("GRAPHQL_PARSE_FAILED", err.Error())
+	}
+	// The limits come before validation: validation and execution expand
+	// fragments, the limiter measures each fragment once.
+	lim := limiter{ctx: ctx, lim: e.limits, schema: m.Schema, doc: doc, vars: req.Variables}
+	if r := lim.measure(); r != nil {
+		return nil, r
 	}
 	if errs := validator.ValidateWithRules(m.Schema, doc, e.rules); len(errs) > 0 {
 		return nil, fromGQL(errs, "GRAPHQL_VALIDATION_FAILED")
@@ -225,97 +231,7 @@ func (e *Engine) Prepare(m *Model, req Request) (*prepared, *Result) {
 		}
 		return nil, requestError(apperr.BadRequest, verr.Error())
 	}
-	p := &prepared{m: m, doc: doc, op: op, vars: vars}
-	if r := e.checkLimits(p); r != nil {
-		return nil, r
-	}
-	return p, nil
-}
-
-// checkLimits enforces depth, alias and complexity limits.
-func (e *Engine) checkLimits(p *prepared) *Result {
-	aliases := 0
-	var walk func(set ast.SelectionSet, depth int, seen map[string]bool) (int, int)
-	// walk returns (max depth, complexity) of a selection set.
-	walk = func(set ast.SelectionSet, depth int, seen map[string]bool) (int, int) {
-		maxD, cost := depth, 0
-		for _, s := range set {
-			switch s := s.(type) {
-			case *ast.Field:
-				if s.Name == "__schema" || s.Name == "__type" {
-					cost++
-					continue
-				}
-				if s.Alias != "" && s.Alias != s.Name {
-					aliases++
-				}
-				d, c := walk(s.SelectionSet, depth+1, seen)
-				maxD = max(maxD, d)
-				cost += 1 + multiplier(s, p.vars)*c
-			case *ast.InlineFragment:
-				d, c := walk(s.SelectionSet, depth, seen)
-				maxD, cost = max(maxD, d), cost+c
-			case *ast.FragmentSpread:
-				if s.Definition == nil || seen[s.Name] {
-					continue
-				}
-				seen[s.Name] = true
-				d, c := walk(s.Definition.SelectionSet, depth, seen)
-				delete(seen, s.Name)
-				maxD, cost = max(maxD, d), cost+c
-			}
-		}
-		return maxD, cost
-	}
-	depth, cost := walk(p.op.SelectionSet, 0, map[string]bool{})
-	switch {
-	case depth > e.limits.MaxDepth:
-		return requestError(apperr.BadRequest, fmt.Sprintf("the query is %d levels deep; at most %d are allowed", depth, e.limits.MaxDepth))
-	case aliases > e.limits.MaxAliases:
-		return requestError(apperr.BadRequest, fmt.Sprintf("the query has %d aliases; at most %d are allowed", aliases, e.limits.MaxAliases))
-	case cost > e.limits.MaxComplexity:
-		return requestError(apperr.BadRequest, fmt.Sprintf("the query's estimated complexity is %d; at most %d is allowed (lower limit/first/last on list fields)", cost, e.limits.MaxComplexity))
-	}
-	return nil
-}
-
-// multiplier is how many times a field's selection may be repeated.
-func multiplier(f *ast.Field, vars map[string]any) int {
-	if f.Definition == nil {
-		return 1
-	}
-	args := f.ArgumentMap(vars)
-	for _, name := range []string{"limit", "first", "last"} {
-		if n, ok := intArg(args[name]); ok && n > 0 {
-			return n
-		}
-	}
-	if in, ok := args["input"].(map[string]any); ok && f.Definition.Type.Elem != nil {
-		if n, ok := intArg(in["topK"]); ok && n > 0 {
-			return n
-		}
-		if _, ok := in["vector"]; ok {
-			return query.DefaultTopK
-		}
-	}
-	if f.Name == "edges" {
-		return 1 // paged by the enclosing connection
-	}
-	t := f.Definition.Type
-	if t.Elem != nil {
-		if len(f.Definition.Arguments) == 0 {
-			return 1 // scalar lists (tags, vectors), batch results
-		}
-		return query.DefaultLimit
-	}
-	if isConnectionArgs(f) {
-		return query.DefaultLimit
-	}
-	return 1
-}
-
-func isConnectionArgs(f *ast.Field) bool {
-	return f.Definition.Arguments.ForName("first") != nil || f.Definition.Arguments.ForName("nodeWhere") != nil
+	return &prepared{m: m, doc: doc, op: op, vars: vars}, nil
 }
 
 func intArg(v any) (int, bool) {

@@ -186,7 +186,7 @@ func TestFileFieldIsOneStatementPerRootField(t *testing.T) {
 	  productsConnection(first: 10) { totalCount edges { node { manualFile { fileName } } } }
 	  categories(limit: 5) { productsConnection(limit: 5) { edges { node { manualFile { id } } } } }
 	}`, fs.p[0])
-	pr, res := eng.Prepare(m, Request{Query: q})
+	pr, res := eng.Prepare(context.Background(), m, Request{Query: q})
 	if res != nil {
 		t.Fatalf("%+v", res.Errors)
 	}

@@ -131,7 +131,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.write(w, media, api.Status(api.Classify(err).Code), errorResult(r.Context(), err))
 		return
 	}
-	pr, res := h.engine.Prepare(m, req)
+	pr, res := h.engine.Prepare(r.Context(), m, req)
 	if res != nil {
 		status := http.StatusBadRequest
 		if media == mediaJSON {

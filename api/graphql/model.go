@@ -99,6 +99,10 @@ func Build(def *schema.Definition) (*Model, error) {
 	if gerr != nil {
 		return nil, apperr.New(apperr.Validation, "the schema cannot be exposed over GraphQL: %s", gerr.Error())
 	}
+	// gqlparser's prelude declares @defer, which the executor does not
+	// implement: it is dropped so introspection, validation and the SDL
+	// agree (a document using @defer is refused as an unknown directive).
+	delete(s.Directives, "defer")
 	g.m.SDL, g.m.Schema = sdl, s
 	return g.m, nil
 }

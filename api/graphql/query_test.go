@@ -75,7 +75,7 @@ func TestNestedQueryIsOneStatementPerRootField(t *testing.T) {
 	  }
 	  cats: categories(orderBy: [{field: "rank"}]) { __typename n: name }
 	}`
-	pr, res := eng.Prepare(m, Request{Query: q})
+	pr, res := eng.Prepare(context.Background(), m, Request{Query: q})
 	if res != nil {
 		t.Fatalf("%+v", res.Errors)
 	}

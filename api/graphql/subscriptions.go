@@ -369,7 +369,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		s.errorMsg(c, id, errorResult(ctx, err))
 		return
 	}
-	pr, res := s.engine.Prepare(m, req)
+	pr, res := s.engine.Prepare(ctx, m, req)
 	if res != nil {
 		s.errorMsg(c, id, res)
 		return

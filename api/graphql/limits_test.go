@@ -1,0 +1,219 @@
+package graphql
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// doubling is the hostile document of doubling fragment spreads: n levels,
+// each spreading the next twice, so expanding it visits 2^n leaves.
+func doubling(n int, on, root, leaf string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{ %s }\n", strings.ReplaceAll(root, "@", "...F0"))
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "fragment F%d on %s { ...F%d ...F%d }\n", i, on, i+1, i+1)
+	}
+	fmt.Fprintf(&b, "fragment F%d on %s { %s }\n", n, on, leaf)
+	return b.String()
+}
+
+func repeated(field string, n int) string { return strings.TrimSpace(strings.Repeat(field+" ", n)) }
+
+func limitsEngine(t testing.TB) (*Engine, *Model) {
+	t.Helper()
+	m, err := Build(loadDef(t, "shop.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewEngine(nil, nil, Limits{}, slog.New(slog.NewTextHandler(io.Discard, nil))), m
+}
+
+// TestHostileDocumentsRefused: the two documents that used to pin a CPU
+// core (doubling fragment spreads; 20,000 repeated fields) are refused by
+// the limits with the complexity error, whatever the operation's root.
+func TestHostileDocumentsRefused(t *testing.T) {
+	eng, m := limitsEngine(t)
+	for name, q := range map[string]string{
+		"doubling spreads":              doubling(40, "Query", "@", "productsCount"),
+		"doubling spreads in a list":    doubling(40, "Product", "products { @ }", "id"),
+		"doubling spreads in __schema":  doubling(40, "__Type", "__schema { types { @ } }", "name"),
+		"doubling spreads, unused":      doubling(40, "Query", "productsCount", "productsCount"),
+		"20000 repeated fields":         "{ products { " + repeated("id", 20000) + " } }",
+		"repeated fields in a fragment": "{ products { ...R } } fragment R on Product { " + repeated("id", 20000) + " }",
+	} {
+		_, res := eng.Prepare(context.Background(), m, Request{Query: q})
+		if res == nil || len(res.Errors) != 1 || res.Errors[0].Extensions["code"] != "BAD_REQUEST" ||
+			!strings.Contains(res.Errors[0].Message, "complexity") {
+			t.Errorf("%s: want one complexity error, got %+v", name, res)
+		}
+	}
+}
+
+func TestLimitsDepthAliasesCycles(t *testing.T) {
+	eng, m := limitsEngine(t)
+	deep := "{ " + strings.Repeat("products(limit: 1) { categories(limit: 1) { ", 7) + "name" + strings.Repeat(" } }", 7) + " }"
+	var aliases strings.Builder
+	aliases.WriteString("{ ...A ...A } fragment A on Query {")
+	for i := 0; i < 26; i++ {
+		fmt.Fprintf(&aliases, " a%d: productsCount", i)
+	}
+	aliases.WriteString(" }")
+	for _, c := range []struct{ name, q, code, msg string }{
+		{"depth", deep, "BAD_REQUEST", "levels deep"},
+		{"depth through fragments", "{ ...D } fragment D on Query { products(limit: 1) { ...P } } fragment P on Product { " +
+			strings.Repeat("categories(limit: 1) { products(limit: 1) { ", 6) + "id" + strings.Repeat(" } }", 6) + " }", "BAD_REQUEST", "levels deep"},
+		{"aliases counted per spread", aliases.String(), "BAD_REQUEST", "aliases"},
+		{"fragment cycle", "{ products { ...A } } fragment A on Product { ...B } fragment B on Product { id ...A }", "GRAPHQL_VALIDATION_FAILED", "A"},
+		{"unknown fragment", "{ products { ...Nope } }", "GRAPHQL_VALIDATION_FAILED", "Nope"},
+	} {
+		_, res := eng.Prepare(context.Background(), m, Request{Query: c.q})
+		if res == nil || len(res.Errors) == 0 || res.Errors[0].Extensions["code"] != c.code || !strings.Contains(res.Errors[0].Message, c.msg) {
+			t.Errorf("%s: want %s %q, got %+v", c.name, c.code, c.msg, res)
+		}
+	}
+	// Under the limits: a fragment spread many times is measured once and accepted.
+	ok := "{ a: products(limit: 2) { ...P } b: products(limit: 2) { ...P } } fragment P on Product { id name categories(limit: 2) { name } }"
+	if _, res := eng.Prepare(context.Background(), m, Request{Query: ok}); res != nil {
+		t.Errorf("reused fragment: %+v", res.Errors)
+	}
+}
+
+// TestLimitsHonourCancellation: a client that went away stops the walk.
+func TestLimitsHonourCancellation(t *testing.T) {
+	eng, m := limitsEngine(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, res := eng.Prepare(ctx, m, Request{Query: `{ product(id: "x") { ` + repeated("id", 10000) + " } }"})
+	if res == nil || !strings.Contains(res.Errors[0].Message, "cancelled") {
+		t.Errorf("cancelled request: %+v", res)
+	}
+}
+
+// randomDocument builds a document from hostile pieces: nested lists,
+// fragment spreads (including doubling chains and cycles), inline
+// fragments, aliases and repeated fields, under the size limit.
+func randomDocument(r *rand.Rand) string {
+	nFrag := r.IntN(12)
+	budget := DefaultLimits.MaxDocumentBytes // characters left to emit, roughly
+	var b strings.Builder
+	var sel func(on string, depth int) string
+	sel = func(on string, depth int) string {
+		var s strings.Builder
+		s.WriteString("{ ")
+		n := 1 + r.IntN(6)
+		if r.IntN(8) == 0 {
+			n = 1 + r.IntN(3000)
+		}
+		for i := 0; i < n; i++ {
+			budget -= 4
+			switch k := r.IntN(10); {
+			case k < 4 || depth > 14 || budget < 0:
+				s.WriteString("id ")
+			case k < 6:
+				if r.IntN(2) == 0 {
+					fmt.Fprintf(&s, "a%d: ", r.IntN(80))
+				}
+				field := map[string]string{"Product": "categories", "Category": "products"}[on]
+				next := map[string]string{"Product": "Category", "Category": "Product"}[on]
+				fmt.Fprintf(&s, "%s(limit: %d) %s ", field, r.IntN(200), sel(next, depth+1))
+			case k < 8 && nFrag > 0:
+				fmt.Fprintf(&s, "...F%d ", r.IntN(nFrag))
+			default:
+				fmt.Fprintf(&s, "... on %s %s ", on, sel(on, depth+1))
+			}
+		}
+		s.WriteString("}")
+		return s.String()
+	}
+	fmt.Fprintf(&b, "{ products %s }\n", sel("Product", 1))
+	for i := 0; i < nFrag; i++ {
+		next := i + 1 // a doubling chain, and now and then a cycle
+		if next == nFrag || r.IntN(10) == 0 {
+			next = r.IntN(nFrag)
+		}
+		fmt.Fprintf(&b, "fragment F%d on Product { ...F%d ...F%d %s }\n", i, next, next, strings.Trim(sel("Product", 1), "{}"))
+	}
+	return b.String()
+}
+
+// TestLimitsProperty: any generated document under the size limit is
+// accepted or refused by Prepare (never a panic, always an answer whose
+// errors carry a code). The CPU bound is measured by BenchmarkLimitsWorstCase.
+func TestLimitsProperty(t *testing.T) {
+	eng, m := limitsEngine(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 300; i++ {
+		q := randomDocument(r)
+		if len(q) > DefaultLimits.MaxDocumentBytes {
+			continue
+		}
+		_, res := eng.Prepare(context.Background(), m, Request{Query: q})
+		if res != nil && (len(res.Errors) == 0 || res.Errors[0].Extensions["code"] == nil) {
+			t.Fatalf("document %d: refusal without a coded error: %+v", i, res)
+		}
+	}
+}
+
+// hostileCorpus are the worst documents known, each under the size limit.
+func hostileCorpus() map[string]string {
+	return map[string]string{
+		"doubling-40":             doubling(40, "Query", "@", "productsCount"),
+		"doubling-40-introspect":  doubling(40, "__Type", "__schema { types { @ } }", "name"),
+		"repeat-20000-list":       "{ products { " + repeated("id", 20000) + " } }",
+		"repeat-5000-fragment":    `{ product(id: "x") { ...R } } fragment R on Product { ` + repeated("id", 5000) + " }",
+		"nested-inline-fragments": "{ products { " + strings.Repeat("... on Product { ", 3000) + "id" + strings.Repeat(" }", 3000) + " } }",
+	}
+}
+
+// BenchmarkLimitsWorstCase reports the CPU one Prepare (parse, limits,
+// validation) takes for each hostile document and for random ones; the
+// largest is printed as the measured bound (not asserted: the machine is shared).
+func BenchmarkLimitsWorstCase(b *testing.B) {
+	eng, m := limitsEngine(b)
+	docs := hostileCorpus()
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 200; i++ {
+		if q := randomDocument(r); len(q) <= DefaultLimits.MaxDocumentBytes {
+			docs[fmt.Sprintf("random-%03d", i)] = q
+		}
+	}
+	var worst time.Duration
+	var worstName string
+	for name, q := range docs {
+		start := time.Now()
+		eng.Prepare(context.Background(), m, Request{Query: q})
+		if d := time.Since(start); d > worst {
+			worst, worstName = d, name
+		}
+	}
+	b.Logf("worst document: %s, %v for one Prepare (%d documents, each <= %d bytes)", worstName, worst, len(docs), DefaultLimits.MaxDocumentBytes)
+	for _, name := range []string{"doubling-40", "repeat-20000-list"} {
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				eng.Prepare(context.Background(), m, Request{Query: docs[name]})
+			}
+		})
+	}
+}
+
+// TestNoDeferDirective: @defer is not implemented, so it is neither in the
+// schema introspection shows nor accepted in a document, as in the SDL.
+func TestNoDeferDirective(t *testing.T) {
+	eng, m := limitsEngine(t)
+	if strings.Contains(m.SDL, "@defer") {
+		t.Error("the SDL declares @defer")
+	}
+	if _, ok := m.Schema.Directives["defer"]; ok {
+		t.Error("the schema introspection reads declares @defer")
+	}
+	_, res := eng.Prepare(context.Background(), m, Request{Query: `{ products { id ... @defer { name } } }`})
+	if res == nil || res.Errors[0].Extensions["code"] != "GRAPHQL_VALIDATION_FAILED" {
+		t.Errorf("@defer accepted: %+v", res)
+	}
+}
