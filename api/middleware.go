@@ -132,3 +132,10 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer
 // (flushing, hijacking for WebSockets).
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Flush lets streaming handlers (Connect streams, gRPC reflection) that
+// assert http.Flusher flush through the writer.
+func (s *statusWriter) Flush() {
+	s.wrote = true
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
+}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 
 	"connectrpc.com/connect"
+	"connectrpc.com/grpcreflect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -50,6 +51,11 @@ func (h *Handler) Routes(r *api.Router) {
 	r.HandleRendering(path, rh, h.writeError)
 	path, sh := ddsv1connect.NewSchemaServiceHandler(schemaService{h}, opts)
 	r.HandleRendering(path, sh, h.writeError)
+	// gRPC server reflection, so grpcurl and `buf curl` work without the
+	// .proto files. Public: it describes the services, which are public.
+	reflector := grpcreflect.NewStaticReflector(ddsv1connect.RecordServiceName, ddsv1connect.SchemaServiceName)
+	r.Public(grpcreflect.NewHandlerV1(reflector))
+	r.Public(grpcreflect.NewHandlerV1Alpha(reflector))
 }
 
 // writeError renders an error raised before a call reaches its handler.
