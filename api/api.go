@@ -61,8 +61,10 @@ func (r *Router) HandleRendering(pattern string, h http.Handler, writeErr ErrorW
 			writeErr(w, req, err)
 			return
 		}
+		note(req.Context(), func(ri *reqInfo) { ri.tenant = p.TenantID })
 		if res := r.tenant.Allow(p.TenantID); res.Limit > 0 {
 			if !limitHeaders(w, res) {
+				note(req.Context(), func(ri *reqInfo) { ri.rejected = "tenant" })
 				writeErr(w, req, apperr.New(apperr.RateLimited, "tenant rate limit of %d requests per minute exceeded", res.Limit))
 				return
 			}

@@ -13,6 +13,7 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	rejected *prometheus.CounterVec
 }
 
 // NewMetrics registers the HTTP metrics on reg.
@@ -25,12 +26,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dds_http_request_duration_seconds", Help: "HTTP request latency by route pattern.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dds_rate_limit_rejections_total", Help: "Requests refused with 429 by rate-limit layer (ip, auth, tenant).",
+		}, []string{"layer"}),
 	}
-	reg.MustRegister(m.requests, m.duration)
+	reg.MustRegister(m.requests, m.duration, m.rejected)
 	return m
 }
 
-func (m *Metrics) observe(route string, status int, d time.Duration) {
+func (m *Metrics) observe(route string, status int, d time.Duration, rejectedBy string) {
 	if m == nil {
 		return
 	}
@@ -39,4 +43,7 @@ func (m *Metrics) observe(route string, status int, d time.Duration) {
 	}
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
+	if rejectedBy != "" {
+		m.rejected.WithLabelValues(rejectedBy).Inc()
+	}
 }

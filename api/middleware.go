@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -19,8 +20,17 @@ import (
 type reqKey struct{}
 
 type reqInfo struct {
-	id  string
-	log *slog.Logger
+	id       string
+	log      *slog.Logger
+	tenant   string // set by Router once the caller is authenticated
+	rejected string // the rate-limit layer that refused the request
+}
+
+// note records facts about a request for its access-log line and metrics.
+func note(ctx context.Context, fn func(*reqInfo)) {
+	if ri, ok := ctx.Value(reqKey{}).(*reqInfo); ok {
+		fn(ri)
+	}
 }
 
 // LoggerFrom returns a logger carrying the request id. It is built only
@@ -40,6 +50,9 @@ type Limits struct {
 	AuthPaths  map[string]bool // "POST /api/v1/auth/token"
 	TrustProxy bool            // take the client IP from the last X-Forwarded-For entry (one trusted proxy in front)
 	Metrics    *Metrics        // nil records nothing
+	// AccessLogSample is the fraction of requests answered below 500 that
+	// are logged at info (0 none, 1 all); every 5xx is logged.
+	AccessLogSample float64
 }
 
 // Middleware wraps the whole server: request id, access log, panic
@@ -54,7 +67,8 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 			id = hex.EncodeToString(b)
 		}
 		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), reqKey{}, &reqInfo{id: id, log: log}))
+		ri := &reqInfo{id: id, log: log}
+		r = r.WithContext(context.WithValue(r.Context(), reqKey{}, ri))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if p := recover(); p != nil {
@@ -67,18 +81,22 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 					WriteError(sw, r, apperr.New(apperr.Internal, "internal error"))
 				}
 			}
-			limits.Metrics.observe(r.Pattern, sw.status, time.Since(start))
-			if log.Enabled(r.Context(), slog.LevelDebug) {
-				LoggerFrom(r.Context()).Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+			d := time.Since(start)
+			limits.Metrics.observe(r.Pattern, sw.status, d, ri.rejected)
+			if sw.status >= 500 || limits.AccessLogSample >= 1 || limits.AccessLogSample > 0 && mrand.Float64() < limits.AccessLogSample {
+				log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", route(r)),
+					slog.Int("status", sw.status), slog.Duration("duration", d), slog.String("tenant", ri.tenant), slog.String("request_id", id))
 			}
 		}()
 		ip := clientIP(r, limits.TrustProxy)
 		if res := limits.Global.Allow(ip); res.Limit > 0 && !limitHeaders(sw, res) {
+			ri.rejected = "ip"
 			WriteError(sw, r, apperr.New(apperr.RateLimited, "rate limit of %d requests per minute exceeded", res.Limit))
 			return
 		}
 		if limits.AuthPaths[r.Method+" "+r.URL.Path] {
 			if res := limits.Auth.Allow(ip); res.Limit > 0 && !limitHeaders(sw, res) {
+				ri.rejected = "auth"
 				WriteError(sw, r, apperr.New(apperr.RateLimited, "auth rate limit of %d requests per minute exceeded", res.Limit))
 				return
 			}
@@ -89,6 +107,15 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 		}
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// route is the request's route pattern, or "unmatched": the raw path
+// would put ids (and whatever a client sends) into logs and metrics.
+func route(r *http.Request) string {
+	if r.Pattern == "" {
+		return "unmatched"
+	}
+	return r.Pattern
 }
 
 func clientIP(r *http.Request, trustProxy bool) string {

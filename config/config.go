@@ -25,8 +25,14 @@ type Config struct {
 	JWTSecret     string `env:"DDS_JWT_SECRET,required"`
 	LogLevel      string `env:"DDS_LOG_LEVEL" envDefault:"info"`
 	LogFormat     string `env:"DDS_LOG_FORMAT" envDefault:"text"`
-	MaxBodyBytes  int64  `env:"DDS_MAX_BODY_BYTES" envDefault:"16777216"`
-	DBMaxConns    int    `env:"DDS_DB_MAX_CONNS" envDefault:"40"`
+	// AccessLogSample is the fraction of requests answered below 500 that
+	// the access log records (1 all, 0 none); a 5xx is always recorded.
+	AccessLogSample float64 `env:"DDS_ACCESS_LOG_SAMPLE" envDefault:"1"`
+	// WorkerHTTPAddr is where `dds worker` serves /livez, /readyz and
+	// /metrics; empty serves nothing.
+	WorkerHTTPAddr string `env:"DDS_WORKER_HTTP_ADDR" envDefault:"127.0.0.1:8081"`
+	MaxBodyBytes   int64  `env:"DDS_MAX_BODY_BYTES" envDefault:"16777216"`
+	DBMaxConns     int    `env:"DDS_DB_MAX_CONNS" envDefault:"40"`
 
 	// Rate limits per minute; 0 disables a layer.
 	RateGlobal int  `env:"DDS_RATE_GLOBAL" envDefault:"500"`
@@ -95,6 +101,9 @@ func Load() (*Config, error) {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		problems = append(problems, fmt.Errorf(`DDS_LOG_FORMAT must be "text" or "json", got %q`, c.LogFormat))
+	}
+	if c.AccessLogSample < 0 || c.AccessLogSample > 1 {
+		problems = append(problems, fmt.Errorf("DDS_ACCESS_LOG_SAMPLE must be between 0 and 1, got %v", c.AccessLogSample))
 	}
 	if c.FileStorageDriver != "local" && c.FileStorageDriver != "s3" {
 		problems = append(problems, fmt.Errorf(`FILE_STORAGE_DRIVER must be "local" or "s3", got %q`, c.FileStorageDriver))

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
+	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/openapi"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/ratelimit"
@@ -52,6 +52,10 @@ type Server struct {
 	Files   *files.Service
 	Handler http.Handler
 	gqlSubs *graphql.Subscriptions
+	// Registry is the server's Prometheus registry (served on /metrics).
+	Registry *prometheus.Registry
+	// JobProgress are the gauges long-running jobs report through.
+	JobProgress *obs.JobProgress
 }
 
 // New builds the server: connects to Postgres and wires every surface.
@@ -118,8 +122,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	}
 	consoleUI.Routes(router)
 	router.Public("GET /healthz", http.HandlerFunc(s.health))
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := obs.NewRegistry(d.DB)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dds_graphql_subscriptions_active", Help: "GraphQL subscriptions running on this server.",
+	}, func() float64 { return float64(s.gqlSubs.Active()) }))
+	s.Registry, s.JobProgress = reg, obs.NewJobProgress(reg)
 	router.Public("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
 	s.Handler = api.CORS(cfg.CORSOrigins, api.Middleware(router, log, api.Limits{
@@ -128,6 +135,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 		AuthPaths:  map[string]bool{"POST /api/v1/auth/token": true, "POST /api/v1/tenants": true},
 		TrustProxy: cfg.TrustProxy,
 		Metrics:    api.NewMetrics(reg),
+
+		AccessLogSample: cfg.AccessLogSample,
 	}))
 	return s, nil
 }
@@ -169,12 +178,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.log.Info("shutting down: finishing open requests", "timeout", "10s")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	s.log.Info("server stopped", "err", err)
 	return err
 }
 

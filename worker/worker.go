@@ -5,11 +5,17 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 
@@ -17,6 +23,7 @@ import (
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
+	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/storage"
@@ -31,6 +38,10 @@ type Worker struct {
 	Hub      *pgnotify.Hub
 	Temporal client.Client
 	tw       tworker.Worker
+	// Registry is the worker's Prometheus registry (served on /metrics).
+	Registry *prometheus.Registry
+	// JobProgress are the gauges long-running jobs report through.
+	JobProgress *obs.JobProgress
 	// background loops started with the worker (outbox relay, sweepers).
 	loops []func(context.Context) error
 }
@@ -48,7 +59,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
 	}
 	w := &Worker{cfg: cfg, log: log, DB: d, Hub: pgnotify.New(cfg.DatabaseURL, log), Temporal: tc,
-		tw: tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})}
+		tw: tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{}), Registry: obs.NewRegistry(d.DB)}
+	w.JobProgress = obs.NewJobProgress(w.Registry)
 	if err := w.register(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -98,13 +110,63 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, loop := range w.loops {
 		go func() { errc <- loop(ctx) }()
 	}
+	if w.cfg.WorkerHTTPAddr != "" {
+		var lc net.ListenConfig
+		ln, err := lc.Listen(ctx, "tcp", w.cfg.WorkerHTTPAddr)
+		if err != nil {
+			return fmt.Errorf("worker probes: %w", err)
+		}
+		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { errc <- ignoreClosed(srv.Serve(ln)) }()
+		defer srv.Close() //nolint:errcheck // shutting down; nothing to report
+		w.log.Info("worker probes serving", "addr", "http://"+ln.Addr().String(), "paths", "/livez /readyz /metrics")
+	}
 	w.log.Info("worker running", "temporal", w.cfg.TemporalAddress, "task_queue", w.cfg.TemporalTaskQueue)
 	select {
 	case <-ctx.Done():
+		w.log.Info("worker shutting down")
 		return nil
 	case err := <-errc:
 		return err
 	}
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Handler serves the worker's probes and metrics: /livez (the process
+// runs), /readyz (Postgres and Temporal answer), /metrics.
+func (w *Worker) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /livez", func(rw http.ResponseWriter, _ *http.Request) {
+		writeJSON(rw, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", w.ready)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(w.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (w *Worker) ready(rw http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	body, status := map[string]string{"status": "ok"}, http.StatusOK
+	if err := w.DB.PingContext(ctx); err != nil {
+		body["database"], body["status"], status = "down", "unavailable", http.StatusServiceUnavailable
+	}
+	if _, err := w.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		body["temporal"], body["status"], status = "down", "unavailable", http.StatusServiceUnavailable
+	}
+	writeJSON(rw, status, body)
+}
+
+func writeJSON(rw http.ResponseWriter, status int, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(status)
+	_ = json.NewEncoder(rw).Encode(v)
 }
 
 // Close releases connections.

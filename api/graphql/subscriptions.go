@@ -201,6 +201,7 @@ type wsConn struct {
 	// close code/reason requested by the reader or a slow consumer.
 	mu   sync.Mutex
 	subs map[string]*subscriber
+	log  *slog.Logger // carries the upgrade request's id
 }
 
 func (c *wsConn) send(m message) {
@@ -214,6 +215,9 @@ func (c *wsConn) send(m message) {
 
 func (c *wsConn) close(code int, reason string) {
 	c.once.Do(func() {
+		if code != websocket.CloseNormalClosure {
+			c.log.Warn("websocket closed on failure", "code", code, "reason", reason)
+		}
 		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
 		close(c.closed)
 		_ = c.ws.Close()
@@ -224,9 +228,10 @@ func (c *wsConn) close(code int, reason string) {
 func (s *Subscriptions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws, err := s.up.Upgrade(w, r, nil)
 	if err != nil {
+		api.LoggerFrom(r.Context()).Warn("websocket upgrade failed", "err", err)
 		return // the upgrader answered
 	}
-	c := &wsConn{ws: ws, out: make(chan message, 256), closed: make(chan struct{}), subs: map[string]*subscriber{}}
+	c := &wsConn{ws: ws, out: make(chan message, 256), closed: make(chan struct{}), subs: map[string]*subscriber{}, log: api.LoggerFrom(r.Context())}
 	if ws.Subprotocol() != subprotocol {
 		c.close(4406, "Subprotocol not acceptable")
 		return
@@ -268,6 +273,9 @@ func (s *Subscriptions) readLoop(ctx context.Context, c *wsConn) {
 	for {
 		_, data, err := c.ws.ReadMessage()
 		if err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) {
+				c.log.Warn("websocket read failed", "err", err)
+			}
 			c.close(1000, "")
 			return
 		}
@@ -444,4 +452,15 @@ func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
 		sub.filterArgs = a.List()
 	}
 	return sub, nil
+}
+
+// Active is the number of running subscriptions (for the metrics).
+func (s *Subscriptions) Active() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, m := range s.subs {
+		n += len(m)
+	}
+	return n
 }

@@ -52,10 +52,55 @@ func main() {
 	}
 }
 
+// commandHelp is what `dds <command> --help` prints.
+var commandHelp = map[string]string{
+	"serve": `usage: dds serve
+
+Runs the HTTP server (REST, GraphQL and subscriptions, Connect/gRPC, /livez, /readyz,
+/metrics) on DDS_HTTP_ADDR. Configuration comes from the environment: DATABASE_URL and
+DDS_JWT_SECRET are required; see docs/operations.md and the README for the rest.
+`,
+	"worker": `usage: dds worker
+
+Runs the Temporal worker: the outbox relay and webhook deliveries, the file lifecycle
+and long jobs. Serves /livez, /readyz (Postgres and Temporal reachable) and /metrics on
+DDS_WORKER_HTTP_ADDR (default 127.0.0.1:8081; empty serves nothing).
+`,
+	"migrate": `usage: dds migrate
+
+Applies the pending control-plane migrations to DATABASE_URL (safe to run from several
+replicas at once: they are serialised by an advisory lock).
+`,
+	"tenant": `usage: dds tenant create --name NAME [--json]
+
+Creates a tenant and prints its admin API key once (--json prints
+{"tenantId", "apiKey"}).
+`,
+	"dev": `usage: dds dev
+
+Migrates, ensures a "dev" tenant, runs the server and the worker in one process and
+prints a fresh admin key. Secrets missing from the environment are generated under .dds/.
+`,
+}
+
+// wantsHelp reports whether args ask for help rather than an action.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" || a == "help" {
+			return true
+		}
+	}
+	return false
+}
+
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usage)
 		return errors.New("no command")
+	}
+	if help, ok := commandHelp[args[0]]; ok && wantsHelp(args[1:]) {
+		fmt.Print(help)
+		return nil
 	}
 	switch args[0] {
 	case "serve":
@@ -178,6 +223,9 @@ func dev(ctx context.Context) error {
 	tenantID, key, err := devTenant(ctx, s, cfg)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("DDS_WORKER_HTTP_ADDR") == "" {
+		cfg.WorkerHTTPAddr = "" // one process: the server's probes and /metrics serve it
 	}
 	w, err := worker.New(ctx, cfg, log)
 	if err != nil {

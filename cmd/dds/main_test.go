@@ -52,6 +52,14 @@ func TestBinary(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "unknown command") {
 		t.Fatalf("an unknown command must fail with usage: %v %s", err, out)
 	}
+	// --help prints help and exits 0 without a configuration (none is set here).
+	for _, args := range [][]string{{"serve", "--help"}, {"worker", "-h"}, {"migrate", "--help"}, {"tenant", "create", "--help"}, {"dev", "--help"}} {
+		cmd = exec.Command(bin, args...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "usage: dds "+args[0]) {
+			t.Errorf("dds %s: %v %s", strings.Join(args, " "), err, out)
+		}
+	}
 	cmd = exec.Command(bin, "serve")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DDS_LOG_LEVEL=loud", "FILE_STORAGE_DRIVER=ftp"}
 	out, err = func() (string, error) { b, err := cmd.CombinedOutput(); return string(b), err }()
