@@ -29,7 +29,8 @@ BENCH_ARGS    ?=
 
 # MinIO is started for `make run` only when the s3 file storage driver is chosen.
 RUN_MINIO := $(if $(filter s3,$(FILE_STORAGE_DRIVER)),--with-minio,)
-INSTALL_RUN_FLAGS := $(if $(RUN_MINIO),,--no-minio)
+# `make run` needs no browser (only the console's browser test does).
+INSTALL_RUN_FLAGS := --no-browser $(if $(RUN_MINIO),,--no-minio)
 
 .PHONY: help
 help: ## Show this list
@@ -54,6 +55,10 @@ test: ## Install, start the stack (with MinIO), run every test incl. fuzz seed c
 	@bash deploy/install.sh
 	@bash deploy/with-stack.sh --with-minio --profile test --db dds_test -- \
 		go test $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: fresh-check
+fresh-check: ## As root: run `make run`, the README's first calls and `make test` in a fresh Debian root
+	@bash deploy/fresh-check.sh
 
 .PHONY: bench
 # Each program measures one capability next to its baselines, in the same run,

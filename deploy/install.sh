@@ -59,12 +59,23 @@ fi
 
 mkdir -p "$BIN" "$LOGS" "$SRC"
 
-# One install at a time per cache (two `make run` in two terminals must not race).
-exec 9>"$DDS_CACHE/install.lock"
+# duration SECONDS prints e.g. 2m30s.
+duration() { if [ "$1" -ge 60 ]; then printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); else printf '%ds' "$1"; fi; }
+
+# One install at a time per cache (two `make run` in two terminals must not race). The holder
+# writes who it is into the lock file (opened without truncating it), so a waiter can say so.
+LOCK=$DDS_CACHE/install.lock
+exec 9>>"$LOCK"
 if ! flock -n 9; then
-	log "another install.sh holds $DDS_CACHE/install.lock; waiting"
-	flock 9
+	waited=0
+	log "waiting for the install lock $LOCK, held by $(cat "$LOCK" 2>/dev/null || echo 'an unknown process')"
+	until flock -w 30 9; do
+		waited=$((waited + 30))
+		log "still waiting for the install lock ($(duration "$waited")), held by $(cat "$LOCK" 2>/dev/null || echo 'an unknown process')"
+	done
 fi
+printf 'pid %s since %s UTC: %s (in %s)\n' "$$" "$(date -u +%H:%M:%S)" \
+	"$(tr '\0' ' ' <"/proc/$PPID/cmdline" 2>/dev/null | sed 's/ $//')" "$PWD" >"$LOCK"
 
 START=$(date +%s)
 
@@ -111,26 +122,8 @@ pgvector_version() {
 	sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$control"
 }
 
-# mirror_uri prints the URI of the first apt source serving the Debian main archive for this
-# release (deb822 *.sources first, then the one-line format). Never a constant: the machine's
-# own configuration decides which mirror is used.
-mirror_uri() {
-	local codename=$1 f
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		[ "$(basename "$f")" = dds-src.sources ] && continue
-		awk -v want="$codename" '
-			function flush() { if (uri != "" && hit) { print uri; found = 1; exit } uri = ""; hit = 0 }
-			/^[ \t]*$/ { flush(); next }
-			/^[ \t]*#/ { next }
-			/^URIs:/ { uri = $2 }
-			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == want) hit = 1 }
-			END { if (!found) flush() }' "$f"
-	done | head -n1 | grep . && return 0
-	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-		awk -v want="$codename" '
-			$1 == "deb" { sub(/\[[^]]*\][ \t]*/, ""); if ($3 == want) { print $2; exit } }'
-}
+# shellcheck source=deploy/apt-mirror.sh
+. "$ROOT/deploy/apt-mirror.sh" # mirror_uri
 
 install_pgvector() {
 	local codename next uri srcfile tarball dir
@@ -191,7 +184,7 @@ dpkg --compare-versions "$gover" ge "$GO_MIN" || die "Go $GO_MIN or later is req
 # built_version BIN MODULE prints the module version recorded in a Go binary, or nothing.
 built_version() { [ -x "$1" ] && go version -m "$1" 2>/dev/null | awk -v m="$2" '$1 == "mod" && $2 == m { print $3 }'; }
 
-pids=() names=()
+pids=() names=() reported=()
 go_install() { # name module pkg version
 	local name=$1 module=$2 pkg=$3 version=$4
 	if [ "$(built_version "$BIN/$name" "$module")" = "$version" ]; then
@@ -209,6 +202,25 @@ go_install temporal github.com/temporalio/cli github.com/temporalio/cli/cmd/temp
 if [ "$WITH_MINIO" -eq 1 ]; then
 	go_install minio github.com/minio/minio github.com/minio/minio "$MINIO_VERSION"
 fi
+# Say what is still building every 30 s, and when each build ends (a cold build takes minutes).
+build_start=$SECONDS next=30
+while [ ${#pids[@]} -gt 0 ]; do
+	running=()
+	for i in "${!pids[@]}"; do
+		if kill -0 "${pids[$i]}" 2>/dev/null; then
+			running+=("${names[$i]}")
+		elif [ -z "${reported[$i]:-}" ]; then
+			reported[i]=1
+			log "${names[$i]} build ended after $(duration $((SECONDS - build_start)))"
+		fi
+	done
+	[ ${#running[@]} -gt 0 ] || break
+	if [ $((SECONDS - build_start)) -ge "$next" ]; then
+		log "still building $(printf '%s, ' "${running[@]}" | sed 's/, $//') ($(duration $((SECONDS - build_start))))"
+		next=$((next + 30))
+	fi
+	sleep 1
+done
 failed=0
 for i in "${!pids[@]}"; do
 	if ! wait "${pids[$i]}"; then
