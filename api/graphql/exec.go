@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -21,6 +22,7 @@ import (
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
 )
 
 // Limits protect the server from expensive documents.
@@ -82,14 +84,52 @@ type modelMemo struct {
 	err error
 }
 
-// Model returns the GraphQL model of the scope's active schema version,
-// built once per version.
-func ModelFor(sc *records.Scope) (*Model, error) {
-	mm := sc.Schema.Memo("graphql.Model", func() any {
-		m, err := Build(sc.Schema.Def)
+// ModelFor returns the GraphQL model of the scope's active schema version
+// as principal p may see it (nil: all of it), built once per version and
+// visibility: introspection, schema.graphql and validation then show a
+// credential only the entities, fields, relationships and operations its
+// scopes allow.
+func ModelFor(sc *records.Scope, p *auth.Principal) (*Model, error) {
+	key, allow := visibilityKey(sc.Schema.Def, p)
+	mm := sc.Schema.Memo("graphql.Model"+key, func() any {
+		m, err := build(sc.Schema.Def, allow)
 		return modelMemo{m, err}
 	}).(modelMemo)
 	return mm.m, mm.err
+}
+
+var visibilityOps = [...]string{"read", "create", "update", "delete"}
+
+// visibilityKey is the cache key of what p may do on def's entities and
+// relationships ("" when p may do everything, the shared model) and the
+// matching Allows.
+func visibilityKey(def *schema.Definition, p *auth.Principal) (string, Allows) {
+	if p == nil {
+		return "", nil
+	}
+	var b strings.Builder
+	all := true
+	bit := func(kind, name string) {
+		for _, op := range visibilityOps {
+			if p.Scopes.Allows(kind, name, op) {
+				b.WriteByte('1')
+			} else {
+				b.WriteByte('0')
+				all = false
+			}
+		}
+	}
+	b.WriteByte(':')
+	for i := range def.Entities {
+		bit("entity", def.Entities[i].Name)
+	}
+	for i := range def.Relationships {
+		bit("relationship", def.Relationships[i].Name)
+	}
+	if all {
+		return "", nil
+	}
+	return b.String(), p.Scopes.Allows
 }
 
 // Request is a GraphQL request (GraphQL over HTTP).
@@ -261,7 +301,11 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 		root = pr.m.Schema.Query
 	case ast.Mutation:
 		root = pr.m.Schema.Mutation
-	default:
+	}
+	switch {
+	case root == nil && pr.op.Operation == ast.Mutation:
+		return requestError(apperr.Forbidden, "this credential may not write anything")
+	case root == nil:
 		return requestError(apperr.BadRequest, "subscriptions are served over graphql-transport-ws at /api/v1/dynamic-gql/ws")
 	}
 	fields := x.collect(pr.op.SelectionSet, root.Name)

@@ -172,7 +172,7 @@ func TestFileFieldIsOneStatementPerRootField(t *testing.T) {
 	e := testEnv(t)
 	fs := newFileShop(t)
 	sc := e.scope(t, fs.tenant)
-	m, err := ModelFor(sc)
+	m, err := ModelFor(sc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/records"
 )
 
@@ -59,16 +60,17 @@ func (h *Handler) scope(r *http.Request) (*records.Scope, *Model, error) {
 	if r.PathValue("tenantId") != p.TenantID {
 		return nil, nil, apperr.New(apperr.NotFound, "no GraphQL API for tenant %q with these credentials", r.PathValue("tenantId"))
 	}
-	return scopeModel(r.Context(), h.store, p.TenantID)
+	return scopeModel(r.Context(), h.store, p)
 }
 
-// scopeModel resolves the tenant's active schema and its GraphQL model.
-func scopeModel(ctx context.Context, store *records.Store, tenantID string) (*records.Scope, *Model, error) {
-	sc, err := store.Scope(ctx, tenantID)
+// scopeModel resolves the tenant's active schema and its GraphQL model as
+// p may see it.
+func scopeModel(ctx context.Context, store *records.Store, p *auth.Principal) (*records.Scope, *Model, error) {
+	sc, err := store.Scope(ctx, p.TenantID)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := ModelFor(sc)
+	m, err := ModelFor(sc, p)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -36,6 +36,7 @@ const (
 	rRelCreate
 	rRelUpdate
 	rRelDelete
+	rNone // noQueriesAvailable: a credential that may read nothing
 	rCreated
 	rUpdated
 	rDeleted
@@ -85,8 +86,20 @@ type relPred struct {
 // Build generates the model of def. An error means the schema cannot be
 // exposed over GraphQL (a generated name collides); it is reported as a
 // VALIDATION_ERROR naming the collision.
-func Build(def *schema.Definition) (*Model, error) {
-	g := &gen{n: newNamer(), def: def, defined: map[string]bool{}, m: &Model{
+func Build(def *schema.Definition) (*Model, error) { return build(def, nil) }
+
+// Allows reports whether a credential may do op ("read", "create",
+// "update", "delete") on the entity or relationship name.
+type Allows func(kind, name, op string) bool
+
+// build generates the model of what allow lets a credential see (nil: all
+// of def). An entity is shown when any operation on it is allowed, each
+// root field only with its operation's scope, a relationship field (and
+// its where-predicates) only with read on the relationship and on the
+// entity at its far end, an edge mutation only with the relationship's
+// scope for it.
+func build(def *schema.Definition, allow Allows) (*Model, error) {
+	g := &gen{n: newNamer(), def: def, allow: allow, defined: map[string]bool{}, m: &Model{
 		Def: def, roots: map[string]rootField{}, rels: map[string]map[string]relField{},
 		preds: map[string]map[string]relPred{}, objects: map[string]*schema.Entity{},
 		files: map[string]map[string]string{},
@@ -108,6 +121,7 @@ func Build(def *schema.Definition) (*Model, error) {
 }
 
 type gen struct {
+	allow   Allows
 	n       namer
 	def     *schema.Definition
 	m       *Model
@@ -117,6 +131,18 @@ type gen struct {
 	query   []string
 	mut     []string
 	sub     []string
+}
+
+func (g *gen) can(kind, name, op string) bool { return g.allow == nil || g.allow(kind, name, op) }
+
+// visible reports whether anything of entity or relationship name is shown.
+func (g *gen) visible(kind, name string) bool {
+	for _, op := range []string{"read", "create", "update", "delete"} {
+		if g.can(kind, name, op) {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gen) define(name string) {
@@ -245,7 +271,7 @@ func (g *gen) sdl() (string, error) {
 		g.typ("input", f.name, "", []string{"  \"The list contains this element.\"", "  contains: " + f.elem, "  isNull: Boolean"})
 	}
 	for i := range g.def.Entities {
-		if len(g.def.Entities[i].FileFields()) > 0 {
+		if len(g.def.Entities[i].FileFields()) > 0 && g.visible("entity", g.def.Entities[i].Name) {
 			g.typ("type", "File", "Metadata of a confirmed file held by a FILE field.", fileType)
 			break
 		}
@@ -260,25 +286,39 @@ func (g *gen) sdl() (string, error) {
 		if from == nil || to == nil {
 			continue
 		}
-		if r.FromField != "" {
+		readable := g.can("relationship", r.Name, "read")
+		if r.FromField != "" && readable && g.visible("entity", r.From) && g.can("entity", r.To, "read") {
 			relsOf[r.From] = append(relsOf[r.From], relField{rel: r, dir: query.DirOut, target: to})
 			relNamesOf[r.From] = append(relNamesOf[r.From], r.FromField)
 		}
-		if r.ToField != "" {
+		if r.ToField != "" && readable && g.visible("entity", r.To) && g.can("entity", r.From, "read") {
 			relsOf[r.To] = append(relsOf[r.To], relField{rel: r, dir: query.DirIn, target: from})
 			relNamesOf[r.To] = append(relNamesOf[r.To], r.ToField)
 		}
 	}
 	for i := range g.def.Entities {
 		e := &g.def.Entities[i]
-		g.entity(e, relsOf[e.Name], relNamesOf[e.Name])
+		if g.visible("entity", e.Name) {
+			g.entity(e, relsOf[e.Name], relNamesOf[e.Name])
+		}
 	}
 	for i := range g.def.Relationships {
-		g.relationship(&g.def.Relationships[i])
+		r := &g.def.Relationships[i]
+		if g.visible("relationship", r.Name) && g.visible("entity", r.From) && g.visible("entity", r.To) {
+			g.relationship(r)
+		}
+	}
+	if len(g.query) == 0 { // a schema needs a query type with a field
+		g.root(&g.query, "noQueriesAvailable", rootField{kind: rNone}, ": Boolean")
+		g.query[0] = "  \"Always null: this credential may read nothing.\"\n" + g.query[0]
 	}
 	g.typ("type", "Query", "", g.query)
-	g.typ("type", "Mutation", "", g.mut)
-	g.typ("type", "Subscription", "Entity events, streamed over graphql-transport-ws at /api/v1/dynamic-gql/ws.", g.sub)
+	if len(g.mut) > 0 {
+		g.typ("type", "Mutation", "", g.mut)
+	}
+	if len(g.sub) > 0 {
+		g.typ("type", "Subscription", "Entity events, streamed over graphql-transport-ws at /api/v1/dynamic-gql/ws.", g.sub)
+	}
 	if len(g.errs) > 0 {
 		sort.Strings(g.errs)
 		return "", apperr.New(apperr.Validation, "the schema cannot be exposed over GraphQL: %s", strings.Join(g.errs, "; "))
@@ -468,23 +508,42 @@ func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
 
 	rf := rootField{entity: e}
 	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!]", n.Where, n.OrderBy)
+	if hasVector(e) {
+		g.typ("input", n.VectorInput, "", []string{"  \"A VECTOR field of " + e.Name + ".\"", "  field: String!", "  vector: [Float!]!",
+			"  \"1 to 100.\"", "  topK: Int = 10", "  where: " + n.Where})
+		g.typ("type", n.VectorResult, "", []string{"  \"Cosine similarity, 1 = exact match.\"", "  score: Float!", "  data: " + n.Type + "!"})
+	}
+	if g.can("entity", e.Name, "read") {
+		g.readRoots(e, n, rf, page)
+	}
+	for _, m := range []struct {
+		op, name string
+		kind     rootKind
+		decl     string
+	}{
+		{"create", n.Create, rCreate, "(input: " + n.CreateInput + "!): " + n.Type + "!"},
+		{"update", n.Update, rUpdate, "(id: ID!, input: " + n.UpdateInput + "!): " + n.Type + "!"},
+		{"delete", n.Delete, rDelete, "(id: ID!): " + n.Type + "!"},
+		{"create", n.BatchCreate, rBatchCreate, "(input: [" + n.CreateInput + "!]!): " + n.BatchResult + "!"},
+		{"update", n.BatchUpdate, rBatchUpdate, "(input: [" + n.BatchUpdateInput + "!]!): " + n.BatchResult + "!"},
+		{"delete", n.BatchDelete, rBatchDelete, "(ids: [ID!]!): " + n.BatchResult + "!"},
+	} {
+		if g.can("entity", e.Name, m.op) {
+			g.root(&g.mut, m.name, with(rf, m.kind), m.decl)
+		}
+	}
+}
+
+// readRoots are the queries and subscriptions of an entity (its read scope).
+func (g *gen) readRoots(e *schema.Entity, n entityNames, rf rootField, page string) {
 	g.root(&g.query, n.List, with(rf, rList), "("+page+"): ["+n.Type+"!]!")
 	g.root(&g.query, n.One, with(rf, rOne), "(id: ID!): "+n.Type)
 	g.root(&g.query, n.Count, with(rf, rCount), fmt.Sprintf("(where: %s, search: String): Int!", n.Where))
 	g.root(&g.query, n.ConnectionField, with(rf, rConnection),
 		fmt.Sprintf("(first: Int, after: String, last: Int, before: String, where: %s, search: String, orderBy: [%s!]): %s!", n.Where, n.OrderBy, n.Connection))
 	if hasVector(e) {
-		g.typ("input", n.VectorInput, "", []string{"  \"A VECTOR field of " + e.Name + ".\"", "  field: String!", "  vector: [Float!]!",
-			"  \"1 to 100.\"", "  topK: Int = 10", "  where: " + n.Where})
-		g.typ("type", n.VectorResult, "", []string{"  \"Cosine similarity, 1 = exact match.\"", "  score: Float!", "  data: " + n.Type + "!"})
 		g.root(&g.query, n.VectorSearch, with(rf, rVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}
-	g.root(&g.mut, n.Create, with(rf, rCreate), "(input: "+n.CreateInput+"!): "+n.Type+"!")
-	g.root(&g.mut, n.Update, with(rf, rUpdate), "(id: ID!, input: "+n.UpdateInput+"!): "+n.Type+"!")
-	g.root(&g.mut, n.Delete, with(rf, rDelete), "(id: ID!): "+n.Type+"!")
-	g.root(&g.mut, n.BatchCreate, with(rf, rBatchCreate), "(input: ["+n.CreateInput+"!]!): "+n.BatchResult+"!")
-	g.root(&g.mut, n.BatchUpdate, with(rf, rBatchUpdate), "(input: ["+n.BatchUpdateInput+"!]!): "+n.BatchResult+"!")
-	g.root(&g.mut, n.BatchDelete, with(rf, rBatchDelete), "(ids: [ID!]!): "+n.BatchResult+"!")
 	g.root(&g.sub, n.Created, with(rf, rCreated), "(where: "+n.Where+"): "+n.Type+"!")
 	g.root(&g.sub, n.Updated, with(rf, rUpdated), "(where: "+n.Where+"): "+n.Type+"!")
 	g.root(&g.sub, n.Deleted, with(rf, rDeleted), "(where: "+n.Where+"): "+n.Type+"!")
@@ -527,9 +586,13 @@ func (g *gen) relationship(r *schema.Relationship) {
 		createArgs = "(from: ID!, to: ID!, properties: " + rn.PropsInput + ")"
 	}
 	g.typ("type", rn.Edge, fmt.Sprintf("An edge of %s from a %s to a %s.", r.Name, r.From, r.To), edgeFields)
-	g.root(&g.mut, rn.Create, with(rf, rRelCreate), createArgs+": "+rn.Edge+"!")
-	if len(r.Properties) > 0 {
+	if g.can("relationship", r.Name, "create") {
+		g.root(&g.mut, rn.Create, with(rf, rRelCreate), createArgs+": "+rn.Edge+"!")
+	}
+	if len(r.Properties) > 0 && g.can("relationship", r.Name, "update") {
 		g.root(&g.mut, rn.UpdateByID, with(rf, rRelUpdate), "(id: ID!, properties: "+rn.PropsInput+"!): "+rn.Edge+"!")
 	}
-	g.root(&g.mut, rn.DeleteByID, with(rf, rRelDelete), "(id: ID!): DeletedRelationship!")
+	if g.can("relationship", r.Name, "delete") {
+		g.root(&g.mut, rn.DeleteByID, with(rf, rRelDelete), "(id: ID!): DeletedRelationship!")
+	}
 }

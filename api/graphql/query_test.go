@@ -60,7 +60,7 @@ func TestNestedQueryIsOneStatementPerRootField(t *testing.T) {
 	e := testEnv(t)
 	s := newShop(t)
 	sc := e.scope(t, s.tenant)
-	m, err := ModelFor(sc)
+	m, err := ModelFor(sc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

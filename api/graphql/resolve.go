@@ -29,6 +29,9 @@ func (x *execCtx) resolveRoot(root *ast.Definition, cf *cfield) ([]byte, error) 
 	if !ok {
 		return nil, apperr.New(apperr.BadRequest, "unknown field %s", cf.field.Name)
 	}
+	if rf.kind == rNone {
+		return []byte("null"), nil
+	}
 	args := cf.field.ArgumentMap(x.vars)
 	e := rf.entity
 	switch rf.kind {

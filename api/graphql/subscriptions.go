@@ -372,7 +372,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		s.errorMsg(c, id, requestError(apperr.BadRequest, "the subscribe payload must be a GraphQL request"))
 		return
 	}
-	sc, m, err := scopeModel(ctx, s.store, p.TenantID)
+	sc, m, err := scopeModel(ctx, s.store, p)
 	if err != nil {
 		s.errorMsg(c, id, errorResult(ctx, err))
 		return
@@ -388,6 +388,10 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		b, _ := res.MarshalJSON()
 		c.send(message{ID: id, Type: "next", Payload: b})
 		c.send(message{ID: id, Type: "complete"})
+		return
+	}
+	if m.Schema.Subscription == nil {
+		s.errorMsg(c, id, requestError(apperr.Forbidden, "this credential may not read anything"))
 		return
 	}
 	x := &execCtx{e: s.engine, ctx: ctx, sc: sc, p: p, m: m, vars: pr.vars}
