@@ -203,7 +203,7 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) ORDER BY u.ord RETURNING %s),
 e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json) FROM w`,
+SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+EventIDs+` FROM w`,
 		sc.Compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
 		strings.Join(aliases, ", "), strings.Join(ret, ", "), OutboxCTE(sc, &a, EventCreated, e.Name, "w"))
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
@@ -281,7 +281,7 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) WHERE t."id" = u.id::uuid RETURNING %s),
 e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json) FROM w`,
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+EventIDs+` FROM w`,
 		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), strings.Join(unnest, ", "), strings.Join(aliases, ", "),
 		strings.Join(ret, ", "), OutboxCTE(sc, &a, EventUpdated, e.Name, "w"), idArg)
 	// No fileFields: the updated records still hold their files.
@@ -318,7 +318,7 @@ func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawID
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (DELETE FROM %s AS t WHERE t."id" = ANY(%s::uuid[]) RETURNING %s),
 e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json) FROM w`,
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+EventIDs+` FROM w`,
 		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), OutboxCTE(sc, &a, EventDeleted, e.Name, "w"), idArg)
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: e.FileFields()}, q, a.List())
 	if err != nil {
@@ -384,7 +384,8 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 	}
 	var n int
 	var out []byte
-	if err := tx.QueryRowContext(ctx, q, args...).Scan(&n, &out); err != nil {
+	var events sql.NullString
+	if err := tx.QueryRowContext(ctx, q, args...).Scan(&n, &out, &events); err != nil {
 		return nil, 0, MapError(sc, entity, err)
 	}
 	var fileIDs []string
@@ -403,6 +404,7 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 	if err := tx.Commit(); err != nil {
 		return nil, 0, MapError(sc, entity, err)
 	}
+	s.announce(sc.TenantID, events.String)
 	if len(fileIDs) > 0 {
 		s.files.PurgeDeleted(ctx, sc.TenantID, fileIDs)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/schema"
 )
@@ -40,12 +41,43 @@ type Store struct {
 	db      *sqlx.DB
 	schemas *schema.Service
 	files   Files
+	events  *pgnotify.Publisher
 }
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithEventNotifications makes the store announce each committed event on
+// the EventsChannel ("<tenant id>:<event id>") through p, after commit.
+func WithEventNotifications(p *pgnotify.Publisher) Option {
+	return func(s *Store) { s.events = p }
+}
+
+// EventsChannel is the NOTIFY channel of committed events. It only
+// shortens latency: the relay finds every event by polling.
+const EventsChannel = "dds_events"
 
 // NewStore returns a store. files may be nil (FILE fields then only need a
 // well-formed id, and deleting a record leaves its files).
-func NewStore(db *sqlx.DB, schemas *schema.Service, files Files) *Store {
-	return &Store{db: db, schemas: schemas, files: files}
+func NewStore(db *sqlx.DB, schemas *schema.Service, files Files, opts ...Option) *Store {
+	s := &Store{db: db, schemas: schemas, files: files}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// announce publishes the events (a comma-separated id list, as the write
+// statements return it) of a committed write.
+func (s *Store) announce(tenantID, eventIDs string) {
+	if s.events == nil || eventIDs == "" {
+		return
+	}
+	ids := strings.Split(eventIDs, ",")
+	for i, id := range ids {
+		ids[i] = tenantID + ":" + id
+	}
+	s.events.Publish(EventsChannel, ids...)
 }
 
 // Scope is a tenant's view of its active schema.
@@ -168,13 +200,19 @@ const (
 )
 
 // OutboxCTE renders a data-modifying CTE inserting one event per row of CTE
-// src (whose rows are records of entity) into dds.events.
+// src (whose rows are records of entity) into dds.events and returning the
+// event ids; the statement selects EventIDs from it (named e) so the events
+// can be announced after commit.
 func OutboxCTE(sc *Scope, a *query.Args, eventType, entity, src string) string {
 	return fmt.Sprintf(`INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
-  SELECT %s, %s, %s, %s, %s, w."id", row_to_json(w)::jsonb FROM %s w`,
+  SELECT %s, %s, %s, %s, %s, w."id", row_to_json(w)::jsonb FROM %s w RETURNING id`,
 		a.Add(sc.TenantID, "uuid"), a.Add(sc.Schema.ID, "uuid"), a.Add(sc.Schema.Name, "text"),
 		a.Add(eventType, "text"), a.Add(entity, "text"), src)
 }
+
+// EventIDs is the select-list expression of the ids of the events CTE e, as
+// one comma-separated text.
+const EventIDs = `(SELECT string_agg(id::text, ',') FROM e)`
 
 // Get reads one record.
 func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query.Selection) (json.RawMessage, error) {
@@ -242,7 +280,7 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 			vals = append(vals, a.Add(row.Values[i], schema.ColumnType(f)))
 		}
 		ret, _ := sc.Compiler.Columns(e, nil, "t")
-		sqlText = fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
+		sqlText = fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+EventIDs+" FROM w",
 			sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
 			OutboxCTE(sc, &a, EventCreated, e.Name, "w"))
 		if len(a.List()) != len(args) {
@@ -285,7 +323,7 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 		}
 	}
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
+	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+EventIDs+" FROM w",
 		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), idArg, strings.Join(ret, ", "),
 		OutboxCTE(sc, &a, EventUpdated, e.Name, "w"))
 	return s.one(ctx, sc, entity, id, sqlText, a.List())
@@ -319,7 +357,7 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	var a query.Args
 	idArg := a.Add(id, "uuid")
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
+	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+EventIDs+" FROM w",
 		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), OutboxCTE(sc, &a, EventDeleted, e.Name, "w"))
 	fileFields := e.FileFields()
 	if s.files == nil || len(fileFields) == 0 {
@@ -332,7 +370,7 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 		return nil, apperr.Wrap(err, "begin")
 	}
 	defer tx.Rollback()
-	out, err := s.oneIn(ctx, tx, sc, entity, id, sqlText, a.List())
+	out, events, err := s.oneIn(ctx, tx, sc, entity, id, sqlText, a.List())
 	if err != nil {
 		return nil, err
 	}
@@ -343,6 +381,7 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	if err := tx.Commit(); err != nil {
 		return nil, MapError(sc, entity, err)
 	}
+	s.announce(sc.TenantID, events)
 	s.files.PurgeDeleted(ctx, sc.TenantID, ids)
 	return out, nil
 }
@@ -362,20 +401,29 @@ func FileIDs(record []byte, fields []string) []string {
 	return ids
 }
 
+// one runs a single-record write (which commits by itself) and announces
+// its event.
 func (s *Store) one(ctx context.Context, sc *Scope, entity, id, sqlText string, args []any) (json.RawMessage, error) {
-	return s.oneIn(ctx, s.db, sc, entity, id, sqlText, args)
+	out, events, err := s.oneIn(ctx, s.db, sc, entity, id, sqlText, args)
+	if err == nil {
+		s.announce(sc.TenantID, events)
+	}
+	return out, err
 }
 
-func (s *Store) oneIn(ctx context.Context, q sqlx.QueryerContext, sc *Scope, entity, id, sqlText string, args []any) (json.RawMessage, error) {
+// oneIn runs a single-record write in q and returns the record and its
+// event ids, to be announced once the caller has committed.
+func (s *Store) oneIn(ctx context.Context, q sqlx.QueryerContext, sc *Scope, entity, id, sqlText string, args []any) (json.RawMessage, string, error) {
 	var out []byte
-	err := q.QueryRowxContext(ctx, sqlText, args...).Scan(&out)
+	var events sql.NullString
+	err := q.QueryRowxContext(ctx, sqlText, args...).Scan(&out, &events)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
+		return nil, "", apperr.New(apperr.NotFound, "%s %q not found", entity, id)
 	}
 	if err != nil {
-		return nil, MapError(sc, entity, err)
+		return nil, "", MapError(sc, entity, err)
 	}
-	return out, nil
+	return out, events.String, nil
 }
 
 // limitError names the field whose value Postgres could not index. Values

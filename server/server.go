@@ -45,6 +45,7 @@ type Server struct {
 	log     *slog.Logger
 	DB      *sqlx.DB
 	hub     *pgnotify.Hub
+	events  *pgnotify.Publisher
 	authn   *auth.Authenticator
 	Schemas *schema.Service
 	Tenants *tenant.Service
@@ -70,7 +71,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 			d.Close()
 		}
 	}()
-	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DatabaseURL, log)}
+	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DatabaseURL, log), events: pgnotify.NewPublisher(d, log)}
 	s.Schemas = schema.NewService(d)
 	s.authn = auth.NewAuthenticator(d, cfg.Env, []byte(cfg.JWTSecret), cfg.AuthCacheTTL, log)
 	keys := auth.NewKeys(d, cfg.Env)
@@ -96,7 +97,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	}
 	s.Files = files.New(d, fileStore, temporal, files.OptionsFrom(cfg, log))
 
-	s.Records = records.NewStore(d, s.Schemas, s.Files)
+	s.Records = records.NewStore(d, s.Schemas, s.Files, records.WithEventNotifications(s.events))
 
 	router := api.NewRouter(s.authn, ratelimit.New(cfg.RateTenant, time.Minute), cfg.MaxBodyBytes)
 	restAPI := rest.New(s.Records, s.Files)
@@ -164,6 +165,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go s.hub.Run(ctx)
 	go func() { s.authn.Run(ctx, 30*time.Second); close(authDone) }()
 	go s.gqlSubs.Run(ctx)
+	// Event notifications outlive the HTTP shutdown below, so writes that
+	// finish during it are still announced.
+	pubCtx, pubStop := context.WithCancel(context.WithoutCancel(ctx))
+	pubDone := make(chan struct{})
+	go func() { s.events.Run(pubCtx); close(pubDone) }()
+	defer func() { pubStop(); <-pubDone }()
 	// HTTP/1.1 plus unencrypted HTTP/2, so gRPC clients reach the Connect
 	// services without TLS (a TLS-terminating proxy in front is the norm).
 	var protocols http.Protocols

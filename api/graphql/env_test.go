@@ -96,7 +96,9 @@ func startEnv(url string) (*env, error) {
 	e.Keys = auth.NewKeys(d, "test")
 	e.Tenants = tenant.NewService(d, e.Keys)
 	e.Authn = auth.NewAuthenticator(d, "test", []byte(testJWTSecret), time.Minute, log)
-	e.Store = records.NewStore(d, e.Schemas, nil)
+	events := pgnotify.NewPublisher(d, log)
+	go events.Run(ctx)
+	e.Store = records.NewStore(d, e.Schemas, nil, records.WithEventNotifications(events))
 	hub := pgnotify.New(url, log)
 	limits := Limits{}
 	e.Subs = NewSubscriptions(e.Authn, e.Store, d, limits, log)
