@@ -31,6 +31,7 @@ import (
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/schema"
+	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/workflows"
 )
 
@@ -191,7 +192,7 @@ func (s *Service) RequestUpload(ctx context.Context, tenantID string, req Upload
 		return nil, &apperr.Error{Code: apperr.Unavailable, Message: "the file service is unavailable; retry later", Err: err}
 	}
 	return &UploadTicket{FileID: id, UploadURL: url, ExpiresAt: expires,
-		Headers: map[string]string{"Content-Type": req.MimeType}}, nil
+		Headers: storage.PutHeaders(req.MimeType)}, nil
 }
 
 func notFound(id string) error { return apperr.New(apperr.NotFound, "file %s not found", id) }

@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 )
 
@@ -220,33 +219,36 @@ func (l *Local) Delete(_ context.Context, key string) error {
 
 // ServeUpload handles PUT {LocalRoute}{token}: the body is streamed to disk,
 // never buffered, and must match the signed size and content type exactly.
-func (l *Local) ServeUpload(w http.ResponseWriter, r *http.Request) {
+// An object is written once: a PUT to a key that holds one is a CONFLICT.
+// On success it answers 200; an error is returned unwritten, for the HTTP
+// layer to render.
+func (l *Local) ServeUpload(w http.ResponseWriter, r *http.Request) error {
 	t, err := l.verify(r.PathValue("token"), "put")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return err
 	}
 	switch {
 	case r.ContentLength < 0:
-		api.WriteError(w, r, apperr.New(apperr.BadRequest, "Content-Length is required and must be %d", t.Size))
-		return
+		return apperr.New(apperr.BadRequest, "Content-Length is required and must be %d", t.Size)
 	case r.ContentLength > t.Size:
-		api.WriteError(w, r, apperr.New(apperr.TooLarge, "upload is %d bytes; this URL accepts exactly %d", r.ContentLength, t.Size))
-		return
+		return apperr.New(apperr.TooLarge, "upload is %d bytes; this URL accepts exactly %d", r.ContentLength, t.Size)
 	case r.ContentLength < t.Size:
-		api.WriteError(w, r, apperr.New(apperr.BadRequest, "upload is %d bytes; this URL accepts exactly %d", r.ContentLength, t.Size))
-		return
+		return apperr.New(apperr.BadRequest, "upload is %d bytes; this URL accepts exactly %d", r.ContentLength, t.Size)
 	}
 	if ct := r.Header.Get("Content-Type"); ct != t.Type {
-		api.WriteError(w, r, apperr.New(apperr.BadRequest, "Content-Type %q does not match the signed type %q", ct, t.Type))
-		return
+		return apperr.New(apperr.BadRequest, "Content-Type %q does not match the signed type %q", ct, t.Type)
+	}
+	if _, err := l.Head(r.Context(), t.Key); err == nil {
+		return errStored // refused before reading the body
 	}
 	if err := l.store(t, http.MaxBytesReader(w, r.Body, t.Size)); err != nil {
-		api.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusOK)
+	return nil
 }
+
+var errStored = apperr.New(apperr.Conflict, "an object was already uploaded with this URL; stored objects cannot be replaced")
 
 func (l *Local) store(t localToken, body io.Reader) (err error) {
 	p, _ := l.path(t.Key)
@@ -280,11 +282,17 @@ func (l *Local) store(t localToken, body io.Reader) (err error) {
 	if err = tmp.Close(); err != nil {
 		return apperr.Wrap(err, "storage unavailable")
 	}
-	meta, _ := json.Marshal(localMeta{ContentType: t.Type})
-	if err = writeFileAtomic(p+".meta", meta); err != nil {
+	// Link, unlike rename, fails when p exists: of two racing uploads one
+	// wins and the object is never replaced.
+	if err = os.Link(tmp.Name(), p); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return errStored
+		}
 		return apperr.Wrap(err, "storage unavailable")
 	}
-	if err = os.Rename(tmp.Name(), p); err != nil {
+	_ = os.Remove(tmp.Name())
+	meta, _ := json.Marshal(localMeta{ContentType: t.Type})
+	if err := writeFileAtomic(p+".meta", meta); err != nil {
 		return apperr.Wrap(err, "storage unavailable")
 	}
 	return nil
@@ -312,29 +320,26 @@ func writeFileAtomic(path string, b []byte) error {
 }
 
 // ServeDownload handles GET (and HEAD) {LocalRoute}{token}, with range
-// support, the original file name in Content-Disposition.
-func (l *Local) ServeDownload(w http.ResponseWriter, r *http.Request) {
+// support, the original file name in Content-Disposition. An error is
+// returned before anything is written, for the HTTP layer to render.
+func (l *Local) ServeDownload(w http.ResponseWriter, r *http.Request) error {
 	t, err := l.verify(r.PathValue("token"), "get")
 	if err != nil {
-		api.WriteError(w, r, err)
-		return
+		return err
 	}
 	p, _ := l.path(t.Key) // cannot fail: verify has just checked t.Key with l.path
 	//nolint:gosec // G304: p comes from l.path, which confines the HMAC-verified key to l.dir.
 	f, err := os.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			api.WriteError(w, r, apperr.New(apperr.NotFound, "object not found"))
-			return
+			return apperr.New(apperr.NotFound, "object not found")
 		}
-		api.WriteError(w, r, apperr.Wrap(err, "storage unavailable"))
-		return
+		return apperr.Wrap(err, "storage unavailable")
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		api.WriteError(w, r, apperr.Wrap(err, "storage unavailable"))
-		return
+		return apperr.Wrap(err, "storage unavailable")
 	}
 	ct := t.Type
 	if ct == "" {
@@ -350,6 +355,7 @@ func (l *Local) ServeDownload(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Disposition", ContentDisposition(t.Name))
 	}
 	http.ServeContent(sendfileWriter(w), r, "", st.ModTime(), f)
+	return nil
 }
 
 // sendfileWriter lets http.ServeContent reach the connection's ReadFrom

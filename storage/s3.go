@@ -70,14 +70,18 @@ func (d *S3) EnsureBucket(ctx context.Context) error {
 	return nil
 }
 
-// PresignPut signs Content-Type and Content-Length into the URL's signed
-// headers: the store rejects a request whose headers differ.
+// PresignPut signs Content-Type, Content-Length and If-None-Match: * into the
+// URL's signed headers: the store rejects a request whose headers differ,
+// and the condition makes it refuse (412) to replace an object already
+// stored, so a confirmed file cannot be overwritten through its URL.
 func (d *S3) PresignPut(ctx context.Context, key, contentType string, size int64, ttl time.Duration) (string, error) {
+	anyETag := "*"
 	req, err := d.presign.PresignPutObject(ctx, &s3.PutObjectInput{
 		Bucket:        &d.bucket,
 		Key:           &key,
 		ContentType:   &contentType,
 		ContentLength: &size,
+		IfNoneMatch:   &anyETag,
 	}, s3.WithPresignExpires(ttl))
 	if err != nil {
 		return "", fmt.Errorf("storage: presign put: %w", err)

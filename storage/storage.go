@@ -3,8 +3,9 @@
 // tests) and a local driver (bytes on disk, URLs HMAC-signed and served by
 // the DDS server itself). Both honour the same contract: a presigned PUT binds
 // the object's size and content type, so the store refuses a larger or
-// different upload; a presigned GET carries the original file name; URLs
-// expire.
+// different upload; an object is written once, so a second PUT to a
+// still-valid URL cannot replace what was uploaded (and confirmed); a
+// presigned GET carries the original file name; URLs expire.
 package storage
 
 import (
@@ -28,11 +29,20 @@ type ObjectInfo struct {
 	ContentType string
 }
 
+// PutHeaders are the headers a PUT to a presigned upload URL must send. The
+// S3 driver signs both (If-None-Match: * makes the store refuse to replace an
+// existing object with 412); the local driver checks Content-Type and refuses
+// a second write whatever the client sends.
+func PutHeaders(contentType string) map[string]string {
+	return map[string]string{"Content-Type": contentType, "If-None-Match": "*"}
+}
+
 // Driver is the contract both drivers implement (two implementations, and
 // the conformance test table runs against it).
 type Driver interface {
 	// PresignPut returns a URL accepting exactly one PUT of size bytes with
-	// Content-Type contentType until ttl has passed.
+	// the PutHeaders of contentType until ttl has passed. Once an object is
+	// stored under key, every further PUT is refused (409 or 412).
 	PresignPut(ctx context.Context, key, contentType string, size int64, ttl time.Duration) (string, error)
 	// PresignGet returns a URL serving the object as an attachment named
 	// fileName until ttl has passed.

@@ -34,8 +34,8 @@ func newLocal(t *testing.T) *storage.Local {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux.HandleFunc("PUT "+storage.LocalRoute+"{token}", l.ServeUpload)
-	mux.HandleFunc("GET "+storage.LocalRoute+"{token}", l.ServeDownload)
+	mux.HandleFunc("PUT "+storage.LocalRoute+"{token}", storagetest.Render(l.ServeUpload))
+	mux.HandleFunc("GET "+storage.LocalRoute+"{token}", storagetest.Render(l.ServeDownload))
 	return l
 }
 
@@ -46,6 +46,7 @@ func put(t *testing.T, url, contentType string, body []byte) int {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("If-None-Match", "*") // one of storage.PutHeaders: refuse to replace a stored object
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +132,42 @@ func TestDriverContract(t *testing.T) {
 				t.Fatalf("PUT of 99 bytes to a 100-byte URL: status %d, want 4xx", st)
 			}
 			mustNotExist(t, d, key)
+		}},
+		{"a stored object cannot be replaced through its URL", func(t *testing.T, d storage.Driver, key string) {
+			u, err := d.PresignPut(ctx, key, ct, int64(len(payload)), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := put(t, u, ct, payload); st != http.StatusOK {
+				t.Fatalf("first PUT: status %d, want 200", st)
+			}
+			other := bytes.Repeat([]byte("X"), len(payload))
+			if st := put(t, u, ct, other); st != http.StatusConflict && st != http.StatusPreconditionFailed {
+				t.Fatalf("second PUT to the same URL: status %d, want 409 or 412", st)
+			}
+			// Leaving out If-None-Match does not help: S3 signed it, local refuses anyway.
+			req, _ := http.NewRequest(http.MethodPut, u, bytes.NewReader(other))
+			req.Header.Set("Content-Type", ct)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+				t.Fatalf("PUT without If-None-Match: status %d, want 4xx", resp.StatusCode)
+			}
+			g, err := d.PresignGet(ctx, key, "f.pdf", ct, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err = http.Get(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if got, _ := io.ReadAll(resp.Body); !bytes.Equal(got, payload) {
+				t.Fatal("the stored object changed after the refused PUTs")
+			}
 		}},
 		{"wrong content type refused", func(t *testing.T, d storage.Driver, key string) {
 			u, _ := d.PresignPut(ctx, key, ct, int64(len(payload)), time.Minute)

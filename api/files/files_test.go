@@ -140,11 +140,19 @@ func requestUpload(t *testing.T, a *testenv.App, key string, body map[string]any
 
 func putBytes(t *testing.T, url, contentType string, body []byte) int {
 	t.Helper()
+	return putWithHeaders(t, url, storage.PutHeaders(contentType), body)
+}
+
+// putWithHeaders uploads as a client does: with the headers the ticket names.
+func putWithHeaders(t *testing.T, url string, headers map[string]string, body []byte) int {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPut, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", contentType)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -213,6 +221,29 @@ func TestFilesAPI(t *testing.T) {
 		name string
 		run  func(t *testing.T, s *stack)
 	}{
+		{"a confirmed file cannot be overwritten through its upload URL", func(t *testing.T, s *stack) {
+			_, key := s.app.Tenant(t)
+			tk := requestUpload(t, s.app, key, map[string]any{"fileName": "contract.pdf", "mimeType": pdf, "sizeBytes": len(payload)})
+			if st := putWithHeaders(t, tk.UploadURL, tk.Headers, payload); st != http.StatusOK {
+				t.Fatalf("PUT with the ticket's headers: status %d", st)
+			}
+			s.app.Must(t, 200, "POST", "/api/v1/files/"+tk.FileID+"/confirm", key, nil)
+			forged := bytes.Repeat([]byte("!"), len(payload))
+			if st := putWithHeaders(t, tk.UploadURL, tk.Headers, forged); st != http.StatusConflict && st != http.StatusPreconditionFailed {
+				t.Fatalf("second PUT after confirm: status %d, want 409 or 412", st)
+			}
+			var dl struct{ URL string }
+			s.app.Must(t, 200, "GET", "/api/v1/files/"+tk.FileID+"/download-url", key, nil).Decode(t, &dl)
+			resp, err := http.Get(dl.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !bytes.Equal(body, payload) {
+				t.Fatalf("the confirmed file's bytes changed (%d bytes, status %d)", len(body), resp.StatusCode)
+			}
+		}},
 		{"full three-step flow", func(t *testing.T, s *stack) {
 			tenant, key := s.app.Tenant(t)
 			tk := requestUpload(t, s.app, key, map[string]any{"fileName": "Q3 report.pdf", "mimeType": pdf,

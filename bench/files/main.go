@@ -413,6 +413,7 @@ func (c *apiClient) uploadAndConfirm(ctx context.Context, body io.Reader, size i
 	}
 	req.ContentLength = size
 	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("If-None-Match", "*") // one of storage.PutHeaders: refuse to replace a stored object
 	t0 := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
