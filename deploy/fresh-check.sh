@@ -69,6 +69,7 @@ start_run() {
 	local timeout=${FRESH_RUN_TIMEOUT:-1500} t0=$SECONDS next=60
 	# Job control gives `make run` its own process group, where Ctrl-C (SIGINT) reaches it as
 	# it would from a terminal (without it a background job ignores SIGINT).
+	: >"$RUN_LOG"
 	set -m
 	(cd /root/dds && exec make run) >"$RUN_LOG" 2>&1 &
 	RUN_PID=$!
