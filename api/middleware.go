@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -165,4 +166,15 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 func (s *statusWriter) Flush() {
 	s.wrote = true
 	_ = http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection to a WebSocket upgrader that asserts
+// http.Hijacker instead of using http.ResponseController (gorilla/websocket
+// does): without it the GraphQL subscription socket answered 500.
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(s.ResponseWriter).Hijack()
+	if err == nil {
+		s.status, s.wrote = http.StatusSwitchingProtocols, true
+	}
+	return conn, rw, err
 }

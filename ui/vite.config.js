@@ -11,6 +11,13 @@ export default defineConfig({
     emptyOutDir: true,
     chunkSizeWarningLimit: 3000,
     sourcemap: false,
+    rollupOptions: {
+      // GraphiQL's dependencies mark modules "use client" (a React Server
+      // Components hint that means nothing in a client-only bundle).
+      onwarn(w, warn) {
+        if (w.code !== 'MODULE_LEVEL_DIRECTIVE') warn(w);
+      },
+    },
   },
   server: { proxy: { '/api': { target: process.env.DDS_URL || 'http://127.0.0.1:8080', ws: true } } },
 });

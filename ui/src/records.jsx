@@ -23,7 +23,9 @@ export function Records({ me, rest }) {
   const entities = def
     ? def.entities.filter((e) => allows(me.scopes, 'entity', e.name, 'read'))
     : [...new Set(me.scopes.map((s) => s.split(':')).filter(([k, n, o]) => (k === 'entity' || k === '*') && n !== '*' && (o === 'read' || o === '*')).map(([, n]) => n))].map((n) => ({ name: n, fields: null }));
-  const ent = entities.find((e) => e.name === entity);
+  // A deep link to an entity the scopes do not cover still asks the API, which
+  // answers with its own reason (403 naming the missing scope).
+  const ent = entities.find((e) => e.name === entity) || (entity ? (def ? def.entities.find((e) => e.name === entity) : { name: entity, fields: null }) : undefined);
   useEffect(() => {
     if (!entity && entities.length) navigate('/records/' + entities[0].name);
   }, [entity, entities.length]); // eslint-disable-line react-hooks/exhaustive-deps

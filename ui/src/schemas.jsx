@@ -401,10 +401,10 @@ function SchemaEditor({ me, existing, onDone }) {
                 </select>
               </Row>
               <Row label="From field" error={errs[p + '.fromField']} hint="GraphQL field on From">
-                <input value={r.fromField || ''} onChange={set('fromField')} />
+                <input value={r.fromField || ''} onChange={set('fromField')} aria-label={`Relationship ${i + 1} from field`} />
               </Row>
               <Row label="To field" error={errs[p + '.toField']} hint="GraphQL field on To">
-                <input value={r.toField || ''} onChange={set('toField')} />
+                <input value={r.toField || ''} onChange={set('toField')} aria-label={`Relationship ${i + 1} to field`} />
               </Row>
               <button type="button" className="danger" onClick={() => update((f) => f.relationships.splice(i, 1))}>
                 Remove relationship

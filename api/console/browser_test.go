@@ -1,0 +1,142 @@
+package console_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/server"
+	"github.com/dds-project/dds/webhook/webhooktest"
+	"github.com/dds-project/dds/worker"
+)
+
+// chromium is Debian's package, installed by deploy/install.sh.
+const chromium = "/usr/bin/chromium"
+
+// TestConsoleInBrowser drives the console in headless Chromium through a real
+// server and worker (testdata/browser.mjs, with playwright-core from
+// deploy/npm): sign in, build a schema, write and filter records, upload a
+// file, see a webhook delivery, run GraphQL, and meet a narrow key's 403.
+// Any error in the browser's console fails it. Screenshots go to
+// test-output/console/ at the repository root.
+func TestConsoleInBrowser(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	npmDir := filepath.Join(root, "deploy", "npm")
+	for _, need := range []string{chromium, filepath.Join(npmDir, "node_modules", "playwright-core")} {
+		if _, err := os.Stat(need); err != nil {
+			t.Fatalf("%s is missing: run the tests with `make test` (deploy/install.sh installs Chromium and deploy/npm)", need)
+		}
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH: run the tests with `make test`")
+	}
+
+	// Its own database (the worker's relay delivers every tenant's events
+	// there) and task queue; the Temporal dev server of `make test`.
+	dbURL, err := webhooktest.IsolatedURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, err := db.Open(ctx, dbURL, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := db.Migrate(ctx, d.DB); err != nil {
+		t.Fatal(err)
+	}
+
+	// The webhook receiver: TLS on 127.0.0.1, its certificate trusted by the worker.
+	var delivered atomic.Int32
+	receiver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		delivered.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer receiver.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := webhooktest.WriteCertPEM(caFile, receiver.Certificate()); err != nil {
+		t.Fatal(err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	cfg := testenv.Config(t)
+	cfg.DatabaseURL = dbURL
+	cfg.PublicURL = base // presigned upload URLs point back at this server
+	cfg.FileStorageLocalDir = t.TempDir()
+	cfg.WebhookAllowPrivate = true
+	cfg.WebhookCAFile = caFile
+	cfg.TemporalTaskQueue = "console-" + randomHex()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	srv, err := server.New(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopServer := srv.Start(ctx, ln)
+	defer stopServer()
+	wk, err := worker.New(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wk.Close()
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- wk.Run(ctx) }()
+	defer func() { cancel(); <-workerDone }()
+
+	tenant, err := srv.Tenants.Create(ctx, "console-browser")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(root, "test-output", "console")
+	if err := os.RemoveAll(out); err != nil { // no stale screenshots of an earlier run
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithTimeout(ctx, 8*time.Minute)
+	defer stop()
+	cmd := exec.CommandContext(runCtx, node, "testdata/browser.mjs")
+	cmd.Env = append(os.Environ(),
+		"DDS_URL="+base, "DDS_KEY="+tenant.APIKey, "DDS_TENANT="+tenant.TenantID,
+		"RECEIVER_URL="+receiver.URL+"/hooks/dds", "OUT_DIR="+out, "NPM_DIR="+npmDir,
+		"CHROMIUM="+chromium, "USER_DATA_DIR="+t.TempDir())
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("browser script: %v (screenshots and the failing step in %s)", err, out)
+	}
+	if delivered.Load() == 0 {
+		t.Fatal("the receiver got no webhook delivery, yet the console showed one")
+	}
+}
+
+func randomHex() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,349 @@
+// Drives the DDS console in headless Chromium (see browser_test.go for the
+// environment it gets). Each step leaves a screenshot in OUT_DIR; any error
+// in the browser's console, or an uncaught page error, fails the run.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const require = createRequire(path.join(env('NPM_DIR'), 'package.json'));
+const { chromium } = require('playwright-core');
+
+const BASE = env('DDS_URL');
+const OUT = env('OUT_DIR');
+const TIMEOUT = 20000;
+
+// The API answering 400/403/409 is how the console learns what to show next to
+// a field; Chromium logs each such response. Only these statuses, on API
+// calls, are expected; every other console error fails the run.
+const expectedResource = /^Failed to load resource: the server responded with a status of (400|401|403|409) /;
+
+const errors = [];
+// A fresh profile per run (playwright passes it as --user-data-dir).
+const context = await chromium.launchPersistentContext(env('USER_DATA_DIR'), {
+  executablePath: env('CHROMIUM'),
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1400, height: 900 },
+  acceptDownloads: true,
+});
+context.setDefaultTimeout(TIMEOUT);
+const page = context.pages()[0] || (await context.newPage());
+page.on('console', (m) => {
+  if (m.type() !== 'error') return;
+  const loc = m.location();
+  if (expectedResource.test(m.text()) && loc.url && new URL(loc.url).pathname.startsWith('/api/v1/')) return;
+  errors.push(`console.error: ${m.text()} (${loc.url || ''})`);
+});
+page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+page.on('requestfailed', (r) => {
+  const f = r.failure();
+  if (f && f.errorText !== 'net::ERR_ABORTED') errors.push(`request failed: ${r.method()} ${r.url()}: ${f.errorText}`);
+});
+
+let stepNo = 0;
+async function step(name, fn) {
+  stepNo++;
+  const shot = path.join(OUT, `${String(stepNo).padStart(2, '0')}-${name}.png`);
+  try {
+    await fn();
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log(`ok   ${stepNo} ${name}`);
+  } catch (e) {
+    await page.screenshot({ path: shot.replace('.png', '-FAILED.png'), fullPage: true }).catch(() => {});
+    console.log(`FAIL ${stepNo} ${name}: ${e.message}`);
+    throw e;
+  }
+  if (errors.length) throw new Error(`browser errors after step ${name}:\n${errors.join('\n')}`);
+}
+
+const expectText = (loc, text) => loc.filter({ hasText: text }).first().waitFor();
+const nav = (name) => page.locator('header nav').getByRole('link', { name, exact: true }).click();
+const field = (entity, n) => page.locator(`fieldset[aria-label="${entity} field ${n}"]`);
+
+async function signIn(key) {
+  await page.goto(BASE + '/');
+  if (!page.url().endsWith('/console/')) throw new Error(`GET / went to ${page.url()}, want /console/`);
+  await page.getByLabel('API key or access token', { exact: true }).fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('header nav').waitFor();
+}
+
+async function setField(entity, n, name, type, opts = {}) {
+  const fs = field(entity, n);
+  await fs.locator('input').first().fill(name);
+  await fs.locator('select').first().selectOption(type);
+  for (const k of ['required', 'unique', 'searchable', 'indexed', 'list']) if (opts[k]) await fs.getByRole('checkbox', { name: k }).check();
+  if (opts.values) await fs.getByPlaceholder('draft, live').fill(opts.values);
+  if (opts.dims) await fs.locator('input[type=number]').first().fill(String(opts.dims));
+}
+
+try {
+  await step('sign-in', async () => {
+    await page.goto(BASE + '/');
+    await page.getByLabel('API key or access token', { exact: true }).waitFor();
+    await page.getByLabel('API key or access token', { exact: true }).fill('dds_test_not-a-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'HTTP 401' }).waitFor();
+    await signIn(env('DDS_KEY'));
+    await page.getByRole('heading', { name: 'Schemas' }).waitFor();
+  });
+
+  await step('schema-new', async () => {
+    await page.getByRole('button', { name: 'New schema' }).click();
+    await page.locator('input[name=schemaName]').fill('shop');
+    await page.getByLabel('Entity 1 name', { exact: true }).fill('product'); // not PascalCase: the API names the field
+    await setField('product', 1, 'name', 'STRING', { required: true, searchable: true });
+    await page.getByRole('button', { name: 'Create schema' }).click();
+    await expectText(page.locator('.field-error'), 'PascalCase');
+    await page.getByLabel('Entity 1 name', { exact: true }).fill('Product');
+    const add = page.getByRole('button', { name: 'Add field' });
+    await add.click();
+    await setField('Product', 2, 'price', 'NUMBER', { indexed: true });
+    await add.click();
+    await setField('Product', 3, 'status', 'ENUM', { values: 'draft, live' });
+    await add.click();
+    await setField('Product', 4, 'releasedAt', 'TIMESTAMP');
+    await add.click();
+    await setField('Product', 5, 'tags', 'STRING', { list: true });
+    await add.click();
+    await setField('Product', 6, 'manual', 'FILE');
+    await add.click();
+    await setField('Product', 7, 'embedding', 'VECTOR', { dims: 3 });
+    await page.getByRole('button', { name: 'Add entity' }).click();
+    await page.getByLabel('Entity 2 name', { exact: true }).fill('Category');
+    await setField('Category', 1, 'title', 'STRING', { required: true, unique: true });
+    await page.getByRole('button', { name: 'Add relationship' }).click();
+    await page.getByLabel('Relationship 1 name', { exact: true }).fill('IN_CATEGORY');
+    await page.getByLabel('Relationship 1 from', { exact: true }).selectOption('Product');
+    await page.getByLabel('Relationship 1 to', { exact: true }).selectOption('Category');
+    await page.getByLabel('Relationship 1 from field', { exact: true }).fill('categories');
+    await page.getByLabel('Relationship 1 to field', { exact: true }).fill('products');
+    await page.getByRole('button', { name: 'Add property' }).click();
+    await page.locator('fieldset[aria-label="IN_CATEGORY property 1"] input').first().fill('position');
+    await page.locator('fieldset[aria-label="IN_CATEGORY property 1"] select').first().selectOption('INTEGER');
+    await page.getByRole('button', { name: 'Create schema' }).click();
+    await page.getByRole('heading', { name: /shop/ }).waitFor();
+    await page.getByText('active', { exact: true }).first().waitFor();
+  });
+
+  await step('schema-plan', async () => {
+    await page.getByRole('button', { name: 'Edit' }).click();
+    // Drop "tags" (destructive) and add "stock" (additive).
+    await page.getByRole('button', { name: 'Remove Product field 5' }).click();
+    await page.getByRole('button', { name: 'Add field' }).first().click();
+    await setField('Product', 7, 'stock', 'INTEGER');
+    await page.getByRole('button', { name: 'Review plan' }).click();
+    const plan = page.getByLabel('Evolution plan', { exact: true });
+    await expectText(plan, '1 destructive step');
+    await expectText(plan, 'DESTRUCTIVE');
+    if (!(await page.getByRole('button', { name: 'Apply plan' }).isDisabled())) throw new Error('a destructive plan must need consent');
+    await page.screenshot({ path: path.join(OUT, 'schema-plan-destructive.png'), fullPage: true });
+    await page.getByRole('checkbox', { name: /accept losing/ }).check();
+    await page.getByRole('button', { name: 'Apply plan' }).click();
+    await page.getByRole('heading', { name: /v2/ }).waitFor();
+    await page.getByRole('cell', { name: 'stock' }).waitFor();
+  });
+
+  await step('webhook-new', async () => {
+    await nav('Webhooks');
+    await page.locator('input[name=targetUrl]').fill('http://127.0.0.1:9/x');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await expectText(page.locator('.field-error'), 'https');
+    await page.locator('input[name=targetUrl]').fill(env('RECEIVER_URL'));
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const secret = await page.getByTestId('secret').textContent();
+    if (!secret.startsWith('whsec_')) throw new Error('signing secret not shown: ' + secret);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('link', { name: env('RECEIVER_URL') }).waitFor();
+  });
+
+  await step('records-category', async () => {
+    await nav('Records');
+    await page.getByRole('navigation', { name: 'Entities' }).getByRole('link', { name: 'Category' }).click();
+    for (const title of ['Lamps', 'Desks']) {
+      await page.getByRole('button', { name: 'New Category' }).click();
+      await page.locator('form[aria-label="New Category"] [name=title]').fill(title);
+      await page.getByRole('button', { name: 'Create' }).click();
+      await page.getByRole('button', { name: 'Save' }).waitFor();
+      await page.getByRole('link', { name: '← Category' }).click();
+    }
+    await expectText(page.getByRole('table', { name: 'Category records' }).locator('td'), 'Desks');
+  });
+
+  await step('record-new', async () => {
+    await page.getByRole('navigation', { name: 'Entities' }).getByRole('link', { name: 'Product' }).click();
+    await page.getByRole('button', { name: 'New Product' }).click();
+    const form = page.locator('form[aria-label="New Product"]');
+    await form.locator('[name=price]').fill('39.5');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await expectText(form.locator('.field-error'), 'is required'); // name, next to its field
+    await form.locator('[name=name]').fill('Desk lamp');
+    await form.locator('[name=status]').selectOption('live');
+    await form.locator('[name=releasedAt]').fill('2026-01-15T10:30:00');
+    await form.locator('[name=embedding]').fill('[0.1, 0.9, 0.2]');
+    await form.locator('[name=stock]').fill('12');
+    await form.getByLabel('Upload manual', { exact: true }).setInputFiles({ name: 'manual.txt', mimeType: 'text/plain', buffer: Buffer.from('Plug it in.\n') });
+    await page.waitForFunction(() => document.querySelector('form[aria-label="New Product"] [name=manual]').value.length === 36);
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('button', { name: 'Save' }).waitFor();
+  });
+
+  await step('record-edges', async () => {
+    const add = page.locator('form[aria-label="Add IN_CATEGORY edge"]');
+    await add.getByLabel('Target Category', { exact: true }).selectOption({ label: 'Lamps' });
+    await add.locator('[name=position]').fill('1');
+    await add.getByRole('button', { name: 'Add IN_CATEGORY' }).click();
+    const edges = page.getByLabel('IN_CATEGORY edges', { exact: true });
+    await edges.getByRole('link', { name: 'Lamps' }).waitFor();
+    await expectText(edges.locator('td'), '1');
+    // add and remove a second edge
+    await add.getByLabel('Target Category', { exact: true }).selectOption({ label: 'Desks' });
+    await add.getByRole('button', { name: 'Add IN_CATEGORY' }).click();
+    await edges.getByRole('link', { name: 'Desks' }).waitFor();
+    await edges.getByRole('button', { name: 'Remove edge to Desks' }).click();
+    await edges.getByRole('link', { name: 'Desks' }).waitFor({ state: 'detached' });
+  });
+
+  await step('record-edit', async () => {
+    const form = page.locator('form[aria-label="Edit Product"]');
+    await form.locator('[name=price]').fill('35');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    await form.locator('[name=embedding]').fill('[1, 2]');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await expectText(form.locator('.field-error'), '3'); // wrong vector length, next to the field
+    await form.locator('[name=embedding]').fill('[0.1, 0.9, 0.2]');
+  });
+
+  await step('records-table', async () => {
+    await page.getByRole('link', { name: '← Product' }).click();
+    await page.getByRole('button', { name: 'New Product' }).click();
+    const form = page.locator('form[aria-label="New Product"]');
+    await form.locator('[name=name]').fill('Floor lamp');
+    await form.locator('[name=price]').fill('89');
+    await form.locator('[name=status]').selectOption('draft');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('button', { name: 'Save' }).waitFor();
+    await page.getByRole('link', { name: '← Product' }).click();
+    const table = page.getByRole('table', { name: 'Product records' });
+    await expectText(table.locator('td'), 'Floor lamp');
+    // filter builder: price < 50
+    await page.getByRole('button', { name: 'Add condition' }).click();
+    await page.getByLabel('Filter field', { exact: true }).selectOption('price');
+    await page.getByLabel('Operator', { exact: true }).selectOption('$lt');
+    await page.getByLabel('Filter value', { exact: true }).fill('50');
+    await page.getByRole('button', { name: 'Apply filter' }).click();
+    await expectText(page.getByLabel('Query DSL', { exact: true }), '{"where":{"price":{"$lt":50}}}');
+    await table.locator('td', { hasText: 'Floor lamp' }).waitFor({ state: 'detached' });
+    await expectText(table.locator('td'), 'Desk lamp');
+    await page.getByText('1–1 of 1').waitFor();
+    await page.screenshot({ path: path.join(OUT, 'records-filtered.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Remove condition' }).click();
+    await page.getByRole('button', { name: 'Apply filter' }).click();
+    await page.getByText('1–2 of 2').waitFor();
+    // sort by price, descending on the second click
+    await table.getByRole('button', { name: /^price/ }).click();
+    await table.getByRole('button', { name: /^price/ }).click();
+    await page.locator('th[aria-sort=descending]').waitFor();
+    const first = await table.locator('tbody tr').first().textContent();
+    if (!first.includes('Floor lamp')) throw new Error('price descending must list Floor lamp first: ' + first);
+    // full-text search
+    await page.getByLabel('Full-text search', { exact: true }).fill('floor');
+    await page.getByLabel('Full-text search', { exact: true }).press('Enter');
+    await page.getByText('1–1 of 1').waitFor();
+    await expectText(table.locator('td'), 'Floor lamp');
+  });
+
+  await step('webhook-delivery', async () => {
+    await nav('Webhooks');
+    await page.getByRole('link', { name: env('RECEIVER_URL') }).click();
+    const deadline = Date.now() + 60000;
+    const ok = page.getByRole('table', { name: 'Deliveries' }).locator('code', { hasText: 'HTTP 200' }).first();
+    while (!(await ok.isVisible())) {
+      if (Date.now() > deadline) throw new Error('no delivery answered HTTP 200 within a minute');
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.waitForTimeout(500);
+    }
+    await expectText(page.getByRole('table', { name: 'Deliveries' }).locator('td'), 'entity.created');
+  });
+
+  await step('files', async () => {
+    await nav('Files');
+    const table = page.getByRole('table', { name: 'Files' });
+    await expectText(table.locator('td'), 'manual.txt');
+    await page.getByLabel('Upload file', { exact: true }).setInputFiles({ name: 'notes.csv', mimeType: 'text/csv', buffer: Buffer.from('a,b\n1,2\n') });
+    await expectText(table.locator('td'), 'notes.csv');
+    const dl = page.waitForEvent('download');
+    await page.getByRole('button', { name: 'Download notes.csv' }).click();
+    const file = await dl;
+    if (file.suggestedFilename() !== 'notes.csv') throw new Error('download named ' + file.suggestedFilename());
+    page.once('dialog', (d) => d.accept());
+    await page.getByRole('button', { name: 'Delete notes.csv' }).click();
+    await table.locator('td', { hasText: 'notes.csv' }).waitFor({ state: 'detached' });
+  });
+
+  let narrowKey;
+  await step('keys', async () => {
+    await nav('API keys');
+    await page.locator('input[name=keyName]').fill('storefront');
+    await page.getByLabel('Scope kind', { exact: true }).selectOption('entity');
+    await page.getByLabel('Scope name', { exact: true }).selectOption('Product');
+    await page.getByLabel('Scope operation', { exact: true }).selectOption('read');
+    await page.getByRole('button', { name: 'Add scope' }).click();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    narrowKey = (await page.getByTestId('secret').textContent()).trim();
+    if (!narrowKey.startsWith('dds_')) throw new Error('key not shown: ' + narrowKey);
+    await expectText(page.locator('td'), 'entity:Product:read');
+  });
+
+  await step('graphiql', async () => {
+    await nav('GraphQL');
+    const editor = page.locator('.graphiql-query-editor .CodeMirror');
+    await editor.waitFor();
+    await page.evaluate(() => document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.setValue('{ products(orderBy: [{field: "price", direction: ASC}]) { name price categories { title } } }'));
+    await page.locator('.graphiql-execute-button').click();
+    await expectText(page.locator('.graphiql-response'), 'Desk lamp');
+    await expectText(page.locator('.graphiql-response'), 'Lamps');
+    // A subscription over graphql-ws: records created now arrive in the response pane.
+    await page.evaluate(() => document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.setValue('subscription LiveLamps { productCreated { name } }'));
+    await page.locator('.graphiql-tab', { hasText: 'LiveLamps' }).waitFor(); // the editor has parsed it
+    await page.locator('.graphiql-execute-button').click();
+    const live = page.locator('.graphiql-response', { hasText: 'Live lamp' });
+    for (let i = 0; !(await live.isVisible()); i++) {
+      if (i === 20) throw new Error('no subscription event arrived');
+      await page.evaluate(async (n) => {
+        const res = await fetch('/api/v1/dynamic/Product', {
+          method: 'POST',
+          headers: { Authorization: 'Bearer ' + sessionStorage.getItem('dds.credential'), 'Content-Type': 'application/json' },
+          body: JSON.stringify({ name: 'Live lamp ' + n }),
+        });
+        if (!res.ok) throw new Error('create: HTTP ' + res.status);
+      }, i);
+      await live.waitFor({ timeout: 1000 }).catch(() => {});
+    }
+    await page.locator('.graphiql-execute-button').click(); // stop it
+  });
+
+  await step('narrow-key-403', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(narrowKey);
+    const nav = await page.locator('header nav').textContent();
+    for (const hidden of ['Schemas', 'API keys', 'Webhooks', 'Files']) if (nav.includes(hidden)) throw new Error(`a Product reader sees ${hidden}: ${nav}`);
+    await page.getByRole('navigation', { name: 'Entities' }).getByRole('link', { name: 'Product' }).waitFor();
+    if (await page.getByRole('button', { name: 'New Product' }).count()) throw new Error('a reader must not be offered New Product');
+    await page.goto(BASE + '/console/records/Category');
+    await page.getByRole('alert').filter({ hasText: 'HTTP 403' }).waitFor();
+    await expectText(page.getByRole('alert'), 'entity:Category:read');
+  });
+} finally {
+  await context.close();
+}
+if (errors.length) {
+  console.error(errors.join('\n'));
+  process.exit(1);
+}
+console.log('console browser test passed');

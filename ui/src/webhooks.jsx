@@ -1,0 +1,256 @@
+// Webhooks: create (the signing secret shown once), edit, toggle, delete,
+// and the delivery log with its attempts, response codes and manual retry.
+import { useState } from 'react';
+import { allows, api, ApiError, enc } from './api.js';
+import { Empty, ErrorBox, fmtTime, Link, Row, Secret, useLoad } from './ui.jsx';
+
+const EVENTS = ['entity.created', 'entity.updated', 'entity.deleted'];
+
+export function Webhooks({ me, rest }) {
+  if (rest) return <WebhookPage me={me} id={rest} />;
+  return <WebhookList me={me} />;
+}
+
+function WebhookList({ me }) {
+  const { data, error, reload } = useLoad((signal) => api.get('/webhooks', { signal }), []);
+  const [created, setCreated] = useState(null);
+  return (
+    <section>
+      <div className="toolbar">
+        <h1>Webhooks</h1>
+      </div>
+      {created ? <Secret title="Webhook created: its signing secret" value={created.signingSecret} onDone={() => setCreated(null)} /> : null}
+      {allows(me.scopes, 'webhook', '*', 'create') ? (
+        <WebhookForm
+          onSaved={(w) => {
+            setCreated(w);
+            reload();
+          }}
+        />
+      ) : null}
+      <ErrorBox error={error} />
+      {data && data.webhooks.length === 0 ? <Empty>No webhooks.</Empty> : null}
+      {data && data.webhooks.length ? (
+        <table className="grid" aria-label="Webhooks">
+          <thead>
+            <tr>
+              <th>Target</th>
+              <th>Events</th>
+              <th>Entities</th>
+              <th>Active</th>
+              <th>Success rate</th>
+              <th>Last triggered</th>
+            </tr>
+          </thead>
+          <tbody>
+            {data.webhooks.map((w) => (
+              <tr key={w.id}>
+                <td>
+                  <Link to={'/webhooks/' + w.id}>{w.targetUrl}</Link>
+                </td>
+                <td>{w.eventTypes.join(', ')}</td>
+                <td>{(w.entityNames || []).join(', ') || 'all'}</td>
+                <td>{w.isActive ? <span className="badge ok">on</span> : <span className="badge">off</span>}</td>
+                <td>{Math.round((w.successRate ?? 1) * 100)}%</td>
+                <td>{fmtTime(w.lastTriggered)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}
+
+function WebhookForm({ existing, onSaved, onCancel }) {
+  const [targetUrl, setTargetUrl] = useState(existing?.targetUrl || '');
+  const [eventTypes, setEventTypes] = useState(existing?.eventTypes || ['entity.created']);
+  const [entityNames, setEntityNames] = useState((existing?.entityNames || []).join(', '));
+  const [error, setError] = useState(null);
+  const errs = error instanceof ApiError ? error.fieldErrors() : {};
+  return (
+    <form
+      className="card"
+      aria-label={existing ? 'Edit webhook' : 'New webhook'}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(null);
+        const body = {
+          targetUrl,
+          eventTypes,
+          entityNames: entityNames
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        };
+        try {
+          const w = existing ? await api.patch('/webhooks/' + enc(existing.id), body) : await api.post('/webhooks', body);
+          if (!existing) {
+            setTargetUrl('');
+            setEntityNames('');
+          }
+          onSaved(w);
+        } catch (x) {
+          setError(x);
+        }
+      }}
+    >
+      <h2>{existing ? 'Edit webhook' : 'New webhook'}</h2>
+      <Row label="Target URL" error={errs.targetUrl}>
+        <input type="url" name="targetUrl" value={targetUrl} onChange={(e) => setTargetUrl(e.target.value)} required placeholder="https://example.com/hooks/dds" />
+      </Row>
+      <fieldset className="checks">
+        <legend>Events</legend>
+        {EVENTS.map((ev) => (
+          <label key={ev} className="check">
+            <input type="checkbox" checked={eventTypes.includes(ev)} onChange={(e) => setEventTypes((s) => (e.target.checked ? [...s, ev] : s.filter((x) => x !== ev)))} /> {ev}
+          </label>
+        ))}
+        {errs.eventTypes ? <span className="field-error">{errs.eventTypes}</span> : null}
+      </fieldset>
+      <Row label="Entities" error={errs.entityNames || Object.entries(errs).find(([k]) => k.startsWith('entityNames['))?.[1]} hint="comma-separated; empty = every entity">
+        <input name="entityNames" value={entityNames} onChange={(e) => setEntityNames(e.target.value)} />
+      </Row>
+      <ErrorBox error={error} hideFields />
+      <div className="actions">
+        <button type="submit">{existing ? 'Save' : 'Create webhook'}</button>
+        {onCancel ? (
+          <button type="button" onClick={onCancel}>
+            Cancel
+          </button>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
+function WebhookPage({ me, id }) {
+  const { data: w, error, reload } = useLoad((signal) => api.get('/webhooks/' + enc(id), { signal }), [id]);
+  const [status, setStatus] = useState('');
+  const { data: dl, error: dlError, reload: reloadDl, loading } = useLoad(
+    (signal) => api.get(`/webhooks/${enc(id)}/deliveries?limit=50${status ? '&status=' + status : ''}`, { signal }),
+    [id, status],
+  );
+  const [editing, setEditing] = useState(false);
+  const [actError, setActError] = useState(null);
+  const [gone, setGone] = useState(false);
+  const canUpdate = allows(me.scopes, 'webhook', '*', 'update');
+  const act = async (fn) => {
+    setActError(null);
+    try {
+      await fn();
+    } catch (e) {
+      setActError(e);
+    }
+  };
+  if (gone)
+    return (
+      <p>
+        Deleted. <Link to="/webhooks">Back to webhooks</Link>
+      </p>
+    );
+  if (error) return <ErrorBox error={error} />;
+  if (!w) return <p>Loading…</p>;
+  return (
+    <section>
+      <p>
+        <Link to="/webhooks">← Webhooks</Link>
+      </p>
+      <div className="toolbar">
+        <h1>{w.targetUrl}</h1>
+        {canUpdate ? (
+          <>
+            <button type="button" onClick={() => act(async () => (await api.patch('/webhooks/' + enc(id), { isActive: !w.isActive }), reload()))}>
+              {w.isActive ? 'Disable' : 'Enable'}
+            </button>
+            <button type="button" onClick={() => setEditing(true)}>
+              Edit
+            </button>
+          </>
+        ) : null}
+        {allows(me.scopes, 'webhook', '*', 'delete') ? (
+          <button
+            type="button"
+            className="danger"
+            onClick={() => window.confirm('Delete this webhook and its delivery log?') && act(async () => (await api.del('/webhooks/' + enc(id)), setGone(true)))}
+          >
+            Delete
+          </button>
+        ) : null}
+      </div>
+      <p className="meta">
+        {w.isActive ? 'active' : 'inactive'} · events {w.eventTypes.join(', ')} · entities {(w.entityNames || []).join(', ') || 'all'} · success rate{' '}
+        {Math.round((w.successRate ?? 1) * 100)}% · last triggered {fmtTime(w.lastTriggered)}
+      </p>
+      {editing ? (
+        <WebhookForm
+          existing={w}
+          onSaved={() => {
+            setEditing(false);
+            reload();
+          }}
+          onCancel={() => setEditing(false)}
+        />
+      ) : null}
+      <ErrorBox error={actError || dlError} />
+      <div className="toolbar">
+        <h2>Deliveries</h2>
+        <select aria-label="Delivery status" value={status} onChange={(e) => setStatus(e.target.value)}>
+          <option value="">all</option>
+          {['pending', 'retrying', 'succeeded', 'failed'].map((s) => (
+            <option key={s}>{s}</option>
+          ))}
+        </select>
+        <button type="button" onClick={reloadDl} disabled={loading}>
+          Refresh
+        </button>
+      </div>
+      {dl && dl.deliveries.length === 0 ? <Empty>No deliveries yet.</Empty> : null}
+      {dl && dl.deliveries.length ? (
+        <table className="grid" aria-label="Deliveries">
+          <thead>
+            <tr>
+              <th>Event</th>
+              <th>Entity</th>
+              <th>Status</th>
+              <th>Attempts</th>
+              <th>Next attempt</th>
+              <th>Created</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {dl.deliveries.map((d) => (
+              <tr key={d.id}>
+                <td>{d.eventType}</td>
+                <td>{d.entityName}</td>
+                <td>
+                  <span className={'badge ' + (d.status === 'succeeded' ? 'ok' : d.status === 'failed' ? 'bad' : '')}>{d.status}</span>
+                </td>
+                <td>
+                  <ol className="attempts">
+                    {(d.attemptLog || []).map((a) => (
+                      <li key={a.attempt}>
+                        #{a.attempt} {a.statusCode ? <code className={a.statusCode < 300 ? 'ok' : 'bad'}>HTTP {a.statusCode}</code> : <code className="bad">no response</code>} {a.latencyMs} ms{' '}
+                        {a.error ? <span className="field-error">{a.error}</span> : null} <small>{fmtTime(a.attemptedAt)}</small>
+                      </li>
+                    ))}
+                  </ol>
+                </td>
+                <td>{fmtTime(d.nextAttemptAt)}</td>
+                <td>{fmtTime(d.createdAt)}</td>
+                <td>
+                  {canUpdate ? (
+                    <button type="button" className="small" onClick={() => act(async () => (await api.post(`/webhooks/${enc(id)}/deliveries/${enc(d.id)}/retry`), reloadDl()))}>
+                      Retry
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}
