@@ -28,6 +28,9 @@ func (s *Store) Query(ctx context.Context, sc *Scope, l query.List) (json.RawMes
 // statements. sql.ErrNoRows is returned as is (callers decide what is not
 // found).
 func (s *Store) Run(ctx context.Context, sc *Scope, entity string, st query.Statement) (json.RawMessage, error) {
+	if s.observe != nil {
+		s.observe(st)
+	}
 	var q sqlx.QueryerContext = s.db
 	var tx *sqlx.Tx
 	if len(st.Setup) > 0 {

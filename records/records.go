@@ -42,6 +42,7 @@ type Store struct {
 	schemas *schema.Service
 	files   Files
 	events  *pgnotify.Publisher
+	observe func(query.Statement) // see Observed; nil in production
 }
 
 // Option configures a Store.

@@ -105,11 +105,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	restAPI.QueryRoutes(router) // query, batch, vector search, relationships
 	connectapi.New(s.Records, s.Schemas).Routes(router)
 	gqlLimits := graphql.Limits{MaxDocumentBytes: cfg.GraphQLMaxDocumentBytes, MaxDepth: cfg.GraphQLMaxDepth, MaxAliases: cfg.GraphQLMaxAliases, MaxComplexity: cfg.GraphQLMaxComplexity}
-	s.gqlSubs = graphql.NewSubscriptions(s.authn, s.Records, d, gqlLimits, log)
+	s.gqlSubs = graphql.NewSubscriptions(s.authn, s.Records, gqlLimits, log)
 	if err := s.hub.Subscribe("dds_events", s.gqlSubs.Notify); err != nil {
 		return nil, err
 	}
-	graphql.New(s.Records, d, s.gqlSubs, gqlLimits, log).Routes(router)
+	graphql.New(s.Records, s.gqlSubs, gqlLimits, log).Routes(router)
 	apifiles.New(s.Files, fileStore).Routes(router)
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
 	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/google/uuid"
-
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
-	"github.com/dds-project/dds/schema"
 )
 
 // batch runs batchCreate/batchUpdate/batchDelete through the records store
@@ -151,14 +148,9 @@ func (x *execCtx) edge(rf rootField, cf *cfield, args map[string]any) ([]byte, e
 		raw, err = x.e.store.CreateEdge(x.ctx, x.sc, rel.From, from, rel.Name, to, props)
 	default:
 		id, _ := args["id"].(string)
-		notFound := apperr.New(apperr.NotFound, "%s edge %q not found", rel.Name, id)
-		if _, perr := uuid.Parse(id); perr != nil {
-			return nil, notFound
-		}
-		var source string
-		q := `SELECT "source_id" FROM ` + x.sc.Compiler.Table(schema.RelTable(rel)) + ` WHERE "id" = $1`
-		if err := x.e.db.QueryRowContext(x.ctx, q, id).Scan(&source); err != nil {
-			return nil, notFound
+		source, serr := x.e.store.EdgeSource(x.ctx, x.sc, rel, id)
+		if serr != nil {
+			return nil, serr
 		}
 		if rf.kind == rRelUpdate {
 			raw, err = x.e.store.UpdateEdgeByID(x.ctx, x.sc, rel.From, source, rel.Name, id, props)

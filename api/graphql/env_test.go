@@ -3,7 +3,6 @@ package graphql
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -23,26 +22,17 @@ import (
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/pgnotify"
+	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/tenant"
 )
 
-// countingDB counts the statements the executor sends (the seam the
-// one-statement-per-root-field test reads).
-type countingDB struct {
-	*sqlx.DB
-	n atomic.Int64
-}
-
-func (c *countingDB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	c.n.Add(1)
-	return c.DB.QueryRowContext(ctx, q, args...)
-}
-
-func (c *countingDB) BeginTx(ctx context.Context, o *sql.TxOptions) (*sql.Tx, error) {
-	c.n.Add(1)
-	return c.DB.BeginTx(ctx, o)
+// countingStore returns store observed by a statement counter (the seam
+// the one-statement-per-root-field tests read).
+func countingStore(store *records.Store) (*records.Store, *atomic.Int64) {
+	var n atomic.Int64
+	return store.Observed(func(query.Statement) { n.Add(1) }), &n
 }
 
 // env is a real GraphQL server over the test database: the router, the
@@ -51,7 +41,6 @@ func (c *countingDB) BeginTx(ctx context.Context, o *sql.TxOptions) (*sql.Tx, er
 type env struct {
 	URL     string
 	DB      *sqlx.DB
-	Counter *countingDB
 	Authn   *auth.Authenticator
 	Keys    *auth.Keys
 	Tenants *tenant.Service
@@ -91,7 +80,7 @@ func startEnv(url string) (*env, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e := &env{DB: d, Counter: &countingDB{DB: d}}
+	e := &env{DB: d}
 	e.Schemas = schema.NewService(d)
 	e.Keys = auth.NewKeys(d, "test")
 	e.Tenants = tenant.NewService(d, e.Keys)
@@ -101,7 +90,7 @@ func startEnv(url string) (*env, error) {
 	e.Store = records.NewStore(d, e.Schemas, nil, records.WithEventNotifications(events))
 	hub := pgnotify.New(url, log)
 	limits := Limits{}
-	e.Subs = NewSubscriptions(e.Authn, e.Store, d, limits, log)
+	e.Subs = NewSubscriptions(e.Authn, e.Store, limits, log)
 	e.Subs.InitTimeout = 2 * time.Second
 	if err := hub.Subscribe("dds_events", e.Subs.Notify); err != nil {
 		return nil, err
@@ -112,7 +101,7 @@ func startEnv(url string) (*env, error) {
 	go hub.Run(ctx)
 	go e.Subs.Run(ctx)
 	r := api.NewRouter(e.Authn, nil, 16<<20)
-	New(e.Store, e.Counter, e.Subs, limits, log).Routes(r)
+	New(e.Store, e.Subs, limits, log).Routes(r)
 	srv := httptest.NewServer(r)
 	e.URL = srv.URL
 	return e, nil

@@ -56,16 +56,8 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// DB is what the executor reads through: *sqlx.DB, or a wrapper counting
-// statements in tests.
-type DB interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
-}
-
 // Engine executes GraphQL documents for tenants.
 type Engine struct {
-	db     DB
 	store  *records.Store
 	limits Limits
 	log    *slog.Logger
@@ -74,9 +66,10 @@ type Engine struct {
 	rules *validatorrules.Rules
 }
 
-// NewEngine returns an engine reading through db and writing through store.
-func NewEngine(db DB, store *records.Store, limits Limits, log *slog.Logger) *Engine {
-	return &Engine{db: db, store: store, limits: limits.withDefaults(), log: log, rules: validatorrules.NewDefaultRules()}
+// NewEngine returns an engine reading and writing through store (the data
+// layer REST shares: tenant scope, statement timeouts, the statement cache).
+func NewEngine(store *records.Store, limits Limits, log *slog.Logger) *Engine {
+	return &Engine{store: store, limits: limits.withDefaults(), log: log, rules: validatorrules.NewDefaultRules()}
 }
 
 type modelMemo struct {
@@ -443,27 +436,12 @@ func writeString(b *bytes.Buffer, s string) {
 	b.Write(q)
 }
 
-// query runs one compiled statement and returns its JSON column.
+// query runs one compiled statement through the records store and returns
+// its JSON value.
 func (x *execCtx) query(st query.Statement, entity string) ([]byte, error) {
-	var out []byte
-	if len(st.Setup) == 0 {
-		if err := x.e.db.QueryRowContext(x.ctx, st.SQL, st.Args...).Scan(&out); err != nil {
-			return nil, records.MapError(x.sc, entity, err)
-		}
-		return out, nil
+	out, err := x.e.store.Run(x.ctx, x.sc, entity, st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.Wrap(err, "the statement returned no row")
 	}
-	tx, err := x.e.db.BeginTx(x.ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, records.MapError(x.sc, entity, err)
-	}
-	defer tx.Rollback()
-	for _, s := range st.Setup {
-		if _, err := tx.ExecContext(x.ctx, s); err != nil {
-			return nil, records.MapError(x.sc, entity, err)
-		}
-	}
-	if err := tx.QueryRowContext(x.ctx, st.SQL, st.Args...).Scan(&out); err != nil {
-		return nil, records.MapError(x.sc, entity, err)
-	}
-	return out, tx.Commit()
+	return out, err
 }

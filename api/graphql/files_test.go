@@ -176,8 +176,8 @@ func TestFileFieldIsOneStatementPerRootField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counter := &countingDB{DB: e.DB}
-	eng := NewEngine(counter, e.Store, Limits{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	store, counter := countingStore(e.Store)
+	eng := NewEngine(store, Limits{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	admin, _ := auth.ParseScopes([]string{"*:*:*"})
 	p := &auth.Principal{TenantID: fs.tenant, Scopes: admin}
 	q := fmt.Sprintf(`{
@@ -194,7 +194,7 @@ func TestFileFieldIsOneStatementPerRootField(t *testing.T) {
 	if len(out.Errors) > 0 {
 		t.Fatalf("%+v", out.Errors)
 	}
-	if n := counter.n.Load(); n != 4 {
+	if n := counter.Load(); n != 4 {
 		t.Errorf("%d SQL statements for 4 root fields, want 4", n)
 	}
 	if !strings.Contains(string(out.Data), `"product":{"manualFile":{"fileName":"manual.pdf"}}`) {

@@ -34,10 +34,9 @@ type Handler struct {
 	log    *slog.Logger
 }
 
-// New returns the GraphQL handler. db is what queries read through
-// (normally store.DB()); subs may be nil (no subscription socket).
-func New(store *records.Store, db DB, subs *Subscriptions, limits Limits, log *slog.Logger) *Handler {
-	return &Handler{store: store, engine: NewEngine(db, store, limits, log), subs: subs, log: log}
+// New returns the GraphQL handler; subs may be nil (no subscription socket).
+func New(store *records.Store, subs *Subscriptions, limits Limits, log *slog.Logger) *Handler {
+	return &Handler{store: store, engine: NewEngine(store, limits, log), subs: subs, log: log}
 }
 
 // Engine is the executor (shared with the subscription socket).

@@ -31,7 +31,7 @@ func limitsEngine(t testing.TB) (*Engine, *Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewEngine(nil, nil, Limits{}, slog.New(slog.NewTextHandler(io.Discard, nil))), m
+	return NewEngine(nil, Limits{}, slog.New(slog.NewTextHandler(io.Discard, nil))), m
 }
 
 // TestHostileDocumentsRefused: the two documents that used to pin a CPU

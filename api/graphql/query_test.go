@@ -64,8 +64,8 @@ func TestNestedQueryIsOneStatementPerRootField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counter := &countingDB{DB: e.DB}
-	eng := NewEngine(counter, e.Store, Limits{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	store, counter := countingStore(e.Store)
+	eng := NewEngine(store, Limits{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	admin, _ := auth.ParseScopes([]string{"*:*:*"})
 	p := &auth.Principal{TenantID: s.tenant, Scopes: admin}
 	q := `{
@@ -83,7 +83,7 @@ func TestNestedQueryIsOneStatementPerRootField(t *testing.T) {
 	if len(out.Errors) > 0 {
 		t.Fatalf("%+v", out.Errors)
 	}
-	if n := counter.n.Load(); n != 2 {
+	if n := counter.Load(); n != 2 {
 		t.Errorf("%d SQL statements for 2 root fields, want 2", n)
 	}
 	var data any

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -32,7 +31,6 @@ import (
 type Subscriptions struct {
 	authn  api.Authenticator
 	store  *records.Store
-	db     DB
 	engine *Engine
 	log    *slog.Logger
 	up     websocket.Upgrader
@@ -49,9 +47,9 @@ const subprotocol = "graphql-transport-ws"
 
 // NewSubscriptions returns the socket server. Call Notify for every
 // dds_events payload (wire it to the pgnotify hub) and Run to dispatch.
-func NewSubscriptions(authn api.Authenticator, store *records.Store, db DB, limits Limits, log *slog.Logger) *Subscriptions {
+func NewSubscriptions(authn api.Authenticator, store *records.Store, limits Limits, log *slog.Logger) *Subscriptions {
 	return &Subscriptions{
-		authn: authn, store: store, db: db, engine: NewEngine(db, store, limits, log), log: log,
+		authn: authn, store: store, engine: NewEngine(store, limits, log), log: log,
 		up:          websocket.Upgrader{Subprotocols: []string{subprotocol}, CheckOrigin: func(*http.Request) bool { return true }},
 		InitTimeout: 10 * time.Second,
 		events:      make(chan string, 4096),
@@ -92,12 +90,6 @@ func (s *Subscriptions) Run(ctx context.Context) {
 	}
 }
 
-type eventRow struct {
-	Type   string `db:"type"`
-	Entity string `db:"entity_name"`
-	Record []byte `db:"record"`
-}
-
 func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 	tenant, eventID, _ := strings.Cut(payload, ":")
 	s.mu.RLock()
@@ -109,9 +101,7 @@ func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 	if len(targets) == 0 {
 		return
 	}
-	var ev eventRow
-	err := s.db.QueryRowContext(ctx, `SELECT type, entity_name, record FROM dds.events WHERE id = $1 AND tenant_id = $2`, eventID, tenant).
-		Scan(&ev.Type, &ev.Entity, &ev.Record)
+	ev, err := s.store.Event(ctx, tenant, eventID)
 	if err != nil {
 		s.log.Warn("graphql subscriptions: read event", "event", eventID, "err", err)
 		return
@@ -142,13 +132,10 @@ func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 
 // matches evaluates the subscriber's where on the event's record.
 func (s *Subscriptions) matches(ctx context.Context, sub *subscriber, record []byte) (bool, error) {
-	if sub.filterSQL == "" {
+	if sub.match == nil {
 		return true, nil
 	}
-	args := append([]any{string(record)}, sub.filterArgs[1:]...)
-	var ok bool
-	err := s.db.QueryRowContext(ctx, sub.filterSQL, args...).Scan(&ok)
-	return ok, err
+	return s.store.Matches(ctx, sub.match, record)
 }
 
 func (s *Subscriptions) add(sub *subscriber) {
@@ -181,10 +168,9 @@ type subscriber struct {
 	entity    *schema.Entity
 	eventType string
 	shape     *shape
-	// filterSQL evaluates the where on an event's record (bound as $1,
-	// the rest of filterArgs after it); "" when there is no where.
-	filterSQL  string
-	filterArgs []any
+	// match evaluates the where on an event's record; nil when there is
+	// no where.
+	match *records.Match
 }
 
 type message struct {
@@ -445,15 +431,9 @@ func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
 	if where != nil {
 		// Compile once now: a bad filter fails the subscribe, and events
 		// only bind the record ($1) to the prepared text.
-		var a query.Args
-		rec := a.Add(nil, "jsonb")
-		w, err := x.sc.Compiler.Where(e.Name, where, "t", "where", &a)
-		if err != nil {
+		if sub.match, err = records.CompileMatch(x.sc, e.Name, where); err != nil {
 			return nil, err
 		}
-		sub.filterSQL = fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`,
-			x.sc.Compiler.Table(e.Name), rec, w)
-		sub.filterArgs = a.List()
 	}
 	return sub, nil
 }

@@ -13,7 +13,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -28,13 +27,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/api/graphql"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/tenant"
@@ -47,20 +46,18 @@ const gqlQuery = `{ products(limit: 20, orderBy: [{field: "name"}]) {
 
 const flatQuery = `{ products(limit: 20, orderBy: [{field: "name"}]) { id name price } }`
 
-// capture records the statements the engine sends, so the minimal handler
-// can serve exactly the same SQL.
+// capture records the statement the engine last ran, so the minimal
+// handler can serve exactly that statement.
 type capture struct {
-	*sqlx.DB
 	mu   sync.Mutex
 	sql  string
 	args []any
 }
 
-func (c *capture) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+func (c *capture) observe(st query.Statement) {
 	c.mu.Lock()
-	c.sql, c.args = q, args
+	c.sql, c.args = st.SQL, st.Args
 	c.mu.Unlock()
-	return c.DB.QueryRowContext(ctx, q, args...)
 }
 
 func main() {
@@ -149,9 +146,9 @@ func run(dur time.Duration, conc int) error {
 	// The GraphQL server: production router, authenticator and handler.
 	authn := auth.NewAuthenticator(d, "test", []byte("bench-graphql-secret-0123456789abcdef"), time.Hour, log)
 	store := records.NewStore(d, schemas, nil)
-	cap := &capture{DB: d}
+	cap := &capture{}
 	router := api.NewRouter(authn, nil, 16<<20)
-	graphql.New(store, cap, nil, graphql.Limits{}, log).Routes(router)
+	graphql.New(store.Observed(cap.observe), nil, graphql.Limits{}, log).Routes(router)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,0 +1,89 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/schema"
+)
+
+// Observed returns a store that reports each statement Run executes to fn
+// before running it (a seam for tests counting statements per request and
+// for the benchmark replaying a request's statement); the store it is
+// made from is unchanged.
+func (s *Store) Observed(fn func(query.Statement)) *Store {
+	c := *s
+	c.observe = fn
+	return &c
+}
+
+// EdgeSource returns the source record of edge edgeID of relationship rel
+// (the by-id edge writes act on edges of a record). An id that is not a
+// UUID or names no edge is NOT_FOUND.
+func (s *Store) EdgeSource(ctx context.Context, sc *Scope, rel *schema.Relationship, edgeID string) (string, error) {
+	notFound := apperr.New(apperr.NotFound, "%s edge %q not found", rel.Name, edgeID)
+	if _, err := uuid.Parse(edgeID); err != nil {
+		return "", notFound
+	}
+	var source string
+	q := `SELECT "source_id" FROM ` + sc.Compiler.Table(schema.RelTable(rel)) + ` WHERE "id" = $1`
+	err := s.db.QueryRowContext(ctx, q, edgeID).Scan(&source)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", notFound
+	}
+	if err != nil {
+		return "", MapError(sc, rel.From, err)
+	}
+	return source, nil
+}
+
+// Event is one outbox event as subscriptions deliver it.
+type Event struct {
+	Type, Entity string
+	Record       []byte
+}
+
+// Event reads outbox event id of the tenant.
+func (s *Store) Event(ctx context.Context, tenantID, id string) (Event, error) {
+	var ev Event
+	err := s.db.QueryRowContext(ctx, `SELECT type, entity_name, record FROM dds.events WHERE id = $1 AND tenant_id = $2`, id, tenantID).
+		Scan(&ev.Type, &ev.Entity, &ev.Record)
+	return ev, err
+}
+
+// Match is a where filter compiled once to test records of an entity that
+// are not rows of its table (an event's record), bound as JSON.
+type Match struct {
+	sql  string
+	args []any // args[0] is the record's placeholder
+}
+
+// CompileMatch compiles where on entity for Matches; a bad filter is a
+// VALIDATION_ERROR naming it.
+func CompileMatch(sc *Scope, entity string, where query.Filter) (*Match, error) {
+	var a query.Args
+	rec := a.Add(nil, "jsonb")
+	w, err := sc.Compiler.Where(entity, where, "t", "where", &a)
+	if err != nil {
+		return nil, err
+	}
+	return &Match{
+		sql:  fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`, sc.Compiler.Table(entity), rec, w),
+		args: a.List(),
+	}, nil
+}
+
+// Matches evaluates m on record (a JSON object of the entity's fields) in
+// Postgres, with the query semantics of the filter.
+func (s *Store) Matches(ctx context.Context, m *Match, record []byte) (bool, error) {
+	args := append([]any{string(record)}, m.args[1:]...)
+	var ok bool
+	err := s.db.QueryRowContext(ctx, m.sql, args...).Scan(&ok)
+	return ok, err
+}
