@@ -118,16 +118,57 @@ func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 		if !ok {
 			continue
 		}
+		rec := ev.Record
+		if sub.sel != nil {
+			if rec, err = s.read(ctx, sub, ev.Record); err != nil {
+				s.log.Warn("graphql subscriptions: read record", "event", eventID, "err", err)
+				continue
+			}
+			if rec == nil {
+				continue // deleted since the event: nothing left to show
+			}
+		}
 		var b bytes.Buffer
 		b.WriteString(`{"data":{`)
 		writeKey(&b, sub.key)
-		if err := writeObj(&b, sub.shape, ev.Record); err != nil {
+		if err := writeObj(&b, sub.shape, rec); err != nil {
 			s.log.Warn("graphql subscriptions: reshape event", "event", eventID, "err", err)
 			continue
 		}
 		b.WriteString("}}")
 		sub.conn.send(message{ID: sub.id, Type: "next", Payload: b.Bytes()})
 	}
+}
+
+// read reads the event's record with the subscriber's selection (its
+// relationships and file metadata) in one statement through the records
+// store; nil when the record no longer exists.
+func (s *Subscriptions) read(ctx context.Context, sub *subscriber, record []byte) ([]byte, error) {
+	ms, err := objectMembers(record, nil)
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	if err := json.Unmarshal(lookup(ms, schema.ColID), &id); err != nil {
+		return nil, err
+	}
+	l := query.List{Entity: sub.entity.Name, Where: query.Cond{Field: schema.ColID, Op: query.Eq, Value: id}, Limit: 1, Select: *sub.sel}
+	st, err := sub.sc.Compiler.List(l)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.store.Run(ctx, sub.sc, l.Entity, st)
+	if err != nil {
+		return nil, err
+	}
+	if ms, err = objectMembers(raw, nil); err != nil {
+		return nil, err
+	}
+	items, err := arrayItems(lookup(ms, "items"), nil)
+	if err != nil || len(items) == 0 {
+		return nil, err
+	}
+	return items[0], nil
 }
 
 // matches evaluates the subscriber's where on the event's record.
@@ -168,6 +209,9 @@ type subscriber struct {
 	entity    *schema.Entity
 	eventType string
 	shape     *shape
+	// sel is the record selection read per event when it needs more than
+	// the event's record (relationship fields, file metadata); nil otherwise.
+	sel *query.Selection
 	// match evaluates the where on an event's record; nil when there is
 	// no where.
 	match *records.Match
@@ -421,13 +465,13 @@ func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(sel.Nested) > 0 {
-		return nil, apperr.New(apperr.BadRequest, "relationship fields are not available in subscriptions; query them by id when an event arrives")
-	}
-	if len(sel.Files) > 0 {
-		return nil, apperr.New(apperr.BadRequest, "file metadata fields are not available in subscriptions; query them by id when an event arrives")
-	}
 	sub := &subscriber{key: cf.key, sc: x.sc, entity: e, eventType: subscriptionEvents[rf.kind], shape: sh}
+	if readsMore(&sel) {
+		if rf.kind == rDeleted {
+			return nil, apperr.New(apperr.BadRequest, "a deleted record has no relationships or files left to read: select its own fields in %s", cf.field.Name)
+		}
+		sub.sel = &sel
+	}
 	if where != nil {
 		// Compile once now: a bad filter fails the subscribe, and events
 		// only bind the record ($1) to the prepared text.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/dds-project/dds/records"
 )
 
 type wsClient struct {
@@ -178,4 +180,37 @@ func TestSubscriptionProtocolErrors(t *testing.T) {
 	if code := (&wsClient{t: t, c: c}).closeCode(); code != 4406 {
 		t.Errorf("no subprotocol: close %d", code)
 	}
+}
+
+// TestSubscriptionRelationshipsAndFiles: a subscription may select the
+// record's relationship fields and file metadata; each event then carries
+// them as they are when it is dispatched.
+func TestSubscriptionRelationshipsAndFiles(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	w := dialWS(t, e)
+	w.send(map[string]any{"type": "connection_init", "payload": map[string]any{"token": s.key}})
+	if m := w.read(); m["type"] != "connection_ack" {
+		t.Fatalf("%v", m)
+	}
+	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query": `subscription { productUpdated { name categories(orderBy: [{field: "name"}]) { name } manualFile { fileName } } }`}})
+	w.send(map[string]any{"id": "2", "type": "subscribe", "payload": map[string]any{
+		"query": `subscription { productDeleted { name categories { name } } }`}})
+	if m := w.read(); m["type"] != "error" || m["id"] != "2" {
+		t.Errorf("relationship fields of a deleted record: %v", m)
+	}
+	w.send(map[string]any{"type": "ping"})
+	if m := w.read(); m["type"] != "pong" {
+		t.Fatalf("%v", m)
+	}
+	if _, err := e.Store.Update(t.Context(), e.scope(t, s.tenant), "Product", s.p[0], map[string]any{"name": "Green apple"}, records.Patch); err != nil {
+		t.Fatal(err)
+	}
+	m := w.read()
+	if m["id"] != "1" || m["type"] != "next" {
+		t.Fatalf("%v", m)
+	}
+	jsonEq(t, m["payload"], `{"data":{"productUpdated":{"name":"Green apple","categories":[{"name":"Fruit"}],"manualFile":null}}}`)
 }
