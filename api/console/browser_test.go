@@ -105,7 +105,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer wk.Close()
 	workerDone := make(chan error, 1)
 	go func() { workerDone <- wk.Run(ctx) }()
-	defer func() { cancel(); <-workerDone }()
+	defer func() {
+		cancel()
+		if err := <-workerDone; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
 
 	tenant, err := srv.Tenants.Create(ctx, "console-browser")
 	if err != nil {

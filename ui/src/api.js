@@ -75,3 +75,10 @@ export function anyOf(scopes, kind, op) {
 }
 
 export const enc = encodeURIComponent;
+
+// errorAt is the first field error at path or inside it (path[i], path.x).
+export function errorAt(errs, path) {
+  if (errs[path]) return errs[path];
+  const hit = Object.entries(errs).find(([k]) => k.startsWith(path + '[') || k.startsWith(path + '.'));
+  return hit ? hit[1] : undefined;
+}

@@ -2,7 +2,7 @@
 import { useState } from 'react';
 import { allows, api, enc } from './api.js';
 import { downloadFile, uploadFile } from './files-api.js';
-import { Empty, ErrorBox, fmtTime, useLoad } from './ui.jsx';
+import { Empty, ErrorBox, fmtTime, useAction, useLoad } from './ui.jsx';
 
 const PAGE = 50;
 
@@ -10,16 +10,8 @@ export function Files({ me }) {
   const [offset, setOffset] = useState(0);
   const [status, setStatus] = useState('');
   const { data, error, reload } = useLoad((signal) => api.get(`/files?limit=${PAGE}&offset=${offset}${status ? '&status=' + status : ''}`, { signal }), [offset, status]);
-  const [actError, setActError] = useState(null);
+  const [actError, act] = useAction();
   const [busy, setBusy] = useState(false);
-  const act = async (fn) => {
-    setActError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setActError(e);
-    }
-  };
   return (
     <section>
       <div className="toolbar">

@@ -1,8 +1,8 @@
 // API keys: list with lastUsed, create with a scopes picker (the secret is
 // shown once, with a copy button), revoke.
 import { useState } from 'react';
-import { allows, api, ApiError, enc } from './api.js';
-import { Empty, ErrorBox, fmtTime, Row, Secret, useLoad } from './ui.jsx';
+import { allows, api, ApiError, enc, errorAt } from './api.js';
+import { Empty, ErrorBox, fmtTime, Row, Secret, useAction, useLoad } from './ui.jsx';
 import { loadActive } from './schemas.jsx';
 
 const KINDS = ['entity', 'relationship', 'schema', 'apikey', 'webhook', 'file'];
@@ -11,7 +11,7 @@ const OPS = ['read', 'create', 'update', 'delete'];
 export function Keys({ me }) {
   const { data, error, reload } = useLoad((signal) => api.get('/api-keys', { signal }), []);
   const [created, setCreated] = useState(null);
-  const [actError, setActError] = useState(null);
+  const [actError, act] = useAction();
   return (
     <section>
       <div className="toolbar">
@@ -59,16 +59,13 @@ export function Keys({ me }) {
                       type="button"
                       className="small danger"
                       aria-label={`Revoke ${k.name}`}
-                      onClick={async () => {
-                        if (!window.confirm(`Revoke “${k.name}”? Apps using it stop working at once.`)) return;
-                        setActError(null);
-                        try {
+                      onClick={() =>
+                        window.confirm(`Revoke “${k.name}”? Apps using it stop working at once.`) &&
+                        act(async () => {
                           await api.del('/api-keys/' + enc(k.id));
                           reload();
-                        } catch (e) {
-                          setActError(e);
-                        }
-                      }}
+                        })
+                      }
                     >
                       Revoke
                     </button>
@@ -93,7 +90,7 @@ function NewKey({ me, onCreated }) {
   const names =
     pick.kind === 'entity' ? (def?.entities || []).map((e) => e.name) : pick.kind === 'relationship' ? (def?.relationships || []).map((r) => r.name) : [];
   const errs = error instanceof ApiError ? error.fieldErrors() : {};
-  const scopeErr = errs.scopes || Object.entries(errs).find(([k]) => k.startsWith('scopes['))?.[1];
+  const scopeErr = errorAt(errs, 'scopes');
   const add = (s) => setScopes((ss) => (ss.includes(s) ? ss : [...ss, s]));
   return (
     <form

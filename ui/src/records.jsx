@@ -3,10 +3,10 @@
 // create/edit/delete forms, and the record's relationships with their
 // properties (add and remove edges). Never fetches a whole table.
 import { useEffect, useMemo, useState } from 'react';
-import { allows, api, ApiError, enc } from './api.js';
+import { allows, api, ApiError, enc, errorAt } from './api.js';
 import { loadActive } from './schemas.jsx';
 import { FieldInput, fieldHint, fromText, toText } from './fields.jsx';
-import { Empty, ErrorBox, fmtTime, Link, navigate, Row, useLoad } from './ui.jsx';
+import { Empty, ErrorBox, fmtTime, Link, navigate, Row, useAction, useLoad } from './ui.jsx';
 
 const PAGE = 50;
 const SYSTEM = [
@@ -384,7 +384,7 @@ function RecordForm({ me, ent, record }) {
         </p>
       ) : null}
       {fields.map((f) => (
-        <Row key={f.name} label={`${f.name}`} hint={fieldHint(f)} error={errs[f.name] || Object.entries(errs).find(([k]) => k.startsWith(f.name + '['))?.[1]}>
+        <Row key={f.name} label={`${f.name}`} hint={fieldHint(f)} error={errorAt(errs, f.name)}>
           <FieldInput f={f} entity={ent.name} value={values[f.name]} onChange={(v) => setValues((s) => ({ ...s, [f.name]: v }))} />
         </Row>
       ))}
@@ -422,7 +422,7 @@ function Edges({ me, rel, ent, def, id, direction }) {
   const base = `/dynamic/${enc(ent.name)}/${enc(id)}/relationships/${enc(rel.name)}`;
   const [offset, setOffset] = useState(0);
   const { data, error, reload } = useLoad((signal) => api.get(`${base}?direction=${direction}&limit=${PAGE}&offset=${offset}`, { signal }), [base, offset]);
-  const [actError, setActError] = useState(null);
+  const [actError, act] = useAction();
   const props = rel.properties || [];
   return (
     <div className="card" aria-label={`${rel.name} edges`}>
@@ -456,15 +456,12 @@ function Edges({ me, rel, ent, def, id, direction }) {
                       type="button"
                       className="small danger"
                       aria-label={`Remove edge to ${labelOf(def, far, it)}`}
-                      onClick={async () => {
-                        setActError(null);
-                        try {
+                      onClick={() =>
+                        act(async () => {
                           await api.del(`${base}/by-id/${enc(it._relationship.id)}`);
                           reload();
-                        } catch (x) {
-                          setActError(x);
-                        }
-                      }}
+                        })
+                      }
                     >
                       Remove
                     </button>

@@ -1,8 +1,8 @@
 // Schemas: list, view, edit as a form, the evolution plan (dry run) before
 // apply with destructive steps called out, and activate.
 import { useState } from 'react';
-import { allows, api, ApiError, enc } from './api.js';
-import { Empty, ErrorBox, fmtTime, Link, navigate, Row, useLoad } from './ui.jsx';
+import { allows, api, ApiError, enc, errorAt } from './api.js';
+import { Empty, ErrorBox, fmtTime, Link, navigate, Row, useAction, useLoad } from './ui.jsx';
 
 export const TYPES = ['STRING', 'TEXT', 'INTEGER', 'NUMBER', 'BOOLEAN', 'TIMESTAMP', 'DATE', 'JSON', 'ENUM', 'FILE', 'VECTOR'];
 const LISTABLE = (t) => !['VECTOR', 'JSON', 'FILE'].includes(t);
@@ -22,7 +22,7 @@ export function Schemas({ me, rest }) {
 
 function SchemaList({ me }) {
   const { data, error, reload } = useLoad((signal) => api.get('/schemas', { signal }), []);
-  const [actError, setActError] = useState(null);
+  const [actError, act] = useAction();
   const canUpdate = allows(me.scopes, 'schema', '*', 'update');
   return (
     <section>
@@ -62,15 +62,12 @@ function SchemaList({ me }) {
                   {!s.active && canUpdate ? (
                     <button
                       type="button"
-                      onClick={async () => {
-                        setActError(null);
-                        try {
+                      onClick={() =>
+                        act(async () => {
                           await api.post('/schemas/' + enc(s.id) + '/activate');
                           reload();
-                        } catch (e) {
-                          setActError(e);
-                        }
-                      }}
+                        })
+                      }
                     >
                       Activate
                     </button>
@@ -256,7 +253,7 @@ function FieldRow({ f, path, errs, onChange, onRemove, label }) {
         ) : null}
       </div>
       {f.type === 'ENUM' ? (
-        <Row label="Values" error={e('values') || Object.entries(errs).find(([k]) => k.startsWith(path + '.values['))?.[1]} hint="comma-separated">
+        <Row label="Values" error={errorAt(errs, path + '.values')} hint="comma-separated">
           <input value={f.values || ''} onChange={(ev) => set('values', ev.target.value)} placeholder="draft, live" />
         </Row>
       ) : null}

@@ -122,6 +122,20 @@ export function useLoad(load, deps) {
   return { ...state, reload };
 }
 
+// useAction runs one user action at a time and keeps its failure for display.
+export function useAction() {
+  const [error, setError] = useState(null);
+  const run = useCallback(async (fn) => {
+    setError(null);
+    try {
+      await fn();
+    } catch (e) {
+      setError(e);
+    }
+  }, []);
+  return [error, run];
+}
+
 export function fmtTime(t) {
   if (!t) return '—';
   const d = new Date(t);

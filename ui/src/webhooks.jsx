@@ -1,8 +1,8 @@
 // Webhooks: create (the signing secret shown once), edit, toggle, delete,
 // and the delivery log with its attempts, response codes and manual retry.
 import { useState } from 'react';
-import { allows, api, ApiError, enc } from './api.js';
-import { Empty, ErrorBox, fmtTime, Link, Row, Secret, useLoad } from './ui.jsx';
+import { allows, api, ApiError, enc, errorAt } from './api.js';
+import { Empty, ErrorBox, fmtTime, Link, Row, Secret, useAction, useLoad } from './ui.jsx';
 
 const EVENTS = ['entity.created', 'entity.updated', 'entity.deleted'];
 
@@ -108,7 +108,7 @@ function WebhookForm({ existing, onSaved, onCancel }) {
         ))}
         {errs.eventTypes ? <span className="field-error">{errs.eventTypes}</span> : null}
       </fieldset>
-      <Row label="Entities" error={errs.entityNames || Object.entries(errs).find(([k]) => k.startsWith('entityNames['))?.[1]} hint="comma-separated; empty = every entity">
+      <Row label="Entities" error={errorAt(errs, 'entityNames')} hint="comma-separated; empty = every entity">
         <input name="entityNames" value={entityNames} onChange={(e) => setEntityNames(e.target.value)} />
       </Row>
       <ErrorBox error={error} hideFields />
@@ -132,17 +132,9 @@ function WebhookPage({ me, id }) {
     [id, status],
   );
   const [editing, setEditing] = useState(false);
-  const [actError, setActError] = useState(null);
+  const [actError, act] = useAction();
   const [gone, setGone] = useState(false);
   const canUpdate = allows(me.scopes, 'webhook', '*', 'update');
-  const act = async (fn) => {
-    setActError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setActError(e);
-    }
-  };
   if (gone)
     return (
       <p>
