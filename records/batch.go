@@ -16,6 +16,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/schema"
 )
@@ -203,9 +204,9 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) ORDER BY u.ord RETURNING %s),
 e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+EventIDs+` FROM w`,
+SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.EventIDs+` FROM w`,
 		sc.Compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
-		strings.Join(aliases, ", "), strings.Join(ret, ", "), OutboxCTE(sc, &a, EventCreated, e.Name, "w"))
+		strings.Join(aliases, ", "), strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
 	if err != nil {
 		return nil, err
@@ -281,9 +282,9 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) WHERE t."id" = u.id::uuid RETURNING %s),
 e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+EventIDs+` FROM w`,
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w`,
 		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), strings.Join(unnest, ", "), strings.Join(aliases, ", "),
-		strings.Join(ret, ", "), OutboxCTE(sc, &a, EventUpdated, e.Name, "w"), idArg)
+		strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), idArg)
 	// No fileFields: the updated records still hold their files.
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws}, q, a.List())
 	if err != nil {
@@ -318,8 +319,8 @@ func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawID
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (DELETE FROM %s AS t WHERE t."id" = ANY(%s::uuid[]) RETURNING %s),
 e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+EventIDs+` FROM w`,
-		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), OutboxCTE(sc, &a, EventDeleted, e.Name, "w"), idArg)
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w`,
+		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), idArg)
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: e.FileFields()}, q, a.List())
 	if err != nil {
 		return nil, err

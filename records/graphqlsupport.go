@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/schema"
 )
@@ -43,18 +44,9 @@ func (s *Store) EdgeSource(ctx context.Context, sc *Scope, rel *schema.Relations
 	return source, nil
 }
 
-// Event is one outbox event as subscriptions deliver it.
-type Event struct {
-	Type, Entity string
-	Record       []byte
-}
-
-// Event reads outbox event id of the tenant.
-func (s *Store) Event(ctx context.Context, tenantID, id string) (Event, error) {
-	var ev Event
-	err := s.db.QueryRowContext(ctx, `SELECT type, entity_name, record FROM dds.events WHERE id = $1 AND tenant_id = $2`, id, tenantID).
-		Scan(&ev.Type, &ev.Entity, &ev.Record)
-	return ev, err
+// Event reads outbox event id of the tenant (for subscriptions).
+func (s *Store) Event(ctx context.Context, tenantID, id string) (outbox.Event, error) {
+	return outbox.Read(ctx, s.db, tenantID, id)
 }
 
 // Match is a where filter compiled once to test records of an entity that

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/schema"
@@ -49,14 +50,10 @@ type Store struct {
 type Option func(*Store)
 
 // WithEventNotifications makes the store announce each committed event on
-// the EventsChannel ("<tenant id>:<event id>") through p, after commit.
+// outbox.Channel ("<tenant id>:<event id>") through p, after commit.
 func WithEventNotifications(p *pgnotify.Publisher) Option {
 	return func(s *Store) { s.events = p }
 }
-
-// EventsChannel is the NOTIFY channel of committed events. It only
-// shortens latency: the relay finds every event by polling.
-const EventsChannel = "dds_events"
 
 // NewStore returns a store. files may be nil (FILE fields then only need a
 // well-formed id, and deleting a record leaves its files).
@@ -78,7 +75,7 @@ func (s *Store) announce(tenantID, eventIDs string) {
 	for i, id := range ids {
 		ids[i] = tenantID + ":" + id
 	}
-	s.events.Publish(EventsChannel, ids...)
+	s.events.Publish(outbox.Channel, ids...)
 }
 
 // Scope is a tenant's view of its active schema.
@@ -193,27 +190,10 @@ func (s *Store) VerifyRowFiles(ctx context.Context, tenantID string, row Row) er
 	return apperr.Fields(details)
 }
 
-// Event types.
-const (
-	EventCreated = "entity.created"
-	EventUpdated = "entity.updated"
-	EventDeleted = "entity.deleted"
-)
-
-// OutboxCTE renders a data-modifying CTE inserting one event per row of CTE
-// src (whose rows are records of entity) into dds.events and returning the
-// event ids; the statement selects EventIDs from it (named e) so the events
-// can be announced after commit.
-func OutboxCTE(sc *Scope, a *query.Args, eventType, entity, src string) string {
-	return fmt.Sprintf(`INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
-  SELECT %s, %s, %s, %s, %s, w."id", row_to_json(w)::jsonb FROM %s w RETURNING id`,
-		a.Add(sc.TenantID, "uuid"), a.Add(sc.Schema.ID, "uuid"), a.Add(sc.Schema.Name, "text"),
-		a.Add(eventType, "text"), a.Add(entity, "text"), src)
+// Origin is where the scope's events come from.
+func (sc *Scope) Origin() outbox.Origin {
+	return outbox.Origin{TenantID: sc.TenantID, SchemaID: sc.Schema.ID, SchemaName: sc.Schema.Name}
 }
-
-// EventIDs is the select-list expression of the ids of the events CTE e, as
-// one comma-separated text.
-const EventIDs = `(SELECT string_agg(id::text, ',') FROM e)`
 
 // Get reads one record.
 func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query.Selection) (json.RawMessage, error) {
@@ -261,11 +241,11 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	if err := s.VerifyRowFiles(ctx, sc.TenantID, row); err != nil {
 		return nil, err
 	}
-	// Bind order: id, the present fields, then OutboxCTE's five values.
+	// Bind order: id, the present fields, then outbox.InsertCTE's five values.
 	args := make([]any, 0, len(row.Values)+6)
 	args = append(args, uuid.Must(uuid.NewV7()).String())
 	args = append(args, row.Values...)
-	args = append(args, sc.TenantID, sc.Schema.ID, sc.Schema.Name, EventCreated, e.Name)
+	args = append(args, sc.TenantID, sc.Schema.ID, sc.Schema.Name, outbox.EntityCreated, e.Name)
 	names := make([]string, len(row.Fields))
 	for i, f := range row.Fields {
 		names[i] = f.Name
@@ -281,9 +261,9 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 			vals = append(vals, a.Add(row.Values[i], schema.ColumnType(f)))
 		}
 		ret, _ := sc.Compiler.Columns(e, nil, "t")
-		sqlText = fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+EventIDs+" FROM w",
+		sqlText = fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+outbox.EventIDs+" FROM w",
 			sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
-			OutboxCTE(sc, &a, EventCreated, e.Name, "w"))
+			outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
 		if len(a.List()) != len(args) {
 			panic("records.Create: bind order out of step with the statement")
 		}
@@ -324,9 +304,9 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 		}
 	}
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+EventIDs+" FROM w",
+	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+outbox.EventIDs+" FROM w",
 		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), idArg, strings.Join(ret, ", "),
-		OutboxCTE(sc, &a, EventUpdated, e.Name, "w"))
+		outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w"))
 	return s.one(ctx, sc, entity, id, sqlText, a.List())
 }
 
@@ -358,8 +338,8 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	var a query.Args
 	idArg := a.Add(id, "uuid")
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+EventIDs+" FROM w",
-		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), OutboxCTE(sc, &a, EventDeleted, e.Name, "w"))
+	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+outbox.EventIDs+" FROM w",
+		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"))
 	fileFields := e.FileFields()
 	if s.files == nil || len(fileFields) == 0 {
 		return s.one(ctx, sc, entity, id, sqlText, a.List())

@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/schema"
 )
@@ -20,8 +22,10 @@ import (
 // relationship's declared properties and stored as a jsonb object whose
 // values have the JSON form of their type (timestamps normalised to RFC
 // 3339 UTC), so the query compiler can cast them back to typed values.
-// Edge writes do not emit webhook events (the spec's event types are
-// entity events); deleting a record removes its edges by FK cascade.
+// Every edge write inserts one relationship.created|updated|deleted event
+// per edge into the outbox in the write's own statement (outbox.InsertEdgeCTE).
+// Deleting a record removes its edges by FK cascade, without edge events:
+// its entity.deleted event stands for them.
 
 // edgeJSON renders an edge row of alias x as the API's edge object.
 func edgeJSON(rel *schema.Relationship, x string) string {
@@ -157,15 +161,19 @@ func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, 
 	}
 	var a query.Args
 	q := fmt.Sprintf(`WITH s AS (SELECT "id" FROM %s WHERE "id" = %s), t AS (SELECT "id" FROM %s WHERE "id" = %s),
-x AS (INSERT INTO %s ("id", "source_id", "target_id", "properties") SELECT %s, s."id", t."id", %s FROM s, t RETURNING *)
-SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x)`,
+x AS (INSERT INTO %s ("id", "source_id", "target_id", "properties") SELECT %s, s."id", t."id", %s FROM s, t RETURNING *),
+e AS (%s)
+SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x), `+outbox.EventIDs,
 		sc.Compiler.Table(e.Name), a.Add(sid, "uuid"), sc.Compiler.Table(rel.To), a.Add(tid, "uuid"),
-		sc.Compiler.Table(schema.RelTable(rel)), a.Add(uuid.Must(uuid.NewV7()).String(), "uuid"), a.Add(pj, "jsonb"), edgeJSON(rel, "x"))
+		sc.Compiler.Table(schema.RelTable(rel)), a.Add(uuid.Must(uuid.NewV7()).String(), "uuid"), a.Add(pj, "jsonb"),
+		outbox.InsertEdgeCTE(&a, sc.Origin(), outbox.RelationshipCreated, rel.Name, rel.From, rel.To, "x"), edgeJSON(rel, "x"))
 	var hasS, hasT bool
 	var out []byte
-	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &hasT, &out); err != nil {
+	var events sql.NullString
+	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &hasT, &out, &events); err != nil {
 		return nil, MapError(sc, entity, err)
 	}
+	s.announce(sc.TenantID, events.String)
 	if !hasS {
 		return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
 	}
@@ -197,7 +205,7 @@ func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName,
 	if err != nil {
 		return nil, err
 	}
-	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
+	return s.edgeWrite(ctx, sc, e, rel, id, outbox.RelationshipUpdated, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
 		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), set, where), sid, a)
 }
 
@@ -212,7 +220,7 @@ func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relNa
 	if err != nil {
 		return nil, err
 	}
-	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("%s edge %q of %s %q not found", rel.Name, edgeID, e.Name, id),
+	return s.edgeWrite(ctx, sc, e, rel, id, outbox.RelationshipUpdated, fmt.Sprintf("%s edge %q of %s %q not found", rel.Name, edgeID, e.Name, id),
 		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), set, where), sid, a)
 }
 
@@ -222,7 +230,7 @@ func (s *Store) DeleteEdges(ctx context.Context, sc *Scope, entity, id, relName,
 	if err != nil {
 		return nil, err
 	}
-	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
+	return s.edgeWrite(ctx, sc, e, rel, id, outbox.RelationshipDeleted, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
 		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), where), sid, a)
 }
 
@@ -249,7 +257,7 @@ func (s *Store) DeleteEdgeByID(ctx context.Context, sc *Scope, entity, id, relNa
 	if err != nil {
 		return nil, err
 	}
-	return s.edgeWrite(ctx, sc, e, rel, id, fmt.Sprintf("%s edge %q of %s %q not found", rel.Name, edgeID, e.Name, id),
+	return s.edgeWrite(ctx, sc, e, rel, id, outbox.RelationshipDeleted, fmt.Sprintf("%s edge %q of %s %q not found", rel.Name, edgeID, e.Name, id),
 		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), where), sid, a)
 }
 
@@ -303,17 +311,21 @@ func propertySet(rel *schema.Relationship, props map[string]any, a *query.Args) 
 	return set, nil
 }
 
-// edgeWrite runs an UPDATE/DELETE ... RETURNING x.* on edges and returns
-// {"items": [edges]}; no edge is NOT_FOUND (naming the source when it is
-// the source that is missing).
-func (s *Store) edgeWrite(ctx context.Context, sc *Scope, e *schema.Entity, rel *schema.Relationship, id, missing, stmt, sid string, a *query.Args) (json.RawMessage, error) {
-	q := fmt.Sprintf(`WITH x AS (%s) SELECT EXISTS (SELECT 1 FROM %s WHERE "id" = %s), (SELECT json_agg(%s ORDER BY x."created_at", x."id") FROM x)`,
-		stmt, sc.Compiler.Table(e.Name), a.Add(sid, "uuid"), edgeJSON(rel, "x"))
+// edgeWrite runs an UPDATE/DELETE ... RETURNING x.* on edges, with one
+// eventType event per edge, and returns {"items": [edges]}; no edge is
+// NOT_FOUND (naming the source when it is the source that is missing).
+func (s *Store) edgeWrite(ctx context.Context, sc *Scope, e *schema.Entity, rel *schema.Relationship, id, eventType, missing, stmt, sid string, a *query.Args) (json.RawMessage, error) {
+	q := fmt.Sprintf(`WITH x AS (%s), e AS (%s)
+SELECT EXISTS (SELECT 1 FROM %s WHERE "id" = %s), (SELECT json_agg(%s ORDER BY x."created_at", x."id") FROM x), `+outbox.EventIDs,
+		stmt, outbox.InsertEdgeCTE(a, sc.Origin(), eventType, rel.Name, rel.From, rel.To, "x"),
+		sc.Compiler.Table(e.Name), a.Add(sid, "uuid"), edgeJSON(rel, "x"))
 	var hasS bool
 	var out []byte
-	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &out); err != nil {
+	var events sql.NullString
+	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &out, &events); err != nil {
 		return nil, MapError(sc, e.Name, err)
 	}
+	s.announce(sc.TenantID, events.String)
 	if !hasS {
 		return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
 	}

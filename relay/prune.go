@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/dds-project/dds/outbox"
 )
 
 // Pruner deletes what the outbox and the delivery log no longer need:
@@ -27,34 +29,27 @@ const pruneBatch = 5000
 // Prune deletes everything past retention, batch by batch, and returns the
 // counts.
 func (p *Pruner) Prune(ctx context.Context) (events, deliveries int64, err error) {
-	steps := []struct {
-		n   *int64
-		sql string
-		age time.Duration
-	}{
-		{&events, `DELETE FROM dds.events WHERE id IN (SELECT id FROM dds.events
-			WHERE relayed_at IS NOT NULL AND relayed_at < now() - $1::interval LIMIT $2)`, p.Events},
-		{&deliveries, `DELETE FROM dds.webhook_deliveries WHERE id IN (SELECT id FROM dds.webhook_deliveries
-			WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at < now() - $1::interval LIMIT $2)`, p.Deliveries},
-	}
-	for _, st := range steps {
-		if st.age <= 0 {
-			continue
-		}
-		age := (time.Duration(st.age.Seconds()) * time.Second).String()
-		for {
-			res, err := p.DB.ExecContext(ctx, st.sql, age, pruneBatch)
-			if err != nil {
-				return events, deliveries, err
-			}
-			n, _ := res.RowsAffected()
-			*st.n += n
-			if n < pruneBatch {
-				break
-			}
+	if p.Events > 0 {
+		if events, err = outbox.NewStore(p.DB).Prune(ctx, p.Events, pruneBatch); err != nil {
+			return events, 0, err
 		}
 	}
-	return events, deliveries, nil
+	if p.Deliveries <= 0 {
+		return events, 0, nil
+	}
+	age := (time.Duration(p.Deliveries.Seconds()) * time.Second).String()
+	for {
+		res, err := p.DB.ExecContext(ctx, `DELETE FROM dds.webhook_deliveries WHERE id IN (SELECT id FROM dds.webhook_deliveries
+			WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at < now() - $1::interval LIMIT $2)`, age, pruneBatch)
+		if err != nil {
+			return events, deliveries, err
+		}
+		n, _ := res.RowsAffected()
+		deliveries += n
+		if n < pruneBatch {
+			return events, deliveries, nil
+		}
+	}
 }
 
 // Run prunes every interval until ctx ends.

@@ -1,37 +1,36 @@
 // Package relay moves committed outbox events (dds.events) to webhook
-// delivery. It runs in the worker: it claims events with an expiring claim
-// (FOR UPDATE SKIP LOCKED, claimed_until), so several relays share the
-// work and a relay that dies strands nothing; it matches each event to the
+// delivery. It runs in the worker: it claims small batches of events with
+// an expiring claim (outbox.Store.Claim), so several relays share the work
+// and a relay that dies strands nothing; it matches each event to the
 // tenant's active webhooks, commits one delivery row per (webhook, event)
 // holding the exact body, makes the first attempt itself on a bounded pool
-// of HTTP workers, and hands only failed deliveries to a durable Temporal
-// retry workflow (workflows.Delivery) whose ID is derived from (webhook,
-// event). An event is marked relayed only after all its delivery rows are
-// committed and each has its first attempt recorded or its retry workflow
-// started. See docs/webhooks.md for the design and its trade-offs.
+// of HTTP workers and records it at once. A failed delivery stays
+// `retrying` in Postgres; a hand-over loop beside the batches gives it to a
+// durable Temporal retry workflow (workflows.Delivery) whose id is derived
+// from (webhook, event), so an unreachable Temporal never delays healthy
+// deliveries. An event is marked relayed once every delivery of it has its
+// first attempt recorded. See docs/webhooks.md for the design.
 package relay
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/webhook"
-	"github.com/dds-project/dds/workflows"
 )
 
 // Config tunes the relay.
 type Config struct {
-	// ListenURL, when set, is the Postgres URL of a LISTEN dds_events
-	// connection that wakes the relay on every committed event. Without it
-	// (or when the hub is wired through Wake) only polling finds events.
-	ListenURL string
-	// BatchSize is how many events one claim takes (default 200).
+	// BatchSize is how many events one claim takes (default 50). Small
+	// batches keep the work a crash can repeat small.
 	BatchSize int
 	// Lease is how long a claim lasts (default 2m). A relay that dies
 	// mid-batch leaves its events to be re-claimed after the lease.
@@ -44,11 +43,17 @@ type Config struct {
 	InFlightBatches int
 	// TaskQueue of the retry workflows (default "dds").
 	TaskQueue string
+	// StartTimeout bounds one retry workflow start (default 5s).
+	StartTimeout time.Duration
+	// Registerer, when set, receives the relay's metrics; Deliveries is the
+	// delivery counter shared with the retry activity.
+	Registerer prometheus.Registerer
+	Deliveries *webhook.Metrics
 }
 
 func (c *Config) defaults() {
 	if c.BatchSize <= 0 {
-		c.BatchSize = 200
+		c.BatchSize = 50
 	}
 	if c.Lease <= 0 {
 		c.Lease = 2 * time.Minute
@@ -65,28 +70,38 @@ func (c *Config) defaults() {
 	if c.TaskQueue == "" {
 		c.TaskQueue = "dds"
 	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 5 * time.Second
+	}
 }
 
 // Relay is one outbox relay. Any number may run against one database.
 type Relay struct {
-	db       *sqlx.DB
+	outbox   *outbox.Store
 	store    *webhook.Store
 	client   *webhook.Client
 	temporal client.Client
 	cfg      Config
 	log      *slog.Logger
+	metrics  *metrics
 	wake     chan struct{}
 	http     chan struct{} // semaphore of HTTP workers
+	// handOverWake wakes the hand-over loop after a batch left deliveries
+	// retrying.
+	handOverWake chan struct{}
 }
 
 // New returns a relay.
 func New(db *sqlx.DB, hc *webhook.Client, tc client.Client, cfg Config, log *slog.Logger) *Relay {
 	cfg.defaults()
-	return &Relay{db: db, store: webhook.NewStore(db), client: hc, temporal: tc, cfg: cfg, log: log,
-		wake: make(chan struct{}, 1), http: make(chan struct{}, cfg.HTTPWorkers)}
+	return &Relay{outbox: outbox.NewStore(db), store: webhook.NewStore(db), client: hc, temporal: tc, cfg: cfg, log: log,
+		metrics: newMetrics(cfg.Registerer, cfg.Deliveries),
+		wake:    make(chan struct{}, 1), http: make(chan struct{}, cfg.HTTPWorkers), handOverWake: make(chan struct{}, 1)}
 }
 
-// Wake makes the relay look for events now (wire it to NOTIFY dds_events).
+// Wake makes the relay look for events now (wire it to the outbox's
+// NOTIFY channel). Notifications only shorten latency: without any, the
+// relay finds every event by polling.
 func (r *Relay) Wake() {
 	select {
 	case r.wake <- struct{}{}:
@@ -95,37 +110,16 @@ func (r *Relay) Wake() {
 }
 
 // Run relays until ctx ends. Batches are processed concurrently (up to
-// InFlightBatches) while the next one is claimed.
+// InFlightBatches) while the next one is claimed; the hand-over of failed
+// deliveries to retry workflows runs beside them.
 func (r *Relay) Run(ctx context.Context) error {
-	if r.cfg.ListenURL != "" {
-		l := pq.NewListener(r.cfg.ListenURL, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
-			if ev == pq.ListenerEventReconnected {
-				r.Wake() // notifications may have been missed
-			}
-		})
-		defer l.Close()
-		if err := l.Listen("dds_events"); err != nil {
-			return err
-		}
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case _, ok := <-l.Notify:
-					if !ok {
-						return
-					}
-					r.Wake()
-				}
-			}
-		}()
-	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.handOverLoop(ctx) }()
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	batches := make(chan struct{}, r.cfg.InFlightBatches)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	for {
 		select {
 		case batches <- struct{}{}:
@@ -135,7 +129,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		// A claim is never abandoned half-way: had the statement committed
 		// while we gave up on it, its events would wait out the lease.
 		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		evs, err := r.claim(cctx)
+		evs, err := r.outbox.Claim(cctx, r.cfg.BatchSize, r.cfg.Lease)
 		ccancel()
 		if err != nil {
 			<-batches
@@ -172,7 +166,7 @@ func (r *Relay) Run(ctx context.Context) error {
 // RelayOnce claims one batch and processes it synchronously; it returns
 // the number of events claimed (tests, tooling).
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
-	evs, err := r.claim(ctx)
+	evs, err := r.outbox.Claim(ctx, r.cfg.BatchSize, r.cfg.Lease)
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
@@ -180,119 +174,137 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	return len(evs), nil
 }
 
-// claim takes up to BatchSize unrelayed events whose claim is absent or
-// expired, oldest first, and claims them for Lease. SKIP LOCKED lets
-// concurrent relays take disjoint batches without waiting.
-func (r *Relay) claim(ctx context.Context) ([]webhook.Event, error) {
-	var out []webhook.Event
-	err := r.db.SelectContext(ctx, &out, `WITH c AS (
-			SELECT id FROM dds.events
-			WHERE relayed_at IS NULL AND (claimed_until IS NULL OR claimed_until < now())
-			ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
-		UPDATE dds.events e SET claimed_until = now() + $2 * interval '1 millisecond'
-		FROM c WHERE e.id = c.id AND e.relayed_at IS NULL -- rechecked on the latest row version
-		RETURNING e.id, e.tenant_id, COALESCE((SELECT name FROM dds.tenants t WHERE t.id = e.tenant_id), '') AS tenant_name,
-			e.schema_name, e.type, e.entity_name, e.entity_id, e.record, e.created_at`,
-		r.cfg.BatchSize, r.cfg.Lease.Milliseconds())
-	return out, err
+// batch is one claimed batch on its way through process's steps.
+type batch struct {
+	events  []outbox.Event
+	evByID  map[string]*outbox.Event
+	hooks   map[string]*webhook.Webhook // by id
+	news    []webhook.NewDelivery       // delivery rows to commit
+	noMatch []string                    // events no webhook subscribes to
+	jobs    []*attemptJob               // first attempts to make
+	// open counts, per event, the deliveries whose first attempt is not
+	// recorded yet; an event is relayed when its count reaches zero.
+	open map[string]int
+	// stats for the batch's log line and metrics
+	succeeded, retrying, gone int
 }
 
 // attemptJob is one first attempt to make.
 type attemptJob struct {
 	ref  webhook.DeliveryRef
 	hook *webhook.Webhook
-	ev   *webhook.Event
-	body []byte
+	ev   *outbox.Event
 	res  webhook.Result
 	at   time.Time
 }
 
-// process relays one claimed batch. Any error leaves the affected events
-// claimed but not relayed: they are taken again when the claim expires,
-// and the delivery rows' state makes the second pass resume, not repeat.
-func (r *Relay) process(ctx context.Context, evs []webhook.Event) {
-	tenantSet := map[string]bool{}
+// process relays one claimed batch: match it to webhooks, commit the
+// delivery rows, make the first attempts and record them. Any error leaves
+// the affected events claimed but not relayed: they are taken again when
+// the claim expires, and the delivery rows' state makes the second pass
+// resume, not repeat. Failed first attempts are left `retrying` in
+// Postgres; the hand-over loop gives each to a Temporal workflow, so an
+// unreachable Temporal never holds a batch up.
+func (r *Relay) process(ctx context.Context, evs []outbox.Event) {
+	start := time.Now()
+	b, err := r.match(ctx, evs)
+	if err == nil {
+		err = r.commit(ctx, b)
+	}
+	if err == nil {
+		err = r.deliver(ctx, b)
+	}
+	d := time.Since(start)
+	r.metrics.batch(d, len(evs))
+	if err != nil {
+		r.log.Error("relay batch failed; its events are retried when their claim expires", "events", len(evs), "err", err, "duration", d)
+		return
+	}
+	if b.retrying > 0 {
+		r.kickHandOver()
+	}
+	r.log.Info("relay batch", "events", len(evs), "deliveries", len(b.jobs), "succeeded", b.succeeded,
+		"retrying", b.retrying, "gone", b.gone, "unsubscribed", len(b.noMatch), "duration", d.Round(time.Microsecond))
+}
+
+// match loads the batch's tenants' active webhooks and pairs every event
+// with the webhooks it matches, rendering each event's body once.
+func (r *Relay) match(ctx context.Context, evs []outbox.Event) (*batch, error) {
+	b := &batch{events: evs, evByID: map[string]*outbox.Event{}, hooks: map[string]*webhook.Webhook{}, open: map[string]int{}}
 	var tenants []string
+	seen := map[string]bool{}
 	for _, e := range evs {
-		if !tenantSet[e.TenantID] {
-			tenantSet[e.TenantID] = true
+		if !seen[e.TenantID] {
+			seen[e.TenantID] = true
 			tenants = append(tenants, e.TenantID)
 		}
 	}
 	hooks, err := r.store.ActiveFor(ctx, tenants)
 	if err != nil {
-		r.log.Error("relay: load webhooks", "err", err)
-		return
+		return nil, fmt.Errorf("load webhooks: %w", err)
 	}
 	byTenant := map[string][]*webhook.Webhook{}
-	hookByID := map[string]*webhook.Webhook{}
 	for i := range hooks {
 		h := &hooks[i]
 		byTenant[h.TenantID] = append(byTenant[h.TenantID], h)
-		hookByID[h.ID] = h
+		b.hooks[h.ID] = h
 	}
-	var (
-		news      []webhook.NewDelivery
-		noMatch   []string
-		bodies    = map[string][]byte{}
-		evByID    = map[string]*webhook.Event{}
-		remaining = map[string]int{} // event id -> deliveries not yet settled
-	)
 	for i := range evs {
 		e := &evs[i]
-		evByID[e.ID] = e
+		b.evByID[e.ID] = e
+		var body []byte
 		for _, h := range byTenant[e.TenantID] {
 			if !h.Matches(e) {
 				continue
 			}
-			body, ok := bodies[e.ID]
-			if !ok {
+			if body == nil {
 				if body, err = webhook.Body(*e); err != nil {
+					// Left claimed: an operator sees it in the outbox lag.
 					r.log.Error("relay: build payload", "event", e.ID, "err", err)
-					continue
+					break
 				}
-				bodies[e.ID] = body
 			}
-			news = append(news, webhook.NewDelivery{WebhookID: h.ID, TenantID: e.TenantID, EventID: e.ID,
-				EventType: e.Type, EntityName: e.EntityName, Body: body})
-			remaining[e.ID] = 0
+			b.news = append(b.news, webhook.NewDelivery{WebhookID: h.ID, TenantID: e.TenantID, EventID: e.ID,
+				EventType: e.Type, EntityName: e.Name, Body: body})
 		}
-		if _, matched := remaining[e.ID]; !matched {
-			noMatch = append(noMatch, e.ID)
+		if body == nil && err == nil {
+			b.noMatch = append(b.noMatch, e.ID)
 		}
+		err = nil
 	}
-	// Commit the delivery rows (and relay the unmatched events) before any
-	// network I/O: from here on no event can be lost.
-	refs, err := r.store.InsertDeliveries(ctx, news, noMatch)
+	return b, nil
+}
+
+// commit stores the delivery rows (and relays the unmatched events) before
+// any network I/O: from here on no event can be lost. Rows settled by an
+// earlier pass are not attempted again.
+func (r *Relay) commit(ctx context.Context, b *batch) error {
+	refs, err := r.store.InsertDeliveries(ctx, b.news, b.noMatch)
 	if err != nil {
-		r.log.Error("relay: insert deliveries", "err", err)
-		return
+		return fmt.Errorf("insert deliveries: %w", err)
 	}
-	var jobs []*attemptJob
-	var ensure []webhook.DeliveryRef // rows left retrying by an earlier pass
-	// Count from the rows returned: a webhook deleted meanwhile has none.
-	for _, ref := range refs {
-		remaining[ref.EventID]++
+	for _, n := range b.news {
+		b.open[n.EventID] = 0 // matched; a webhook deleted meanwhile has no row
 	}
 	for _, ref := range refs {
-		switch ref.Status {
-		case webhook.StatusPending:
-			jobs = append(jobs, &attemptJob{ref: ref, hook: hookByID[ref.WebhookID], ev: evByID[ref.EventID], body: ref.Body})
-		case webhook.StatusRetrying:
-			ensure = append(ensure, ref)
-		default: // succeeded, failed, cancelled: settled by an earlier pass
-			remaining[ref.EventID]--
+		if ref.Status == webhook.StatusPending {
+			b.jobs = append(b.jobs, &attemptJob{ref: ref, hook: b.hooks[ref.WebhookID], ev: b.evByID[ref.EventID]})
+			b.open[ref.EventID]++
 		}
 	}
-	// First attempts, concurrently on the shared pool of HTTP workers.
-	// Results are recorded in small groups as they arrive (every 64 or
-	// 10 ms) rather than once per batch, so a crash re-sends only what was
-	// in flight, not a whole batch.
-	results := make(chan *attemptJob, len(jobs))
+	return nil
+}
+
+// deliver makes the first attempts on the shared pool of HTTP workers and
+// records their results as they arrive: whatever arrived during one
+// recording transaction goes into the next, so a crash can repeat only the
+// POSTs in flight and the results of one transaction.
+func (r *Relay) deliver(ctx context.Context, b *batch) error {
+	results := make(chan *attemptJob, len(b.jobs))
 	launchCtx, stopLaunch := context.WithCancel(ctx)
 	defer stopLaunch()
 	go func() {
-		for _, j := range jobs {
+		for _, j := range b.jobs {
 			select {
 			case r.http <- struct{}{}:
 			case <-launchCtx.Done():
@@ -300,7 +312,7 @@ func (r *Relay) process(ctx context.Context, evs []webhook.Event) {
 			}
 			go func() {
 				defer func() { <-r.http }()
-				j.res = r.client.Send(ctx, j.hook.TargetURL, j.hook.SigningSecret, j.ev.ID, j.body)
+				j.res = r.client.Send(ctx, j.hook.TargetURL, j.hook.SigningSecret, j.ev.ID, j.ref.Body)
 				j.at = time.Now()
 				results <- j
 			}()
@@ -308,87 +320,69 @@ func (r *Relay) process(ctx context.Context, evs []webhook.Event) {
 	}()
 	var recs []webhook.AttemptRecord
 	var done []string
-	for id, n := range remaining {
+	for id, n := range b.open {
 		if n == 0 { // every delivery settled by an earlier pass, or its webhook deleted
 			done = append(done, id)
 		}
 	}
-	flush := func() bool {
-		if len(recs) == 0 && len(done) == 0 {
-			return true
+	flushed := make(chan error, 1)
+	flushing := false
+	for got := 0; got < len(b.jobs) || flushing || len(recs)+len(done) > 0; {
+		if !flushing && len(recs)+len(done) > 0 {
+			go func(recs []webhook.AttemptRecord, done []string) { flushed <- r.store.RecordAttempts(ctx, recs, done) }(recs, done)
+			recs, done, flushing = nil, nil, true
 		}
-		if err := r.store.RecordAttempts(ctx, recs, done); err != nil {
-			r.log.Error("relay: record attempts", "err", err)
-			return false
+		in := results
+		if got == len(b.jobs) {
+			in = nil
 		}
-		recs, done = recs[:0], done[:0]
-		return true
-	}
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for got := 0; got < len(jobs); {
 		select {
-		case j := <-results:
+		case j := <-in:
 			got++
-			rec := webhook.AttemptRecord{DeliveryID: j.ref.ID, WebhookID: j.ref.WebhookID, Attempt: 1, Result: j.res, At: j.at}
-			if j.res.OK() {
-				rec.Status = webhook.StatusSucceeded
-				if remaining[j.ev.ID]--; remaining[j.ev.ID] == 0 {
-					done = append(done, j.ev.ID)
-				}
-			} else {
-				rec.Status = webhook.StatusRetrying
-				next := j.at.Add(webhook.Schedule[0])
-				rec.Next = &next
-				ensure = append(ensure, j.ref)
-			}
+			rec := r.outcome(j)
+			b.count(rec)
 			recs = append(recs, rec)
-			if len(recs) >= 64 && !flush() {
-				return
+			if b.open[j.ev.ID]--; b.open[j.ev.ID] == 0 {
+				done = append(done, j.ev.ID)
 			}
-		case <-tick.C:
-			if !flush() {
-				return
+		case err := <-flushed:
+			flushing = false
+			if err != nil {
+				return fmt.Errorf("record attempts: %w", err)
 			}
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		}
 	}
-	if !flush() || len(ensure) == 0 {
-		return
+	return nil
+}
+
+// outcome turns a first attempt into the record to store: succeeded; the
+// receiver gone (410: the delivery fails and the webhook is disabled); or
+// retrying, which the hand-over loop gives to a retry workflow.
+func (r *Relay) outcome(j *attemptJob) webhook.AttemptRecord {
+	rec := webhook.AttemptRecord{DeliveryID: j.ref.ID, WebhookID: j.ref.WebhookID, Attempt: 1, Result: j.res, At: j.at}
+	switch {
+	case j.res.OK():
+		rec.Status = webhook.StatusSucceeded
+	case j.res.Gone():
+		rec.Status = webhook.StatusFailed
+	default:
+		rec.Status = webhook.StatusRetrying
+		next := j.at.Add(webhook.Schedule[0])
+		rec.Next = &next
 	}
-	// Hand failures to durable retry workflows; an event is relayed once
-	// every failed delivery of it has its workflow.
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, ref := range ensure {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ev := evByID[ref.EventID]
-			err := workflows.StartDelivery(ctx, r.temporal, r.cfg.TaskQueue, workflows.DeliveryInput{
-				DeliveryID: ref.ID, WebhookID: ref.WebhookID, EventID: ref.EventID, TenantID: ev.TenantID, EventType: ev.Type})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				r.log.Error("relay: start retry workflow", "delivery", ref.ID, "err", err)
-				remaining[ref.EventID] = -1 << 30 // keep the event for a later pass
-				return
-			}
-			remaining[ref.EventID]--
-		}()
-	}
-	wg.Wait()
-	done = done[:0]
-	for _, ref := range ensure {
-		if remaining[ref.EventID] == 0 {
-			done = append(done, ref.EventID)
-			remaining[ref.EventID] = -1 // once
-		}
-	}
-	if len(done) > 0 {
-		if err := webhook.MarkRelayed(ctx, r.db, done); err != nil {
-			r.log.Error("relay: mark relayed", "err", err)
-		}
+	r.metrics.attempt("first", rec)
+	return rec
+}
+
+func (b *batch) count(rec webhook.AttemptRecord) {
+	switch {
+	case rec.Status == webhook.StatusSucceeded:
+		b.succeeded++
+	case rec.Result.Gone():
+		b.gone++
+	default:
+		b.retrying++
 	}
 }

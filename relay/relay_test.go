@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
@@ -51,12 +52,12 @@ func TestEachEventTypeIsDeliveredSigned(t *testing.T) {
 	ctx := context.Background()
 	tn := webhooktest.Tenant(t, d, "Acme Corp")
 	rc := webhooktest.NewReceiver(t, nil)
-	w, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL + "/hooks/dds", EventTypes: webhook.EventTypes}, true)
+	w, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL + "/hooks/dds", EventTypes: outbox.Types}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{} // event id -> type
-	for _, typ := range webhook.EventTypes {
+	for _, typ := range []string{outbox.EntityCreated, outbox.EntityUpdated, outbox.EntityDeleted} {
 		want[webhooktest.Event(t, d, tn, "shop", typ, "Product", map[string]any{"name": "Lamp", "price": 12.5})] = typ
 	}
 	webhooktest.Eventually(t, wait, "three deliveries", func() bool { return len(rc.Requests()) >= 3 })
@@ -110,23 +111,23 @@ func TestFiltersAndIsActive(t *testing.T) {
 		}
 		return w
 	}
-	mk(0, webhook.CreateInput{EventTypes: []string{webhook.EventCreated}, EntityNames: []string{"Product"}})
-	inactive := mk(1, webhook.CreateInput{EventTypes: webhook.EventTypes})
+	mk(0, webhook.CreateInput{EventTypes: []string{outbox.EntityCreated}, EntityNames: []string{"Product"}})
+	inactive := mk(1, webhook.CreateInput{EventTypes: outbox.Types})
 	off := false
 	if _, err := st.Update(ctx, tn, inactive.ID, webhook.Patch{IsActive: &off}, true); err != nil {
 		t.Fatal(err)
 	}
-	mk(2, webhook.CreateInput{EventTypes: webhook.EventTypes}) // every event
+	mk(2, webhook.CreateInput{EventTypes: outbox.Types}) // every event
 	// A webhook bound to another schema; the schema must exist to be named.
 	if _, err := d.Exec(`INSERT INTO dds.schemas (tenant_id, name, definition, pg_schema) VALUES ($1, 'blog', '{}', 's_'||replace(gen_random_uuid()::text,'-',''))`, tn); err != nil {
 		t.Fatal(err)
 	}
-	mk(3, webhook.CreateInput{EventTypes: webhook.EventTypes, SchemaName: "blog"})
+	mk(3, webhook.CreateInput{EventTypes: outbox.Types, SchemaName: "blog"})
 
-	webhooktest.Event(t, d, tn, "shop", webhook.EventCreated, "Product", nil) // 0, 2
-	webhooktest.Event(t, d, tn, "shop", webhook.EventUpdated, "Product", nil) // 2
-	webhooktest.Event(t, d, tn, "shop", webhook.EventCreated, "Order", nil)   // 2
-	webhooktest.Event(t, d, tn, "blog", webhook.EventDeleted, "Post", nil)    // 2, 3
+	webhooktest.Event(t, d, tn, "shop", outbox.EntityCreated, "Product", nil) // 0, 2
+	webhooktest.Event(t, d, tn, "shop", outbox.EntityUpdated, "Product", nil) // 2
+	webhooktest.Event(t, d, tn, "shop", outbox.EntityCreated, "Order", nil)   // 2
+	webhooktest.Event(t, d, tn, "blog", outbox.EntityDeleted, "Post", nil)    // 2, 3
 	webhooktest.Eventually(t, wait, "all events relayed", func() bool {
 		var pending int
 		_ = d.Get(&pending, `SELECT count(*) FROM dds.events WHERE tenant_id = $1 AND relayed_at IS NULL`, tn)
@@ -144,23 +145,24 @@ func TestFailedFirstAttemptGoesToRetryWorkflow(t *testing.T) {
 	ctx := context.Background()
 	tn := webhooktest.Tenant(t, d, "retry")
 	rc := webhooktest.NewReceiver(t, func(webhooktest.Request) int { return 500 })
-	w, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL, EventTypes: webhook.EventTypes}, true)
+	w, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL, EventTypes: outbox.Types}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := webhooktest.Event(t, d, tn, "shop", webhook.EventCreated, "Product", nil)
+	ev := webhooktest.Event(t, d, tn, "shop", outbox.EntityCreated, "Product", nil)
 	wfID := workflows.DeliveryWorkflowID(w.ID, ev)
-	webhooktest.Eventually(t, wait, "retry workflow started and event relayed", func() bool {
-		var relayed bool
-		_ = d.Get(&relayed, `SELECT relayed_at IS NOT NULL FROM dds.events WHERE id = $1`, ev)
-		return relayed
+	webhooktest.Eventually(t, wait, "event relayed and retry workflow started", func() bool {
+		var ok bool
+		_ = d.Get(&ok, `SELECT e.relayed_at IS NOT NULL AND d.workflow_started_at IS NOT NULL
+			FROM dds.events e JOIN dds.webhook_deliveries d ON d.event_id = e.id WHERE e.id = $1`, ev)
+		return ok
 	})
 	desc, err := temporalClient.DescribeWorkflowExecution(ctx, wfID, "")
 	if err != nil {
 		t.Fatalf("retry workflow %s: %v", wfID, err)
 	}
 	sa := desc.WorkflowExecutionInfo.SearchAttributes.GetIndexedFields()
-	for k, v := range map[string]string{"DdsTenant": tn, "DdsWebhook": w.ID, "DdsEventType": webhook.EventCreated} {
+	for k, v := range map[string]string{"DdsTenant": tn, "DdsWebhook": w.ID, "DdsEventType": outbox.EntityCreated} {
 		if sa[k] == nil || string(sa[k].Data) != `"`+v+`"` {
 			t.Fatalf("search attribute %s = %v, want %s", k, sa[k], v)
 		}
@@ -173,7 +175,7 @@ func TestFailedFirstAttemptGoesToRetryWorkflow(t *testing.T) {
 	// The receiver recovers; a manual replay cuts the 1m wait short.
 	rc.SetStatus(nil)
 	if err := workflows.ReplayDelivery(ctx, temporalClient, taskQueue, workflows.DeliveryInput{DeliveryID: logs[0].ID,
-		WebhookID: w.ID, EventID: ev, TenantID: tn, EventType: webhook.EventCreated}); err != nil {
+		WebhookID: w.ID, EventID: ev, TenantID: tn, EventType: outbox.EntityCreated}); err != nil {
 		t.Fatal(err)
 	}
 	var out webhook.Outcome
@@ -217,13 +219,14 @@ func TestSeveralRelaysShareTheOutbox(t *testing.T) {
 		mu.Unlock()
 		return 200
 	})
-	if _, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL, EventTypes: webhook.EventTypes}, true); err != nil {
+	if _, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL, EventTypes: outbox.Types}, true); err != nil {
 		t.Fatal(err)
 	}
 	// Two more relays next to the package's one, with small batches so
-	// that all three take part.
+	// that all three take part. They have no NOTIFY wake-up: polling alone
+	// must find every event.
 	for range 2 {
-		r := relay.New(d, rc.Client(t), temporalClient, relay.Config{ListenURL: webhooktest.DBURL(t), BatchSize: 5, TaskQueue: taskQueue},
+		r := relay.New(d, rc.Client(t), temporalClient, relay.Config{BatchSize: 5, TaskQueue: taskQueue},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		running.Add(1)
 		go func() { defer running.Done(); _ = r.Run(ctx) }()
@@ -236,7 +239,7 @@ func TestSeveralRelaysShareTheOutbox(t *testing.T) {
 	}
 	const n = 300
 	for i := 1; i < n; i++ {
-		webhooktest.Event(t, d, tn, "shop", webhook.EventUpdated, "Product", map[string]any{"i": i})
+		webhooktest.Event(t, d, tn, "shop", outbox.EntityUpdated, "Product", map[string]any{"i": i})
 	}
 	webhooktest.Eventually(t, wait, "every event delivered and relayed", func() bool {
 		var pending int
@@ -260,5 +263,46 @@ func TestSeveralRelaysShareTheOutbox(t *testing.T) {
 			_ = d.Select(&attempts, `SELECT a.attempt, a.attempted_at, a.status_code FROM dds.webhook_attempts a JOIN dds.webhook_deliveries d ON d.id = a.delivery_id WHERE d.event_id = $1`, id)
 			t.Fatalf("event %s delivered %d times without any crash; attempts recorded: %+v", id, c, attempts)
 		}
+	}
+}
+
+// TestWebhookDeletedDuringDelivery: a webhook deleted while its first
+// attempt is in flight (its delivery row goes with it) must not fail the
+// recording of the other deliveries of the batch. Before, the relay logged
+// `violates foreign key constraint "webhook_attempts_delivery_id_fkey"`,
+// left the event claimed until the lease ran out and then re-sent it.
+func TestWebhookDeletedDuringDelivery(t *testing.T) {
+	t.Parallel()
+	d := webhooktest.DB(t)
+	st := webhook.NewStore(d)
+	ctx := context.Background()
+	tn := webhooktest.Tenant(t, d, "deleted mid-flight")
+	var doomed *webhook.Webhook
+	deleted := make(chan error, 1)
+	rcDoomed := webhooktest.NewReceiver(t, func(webhooktest.Request) int {
+		deleted <- st.Delete(ctx, tn, doomed.ID) // the user deletes it while we deliver
+		return 200
+	})
+	rcKept := webhooktest.NewReceiver(t, nil)
+	var err error
+	if doomed, err = st.Create(ctx, tn, webhook.CreateInput{TargetURL: rcDoomed.URL, EventTypes: outbox.Types}, true); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rcKept.URL, EventTypes: outbox.Types}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := webhooktest.Event(t, d, tn, "shop", outbox.EntityCreated, "Product", nil)
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	webhooktest.Eventually(t, wait, "the event relayed and the kept webhook's delivery recorded", func() bool {
+		var ok bool
+		_ = d.Get(&ok, `SELECT e.relayed_at IS NOT NULL AND d.status = 'succeeded'
+			FROM dds.events e JOIN dds.webhook_deliveries d ON d.event_id = e.id AND d.webhook_id = $2 WHERE e.id = $1`, ev, kept.ID)
+		return ok
+	})
+	if n := len(rcKept.Requests()); n != 1 {
+		t.Fatalf("kept webhook received %d deliveries, want 1", n)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/openapi"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/ratelimit"
 	"github.com/dds-project/dds/records"
@@ -106,7 +107,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	connectapi.New(s.Records, s.Schemas).Routes(router)
 	gqlLimits := graphql.Limits{MaxDocumentBytes: cfg.GraphQLMaxDocumentBytes, MaxDepth: cfg.GraphQLMaxDepth, MaxAliases: cfg.GraphQLMaxAliases, MaxComplexity: cfg.GraphQLMaxComplexity}
 	s.gqlSubs = graphql.NewSubscriptions(s.authn, s.Records, gqlLimits, log)
-	if err := s.hub.Subscribe("dds_events", s.gqlSubs.Notify); err != nil {
+	if err := s.hub.Subscribe(outbox.Channel, s.gqlSubs.Notify); err != nil {
 		return nil, err
 	}
 	graphql.New(s.Records, s.gqlSubs, gqlLimits, log).Routes(router)

@@ -63,6 +63,10 @@ type Result struct {
 	BodyBytes  int64         // response bytes read (at most the cap)
 }
 
+// Gone reports a 410 answer: the receiver asks to be unsubscribed
+// (Standard Webhooks), so the webhook is disabled.
+func (r Result) Gone() bool { return r.StatusCode == http.StatusGone }
+
 // OK reports a 2xx answer.
 func (r Result) OK() bool { return r.Err == "" && r.StatusCode >= 200 && r.StatusCode < 300 }
 

@@ -22,8 +22,9 @@ func (c *Client) Send(ctx context.Context, targetURL, secret, eventID string, bo
 
 // Deliverer makes one attempt of a stored delivery and records it.
 type Deliverer struct {
-	Store  *Store
-	Client *Client
+	Store   *Store
+	Client  *Client
+	Metrics *Metrics // optional
 }
 
 // Outcome of an attempt, as seen by the retry workflow.
@@ -74,6 +75,8 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string, next time.Du
 	switch {
 	case res.OK():
 		rec.Status = StatusSucceeded
+	case res.Gone(): // the receiver unsubscribed: RecordAttempts disables the webhook
+		rec.Status = StatusFailed
 	case next > 0:
 		rec.Status = StatusRetrying
 		t := now.Add(next)
@@ -84,5 +87,6 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string, next time.Du
 	if err := d.Store.RecordAttempts(ctx, []AttemptRecord{rec}, nil); err != nil {
 		return "", err
 	}
+	d.Metrics.Observe("retry", rec)
 	return Outcome(rec.Status), nil
 }

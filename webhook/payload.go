@@ -9,36 +9,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
+
+	"github.com/dds-project/dds/outbox"
 )
-
-// Event types a webhook may subscribe to (spec §6.1).
-const (
-	EventCreated = "entity.created"
-	EventUpdated = "entity.updated"
-	EventDeleted = "entity.deleted"
-)
-
-// EventTypes lists every valid event type.
-var EventTypes = []string{EventCreated, EventUpdated, EventDeleted}
-
-// ValidEventType reports whether t is one of EventTypes.
-func ValidEventType(t string) bool { return slices.Contains(EventTypes, t) }
-
-// Event is one outbox event (a row of dds.events) plus its tenant's name;
-// the relay scans claimed events into it directly.
-type Event struct {
-	ID         string          `db:"id"`
-	TenantID   string          `db:"tenant_id"`
-	TenantName string          `db:"tenant_name"`
-	SchemaName string          `db:"schema_name"`
-	Type       string          `db:"type"`
-	EntityName string          `db:"entity_name"`
-	EntityID   string          `db:"entity_id"`
-	Record     json.RawMessage `db:"record"`
-	CreatedAt  time.Time       `db:"created_at"`
-}
 
 // Payload is the delivery body of spec §2.4.
 type Payload struct {
@@ -49,11 +23,20 @@ type Payload struct {
 	Tenant    PayloadTenant `json:"tenant"`
 }
 
-// PayloadData carries the entity.
+// PayloadData carries the entity (entity events) or the edge
+// (relationship events).
 type PayloadData struct {
-	EntityName string          `json:"entityName"`
-	EntityID   string          `json:"entityId"`
-	Record     json.RawMessage `json:"record"`
+	EntityName string          `json:"entityName,omitempty"`
+	EntityID   string          `json:"entityId,omitempty"`
+	Record     json.RawMessage `json:"record,omitempty"`
+
+	RelationshipName string          `json:"relationshipName,omitempty"`
+	EdgeID           string          `json:"edgeId,omitempty"`
+	SourceEntity     string          `json:"sourceEntity,omitempty"`
+	SourceID         string          `json:"sourceId,omitempty"`
+	TargetEntity     string          `json:"targetEntity,omitempty"`
+	TargetID         string          `json:"targetId,omitempty"`
+	Properties       json.RawMessage `json:"properties,omitempty"`
 }
 
 // PayloadTenant names the tenant.
@@ -65,7 +48,26 @@ type PayloadTenant struct {
 // Body renders the payload bytes for ev. The bytes are computed once per
 // event, stored with each delivery and sent unchanged on every attempt, so
 // a receiver verifying a retry sees exactly the same body.
-func Body(ev Event) ([]byte, error) {
+func Body(ev outbox.Event) ([]byte, error) {
+	p := Payload{
+		ID:        ev.ID,
+		Type:      ev.Type,
+		Timestamp: ev.CreatedAt.UTC().Format(time.RFC3339Nano),
+		Tenant:    PayloadTenant{ID: ev.TenantID, Name: ev.TenantName},
+	}
+	if outbox.IsRelationship(ev.Type) {
+		x, err := ev.Edge()
+		if err != nil {
+			return nil, fmt.Errorf("event %s: edge is not JSON: %w", ev.ID, err)
+		}
+		props := x.Properties
+		if len(props) == 0 || string(props) == "null" {
+			props = json.RawMessage("{}")
+		}
+		p.Data = PayloadData{RelationshipName: x.Relationship, EdgeID: x.ID, SourceEntity: x.SourceEntity, SourceID: x.SourceID,
+			TargetEntity: x.TargetEntity, TargetID: x.TargetID, Properties: props}
+		return json.Marshal(p)
+	}
 	rec := ev.Record
 	if len(rec) == 0 {
 		rec = json.RawMessage("{}")
@@ -74,12 +76,6 @@ func Body(ev Event) ([]byte, error) {
 	if err := json.Compact(&compact, rec); err != nil {
 		return nil, fmt.Errorf("event %s: record is not JSON: %w", ev.ID, err)
 	}
-	p := Payload{
-		ID:        ev.ID,
-		Type:      ev.Type,
-		Timestamp: ev.CreatedAt.UTC().Format(time.RFC3339Nano),
-		Data:      PayloadData{EntityName: ev.EntityName, EntityID: ev.EntityID, Record: compact.Bytes()},
-		Tenant:    PayloadTenant{ID: ev.TenantID, Name: ev.TenantName},
-	}
+	p.Data = PayloadData{EntityName: ev.Name, EntityID: ev.SubjectID, Record: compact.Bytes()}
 	return json.Marshal(p)
 }

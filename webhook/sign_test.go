@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dds-project/dds/outbox"
 )
 
 func TestStandardSignatureKnownVector(t *testing.T) {
@@ -66,18 +68,34 @@ func TestSignHeaders(t *testing.T) {
 }
 
 func TestBody(t *testing.T) {
-	ev := Event{ID: "e1", TenantID: "t1", TenantName: "Acme", Type: EventCreated, EntityName: "Product", EntityID: "p1",
-		Record: json.RawMessage(`{"id": "p1", "price": 10.50}`), CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)}
-	b, err := Body(ev)
-	if err != nil {
-		t.Fatal(err)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	for _, tc := range []struct {
+		name string
+		ev   outbox.Event
+		want string
+	}{
+		{"entity", outbox.Event{ID: "e1", TenantID: "t1", TenantName: "Acme", Type: outbox.EntityCreated, Name: "Product", SubjectID: "p1",
+			Record: json.RawMessage(`{"id": "p1", "price": 10.50}`), CreatedAt: at},
+			`{"id":"e1","type":"entity.created","timestamp":"2026-01-02T03:04:05.000006Z","data":{"entityName":"Product","entityId":"p1","record":{"id":"p1","price":10.50}},"tenant":{"id":"t1","name":"Acme"}}`},
+		{"relationship", outbox.Event{ID: "e2", TenantID: "t1", TenantName: "Acme", Type: outbox.RelationshipUpdated, Name: "authoredBy", SubjectID: "x1",
+			Record: json.RawMessage(`{"id": "x1", "relationshipName": "authoredBy", "sourceEntity": "Post", "sourceId": "p1", "targetEntity": "User",
+				"targetId": "u1", "properties": {"role": "editor"}, "createdAt": "2026-01-02T03:04:05Z"}`), CreatedAt: at},
+			`{"id":"e2","type":"relationship.updated","timestamp":"2026-01-02T03:04:05.000006Z","data":{"relationshipName":"authoredBy","edgeId":"x1","sourceEntity":"Post","sourceId":"p1","targetEntity":"User","targetId":"u1","properties":{"role":"editor"}},"tenant":{"id":"t1","name":"Acme"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Body(tc.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tc.want {
+				t.Fatalf("body\n got %s\nwant %s", b, tc.want)
+			}
+		})
 	}
-	want := `{"id":"e1","type":"entity.created","timestamp":"2026-01-02T03:04:05.000006Z","data":{"entityName":"Product","entityId":"p1","record":{"id":"p1","price":10.50}},"tenant":{"id":"t1","name":"Acme"}}`
-	if string(b) != want {
-		t.Fatalf("body\n got %s\nwant %s", b, want)
-	}
-	if _, err := Body(Event{Record: json.RawMessage(`{`)}); err == nil {
-		t.Fatal("want error for bad record JSON")
+	for _, typ := range []string{outbox.EntityCreated, outbox.RelationshipCreated} {
+		if _, err := Body(outbox.Event{Type: typ, Record: json.RawMessage(`{`)}); err == nil {
+			t.Fatalf("%s: want error for bad record JSON", typ)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/outbox"
 )
 
 // Delivery statuses.
@@ -40,19 +41,45 @@ type Webhook struct {
 	LastTriggered *time.Time     `db:"last_triggered"`
 	AttemptCount  int64          `db:"attempt_count"`
 	SuccessCount  int64          `db:"success_count"`
+	// FailingSince is the time of the first of an unbroken run of failed
+	// attempts (nil after a success).
+	FailingSince *time.Time `db:"failing_since"`
+	// DisabledReason says why an inactive webhook is inactive (one of the
+	// Disabled* constants); DisabledAt when. Both nil while active.
+	DisabledReason *string    `db:"disabled_reason"`
+	DisabledAt     *time.Time `db:"disabled_at"`
 }
+
+// Why a webhook was disabled.
+const (
+	DisabledGone    = "gone"    // the receiver answered 410 Gone
+	DisabledFailing = "failing" // every attempt failed for DisableAfter
+	DisabledByUser  = "user"    // isActive set to false through the API
+)
+
+// DisableAfter is how long a webhook may fail without a single success
+// before it is disabled.
+const DisableAfter = 5 * 24 * time.Hour
 
 // Matches implements spec §6.1 rule 1 plus the schema filter: the event's
 // type is subscribed, its entity is listed (or no list is set) and, when
 // the webhook names a schema, the event belongs to it.
-func (w *Webhook) Matches(ev *Event) bool {
+func (w *Webhook) Matches(ev *outbox.Event) bool {
 	if !w.IsActive || !slices.Contains(w.EventTypes, ev.Type) {
 		return false
 	}
 	if w.SchemaName != "" && w.SchemaName != ev.SchemaName {
 		return false
 	}
-	return w.EntityNames == nil || slices.Contains(w.EntityNames, ev.EntityName)
+	if w.EntityNames == nil {
+		return true
+	}
+	for _, n := range ev.Entities() { // a relationship event concerns both ends
+		if slices.Contains(w.EntityNames, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // SuccessRate is the fraction of delivery attempts answered with a 2xx; 1
@@ -75,7 +102,7 @@ func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
 func (s *Store) DB() *sqlx.DB { return s.db }
 
 const webhookCols = `id, tenant_id, schema_name, target_url, event_types, entity_names, signing_secret,
-	is_active, created_at, updated_at, last_triggered, attempt_count, success_count`
+	is_active, created_at, updated_at, last_triggered, attempt_count, success_count, failing_since, disabled_reason, disabled_at`
 
 var entityNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
 
@@ -90,11 +117,11 @@ type CreateInput struct {
 // ValidateEventTypes checks a non-empty list of known event types.
 func ValidateEventTypes(ts []string) *apperr.FieldError {
 	if len(ts) == 0 {
-		return &apperr.FieldError{Field: "eventTypes", Message: "must list at least one of " + strings.Join(EventTypes, ", ")}
+		return &apperr.FieldError{Field: "eventTypes", Message: "must list at least one of " + strings.Join(outbox.Types, ", ")}
 	}
 	for _, t := range ts {
-		if !ValidEventType(t) {
-			return &apperr.FieldError{Field: "eventTypes", Message: "unknown event type " + quote(t) + "; must be one of " + strings.Join(EventTypes, ", ")}
+		if !outbox.ValidType(t) {
+			return &apperr.FieldError{Field: "eventTypes", Message: "unknown event type " + quote(t) + "; must be one of " + strings.Join(outbox.Types, ", ")}
 		}
 	}
 	return nil
@@ -263,8 +290,14 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, p Patch, allowP
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}
+	// Activating clears the disabled reason and the failure run; a user
+	// deactivating an active webhook is the reason.
 	err = s.db.GetContext(ctx, w, `UPDATE dds.webhooks SET target_url = $3, event_types = $4, entity_names = $5,
-		schema_name = $6, is_active = $7, updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING `+webhookCols,
+		schema_name = $6, is_active = $7, updated_at = now(),
+		disabled_reason = CASE WHEN $7 THEN NULL WHEN is_active THEN 'user' ELSE disabled_reason END,
+		disabled_at = CASE WHEN $7 THEN NULL WHEN is_active THEN now() ELSE disabled_at END,
+		failing_since = CASE WHEN $7 AND NOT is_active THEN NULL ELSE failing_since END
+		WHERE tenant_id = $1 AND id = $2 RETURNING `+webhookCols,
 		tenantID, id, w.TargetURL, w.EventTypes, nullableList(w.EntityNames), w.SchemaName, w.IsActive)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "webhook %s not found", id)
@@ -395,7 +428,10 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, webhookID, deliveryID
 // Reopen marks a delivery as retrying again (manual replay) unless it is
 // already being retried; it reports whether a retry schedule must start.
 func (s *Store) Reopen(ctx context.Context, deliveryID string) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE dds.webhook_deliveries SET status = 'retrying', next_attempt_at = now(), updated_at = now()
+	// No workflow is recorded: should the caller fail to start one, the
+	// worker's hand-over starts it.
+	res, err := s.db.ExecContext(ctx, `UPDATE dds.webhook_deliveries SET status = 'retrying', next_attempt_at = now(), updated_at = now(),
+		workflow_started_at = NULL
 		WHERE id = $1 AND status IN ('succeeded', 'failed', 'cancelled')`, deliveryID)
 	if err != nil {
 		return false, apperr.Wrap(err, "reopen delivery")
@@ -416,8 +452,12 @@ type AttemptRecord struct {
 }
 
 // RecordAttempts logs attempts, updates their deliveries and the webhooks'
-// counters (lastTriggered, successRate) and, in the same transaction,
-// marks relayedEvents as relayed. A delivery already succeeded stays so.
+// counters (lastTriggered, successRate, the failure run) and, in the same
+// transaction, marks relayedEvents as relayed. A delivery already
+// succeeded stays so. A delivery deleted meanwhile (its webhook was
+// deleted during the attempt) is skipped, never an error. A 410 answer
+// disables its webhook (DisabledGone), and so does a failure that extends
+// an unbroken run of failures past DisableAfter (DisabledFailing).
 func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relayedEvents []string) error {
 	if len(recs) == 0 && len(relayedEvents) == 0 {
 		return nil
@@ -431,8 +471,11 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 		ats                         []string
 	)
 	type agg struct {
-		n, ok int64
-		last  time.Time
+		n, ok    int64
+		gone     bool
+		last     time.Time
+		lastOK   time.Time
+		failures []time.Time
 	}
 	per := map[string]*agg{}
 	for _, r := range recs {
@@ -456,21 +499,43 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 		a.n++
 		if r.Result.OK() {
 			a.ok++
+			if r.At.After(a.lastOK) {
+				a.lastOK = r.At
+			}
+		} else {
+			a.failures = append(a.failures, r.At)
 		}
+		a.gone = a.gone || r.Result.Gone()
 		if r.At.After(a.last) {
 			a.last = r.At
 		}
 	}
-	var wIDs, wLast []string
+	var wIDs, wLast, wFail []string
 	var wN, wOK []int64
+	var wGone []bool
 	for id := range per {
 		wIDs = append(wIDs, id)
 	}
 	slices.Sort(wIDs)
 	for _, id := range wIDs {
-		wN = append(wN, per[id].n)
-		wOK = append(wOK, per[id].ok)
-		wLast = append(wLast, per[id].last.UTC().Format(time.RFC3339Nano))
+		a := per[id]
+		wN = append(wN, a.n)
+		wOK = append(wOK, a.ok)
+		wLast = append(wLast, a.last.UTC().Format(time.RFC3339Nano))
+		wGone = append(wGone, a.gone)
+		// The first failure after the last success of this group starts
+		// (or continues) the failure run.
+		var first time.Time
+		for _, f := range a.failures {
+			if f.After(a.lastOK) && (first.IsZero() || f.Before(first)) {
+				first = f
+			}
+		}
+		ff := ""
+		if !first.IsZero() {
+			ff = first.UTC().Format(time.RFC3339Nano)
+		}
+		wFail = append(wFail, ff)
 	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -481,37 +546,79 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 		return err
 	}
 	if len(recs) > 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
-			SELECT d, a, NULLIF(c, 0), l, NULLIF(e, ''), t::timestamptz, NULLIF(n, '')::timestamptz
-			FROM unnest($1::uuid[], $2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[]) AS u(d, a, c, l, e, t, n)`,
-			pq.StringArray(dIDs), pq.Int64Array(attempts), pq.Int64Array(codes), pq.Int64Array(lats),
-			pq.StringArray(errs), pq.StringArray(ats), pq.StringArray(nexts)); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE dds.webhook_deliveries d SET
+		// Update (and so lock) the deliveries first; the attempt log gets
+		// rows only for those still there.
+		if _, err := tx.ExecContext(ctx, `WITH u AS (
+				SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[])
+					AS u(d, s, a, c, l, e, t, n)),
+			upd AS (UPDATE dds.webhook_deliveries d SET
 				status = CASE WHEN d.status = 'succeeded' THEN d.status ELSE u.s END,
 				attempts = GREATEST(d.attempts, u.a), last_attempt_at = u.t::timestamptz,
 				next_attempt_at = CASE WHEN d.status = 'succeeded' THEN NULL ELSE NULLIF(u.n, '')::timestamptz END,
 				updated_at = now()
-			FROM unnest($1::uuid[], $2::text[], $3::int[], $4::text[], $5::text[]) AS u(id, s, a, t, n)
-			WHERE d.id = u.id`,
-			pq.StringArray(dIDs), pq.StringArray(statuses), pq.Int64Array(attempts), pq.StringArray(ats), pq.StringArray(nexts)); err != nil {
+				FROM u WHERE d.id = u.d RETURNING d.id)
+			INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
+			SELECT u.d, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.e, ''), u.t::timestamptz, NULLIF(u.n, '')::timestamptz
+			FROM u WHERE u.d IN (SELECT id FROM upd)`,
+			pq.StringArray(dIDs), pq.StringArray(statuses), pq.Int64Array(attempts), pq.Int64Array(codes), pq.Int64Array(lats),
+			pq.StringArray(errs), pq.StringArray(ats), pq.StringArray(nexts)); err != nil {
 			return err
 		}
+		// fs is the webhook's failure run after this group.
+		const fs = `(CASE WHEN u.ff = '' THEN (CASE WHEN u.ok > 0 THEN NULL ELSE w.failing_since END)
+			WHEN u.ok > 0 THEN u.ff::timestamptz ELSE COALESCE(w.failing_since, u.ff::timestamptz) END)`
+		const failing = `COALESCE(` + fs + ` < now() - $7::interval, false)`
 		if _, err := tx.ExecContext(ctx, `UPDATE dds.webhooks w SET attempt_count = attempt_count + u.n,
 				success_count = success_count + u.ok,
-				last_triggered = GREATEST(COALESCE(w.last_triggered, '-infinity'), u.t::timestamptz)
-			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[]) AS u(id, n, ok, t) WHERE w.id = u.id`,
-			pq.StringArray(wIDs), pq.Int64Array(wN), pq.Int64Array(wOK), pq.StringArray(wLast)); err != nil {
+				last_triggered = GREATEST(COALESCE(w.last_triggered, '-infinity'), u.t::timestamptz),
+				failing_since = `+fs+`,
+				is_active = w.is_active AND NOT u.gone AND NOT `+failing+`,
+				disabled_reason = CASE WHEN NOT w.is_active THEN w.disabled_reason
+					WHEN u.gone THEN 'gone' WHEN `+failing+` THEN 'failing' END,
+				disabled_at = CASE WHEN NOT w.is_active THEN w.disabled_at WHEN u.gone OR `+failing+` THEN now() END
+			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[]) AS u(id, n, ok, t, ff, gone)
+			WHERE w.id = u.id`,
+			pq.StringArray(wIDs), pq.Int64Array(wN), pq.Int64Array(wOK), pq.StringArray(wLast), pq.StringArray(wFail),
+			pq.BoolArray(wGone), (time.Duration(DisableAfter.Seconds()) * time.Second).String()); err != nil {
 			return err
 		}
 	}
 	if len(relayedEvents) > 0 {
-		if err := MarkRelayed(ctx, tx, relayedEvents); err != nil {
+		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
+}
+
+// AwaitingHandOver returns up to limit deliveries left retrying by a
+// failed first attempt (or a manual replay) whose retry workflow is not
+// started yet, oldest due first.
+func (s *Store) AwaitingHandOver(ctx context.Context, limit int) ([]HandOverRef, error) {
+	var out []HandOverRef
+	err := s.db.SelectContext(ctx, &out, `SELECT id, webhook_id, event_id, tenant_id, event_type FROM dds.webhook_deliveries
+		WHERE status = 'retrying' AND workflow_started_at IS NULL ORDER BY next_attempt_at LIMIT $1`, limit)
+	return out, err
+}
+
+// HandOverRef names a delivery to give to its retry workflow.
+type HandOverRef struct {
+	ID        string `db:"id"`
+	WebhookID string `db:"webhook_id"`
+	EventID   string `db:"event_id"`
+	TenantID  string `db:"tenant_id"`
+	EventType string `db:"event_type"`
+}
+
+// MarkHandedOver records that the deliveries' retry workflows started.
+func (s *Store) MarkHandedOver(ctx context.Context, deliveryIDs []string) error {
+	if len(deliveryIDs) == 0 {
+		return nil
+	}
+	ids := slices.Clone(deliveryIDs)
+	slices.Sort(ids)
+	_, err := s.db.ExecContext(ctx, `UPDATE dds.webhook_deliveries SET workflow_started_at = now() WHERE id = ANY($1::uuid[])`, pq.StringArray(ids))
+	return err
 }
 
 // relaxCommit turns off the commit flush for the relay's bookkeeping
@@ -522,14 +629,6 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 // saves an fsync per flush on the hot path.
 func relaxCommit(ctx context.Context, tx *sqlx.Tx) error {
 	_, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`)
-	return err
-}
-
-// MarkRelayed sets relayed_at on events.
-func MarkRelayed(ctx context.Context, ex sqlx.ExecerContext, eventIDs []string) error {
-	ids := slices.Clone(eventIDs)
-	slices.Sort(ids)
-	_, err := ex.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now(), claimed_until = NULL WHERE id = ANY($1::uuid[])`, pq.StringArray(ids))
 	return err
 }
 
@@ -613,7 +712,7 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []NewDelivery, relayedE
 		}
 	}
 	if len(relayedEvents) > 0 {
-		if err := MarkRelayed(ctx, tx, relayedEvents); err != nil {
+		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
 			return nil, err
 		}
 	}

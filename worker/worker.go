@@ -85,14 +85,11 @@ func (w *Worker) register(ctx context.Context) error {
 	w.loops = append(w.loops, files.New(d, fileStore, tc, files.OptionsFrom(cfg, log)).SweepLoop)
 	// Webhooks: the outbox relay (first attempts), the retry workflow, pruning.
 	rl, err := relay.Setup(ctx, d, tc, w.tw, relay.SetupOptions{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
-		HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue, Namespace: cfg.TemporalNamespace, Log: log})
+		HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue, Namespace: cfg.TemporalNamespace,
+		Hub: w.Hub, Metrics: w.Registry, Log: log})
 	if err != nil {
 		return err
 	}
-	if err := w.Hub.Subscribe("dds_events", func(string) { rl.Wake() }); err != nil {
-		return err
-	}
-	w.Hub.OnReconnect(rl.Wake)
 	w.loops = append(w.loops, rl.Run)
 	pruner := &relay.Pruner{DB: d, Events: cfg.EventRetention, Deliveries: cfg.DeliveryRetention, Log: log}
 	w.loops = append(w.loops, func(ctx context.Context) error { return pruner.Run(ctx, time.Hour) })

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/dds-project/dds/activities"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
 )
@@ -34,13 +35,13 @@ func newFixture(t *testing.T, status func(webhooktest.Request) int) *fixture {
 	ctx := context.Background()
 	tn := webhooktest.Tenant(t, d, "wf")
 	rc := webhooktest.NewReceiver(t, status)
-	w, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL + "/hook", EventTypes: webhook.EventTypes}, true)
+	w, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL + "/hook", EventTypes: outbox.Types}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := webhooktest.Event(t, d, tn, "shop", webhook.EventUpdated, "Product", nil)
+	ev := webhooktest.Event(t, d, tn, "shop", outbox.EntityUpdated, "Product", nil)
 	refs, err := st.InsertDeliveries(ctx, []webhook.NewDelivery{{WebhookID: w.ID, TenantID: tn, EventID: ev,
-		EventType: webhook.EventUpdated, EntityName: "Product", Body: []byte(`{"id":"` + ev + `"}`)}}, nil)
+		EventType: outbox.EntityUpdated, EntityName: "Product", Body: []byte(`{"id":"` + ev + `"}`)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func newFixture(t *testing.T, status func(webhooktest.Request) int) *fixture {
 		t.Fatal(err)
 	}
 	return &fixture{store: st, tenant: tn, hook: w, receiver: rc,
-		in:   DeliveryInput{DeliveryID: refs[0].ID, WebhookID: w.ID, EventID: ev, TenantID: tn, EventType: webhook.EventUpdated},
+		in:   DeliveryInput{DeliveryID: refs[0].ID, WebhookID: w.ID, EventID: ev, TenantID: tn, EventType: outbox.EntityUpdated},
 		acts: &activities.Webhooks{Deliverer: &webhook.Deliverer{Store: st, Client: rc.Client(t)}}}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -61,7 +62,7 @@ func NewSubscriptions(authn api.Authenticator, store *records.Store, limits Limi
 // the dispatch queue is full the event is dropped for subscribers (and
 // logged); subscriptions are a live feed, webhooks are the durable one.
 func (s *Subscriptions) Notify(payload string) {
-	tenant, _, ok := strings.Cut(payload, ":")
+	tenant, _, ok := outbox.ParseNotification(payload)
 	if !ok {
 		return
 	}
@@ -91,7 +92,7 @@ func (s *Subscriptions) Run(ctx context.Context) {
 }
 
 func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
-	tenant, eventID, _ := strings.Cut(payload, ":")
+	tenant, eventID, _ := outbox.ParseNotification(payload)
 	s.mu.RLock()
 	var targets []*subscriber
 	for sub := range s.subs[tenant] {
@@ -107,7 +108,7 @@ func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 		return
 	}
 	for _, sub := range targets {
-		if sub.entity.Name != ev.Entity || sub.eventType != ev.Type {
+		if sub.entity.Name != ev.Name || sub.eventType != ev.Type {
 			continue
 		}
 		ok, err := s.matches(ctx, sub, ev.Record)
@@ -449,7 +450,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 }
 
 // subscriptionEvents maps a subscription root to the event type it follows.
-var subscriptionEvents = map[rootKind]string{rCreated: records.EventCreated, rUpdated: records.EventUpdated, rDeleted: records.EventDeleted}
+var subscriptionEvents = map[rootKind]string{rCreated: outbox.EntityCreated, rUpdated: outbox.EntityUpdated, rDeleted: outbox.EntityDeleted}
 
 func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
 	e := rf.entity

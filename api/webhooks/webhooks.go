@@ -64,11 +64,18 @@ type view struct {
 	UpdatedAt     time.Time  `json:"updatedAt"`
 	LastTriggered *time.Time `json:"lastTriggered"`
 	SuccessRate   float64    `json:"successRate"`
+	// Why and when an inactive webhook was disabled: "gone" (the receiver
+	// answered 410), "failing" (five days of failures) or "user".
+	DisabledReason *string    `json:"disabledReason"`
+	DisabledAt     *time.Time `json:"disabledAt"`
+	// FailingSince is the first failure of the current unbroken run.
+	FailingSince *time.Time `json:"failingSince"`
 }
 
 func toView(wh *webhook.Webhook) view {
 	v := view{ID: wh.ID, TargetURL: wh.TargetURL, EventTypes: wh.EventTypes, IsActive: wh.IsActive,
-		CreatedAt: wh.CreatedAt, UpdatedAt: wh.UpdatedAt, LastTriggered: wh.LastTriggered, SuccessRate: wh.SuccessRate()}
+		CreatedAt: wh.CreatedAt, UpdatedAt: wh.UpdatedAt, LastTriggered: wh.LastTriggered, SuccessRate: wh.SuccessRate(),
+		DisabledReason: wh.DisabledReason, DisabledAt: wh.DisabledAt, FailingSince: wh.FailingSince}
 	if wh.EntityNames != nil {
 		v.EntityNames = wh.EntityNames
 	}

@@ -3,10 +3,12 @@ package webhooks_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
 )
@@ -33,6 +35,9 @@ type hookView struct {
 	CreatedAt     time.Time  `json:"createdAt"`
 	LastTriggered *time.Time `json:"lastTriggered"`
 	SuccessRate   *float64   `json:"successRate"`
+	// set while inactive
+	DisabledReason *string    `json:"disabledReason"`
+	DisabledAt     *time.Time `json:"disabledAt"`
 }
 
 type errBody struct {
@@ -166,7 +171,7 @@ func TestWritesAreDelivered(t *testing.T) {
 	rc := webhooktest.NewReceiver(t, nil)
 	var all, products hookView
 	app.Must(t, http.StatusCreated, "POST", "/api/v1/webhooks", key, map[string]any{
-		"targetUrl": rc.URL + "/all", "eventTypes": webhook.EventTypes, "schemaName": "shop"}).Decode(t, &all)
+		"targetUrl": rc.URL + "/all", "eventTypes": outbox.Types, "schemaName": "shop"}).Decode(t, &all)
 	prc := webhooktest.NewReceiver(t, nil)
 	app.Must(t, http.StatusCreated, "POST", "/api/v1/webhooks", key, map[string]any{
 		"targetUrl": prc.URL + "/products", "eventTypes": []string{"entity.updated"}, "entityNames": []string{"Product"}}).Decode(t, &products)
@@ -256,5 +261,98 @@ func TestWritesAreDelivered(t *testing.T) {
 	last := rc.Requests()[len(rc.Requests())-1]
 	if last.Header.Get("webhook-id") != d0.EventID {
 		t.Fatalf("replay webhook-id %s, want %s", last.Header.Get("webhook-id"), d0.EventID)
+	}
+}
+
+// TestRelationshipWritesAreDelivered: creating, updating and deleting an
+// edge through the REST API each reach a receiver subscribed to the
+// relationship event types (and only those), with both ends and the
+// properties, signed like every delivery.
+func TestRelationshipWritesAreDelivered(t *testing.T) {
+	t.Parallel()
+	app := server(t, true)
+	tenantID, key := app.Tenant(t)
+	app.Schema(t, key, map[string]any{"name": "shop", "entities": shop["entities"], "relationships": []any{
+		map[string]any{"name": "CONTAINS", "from": "Order", "to": "Product", "properties": []any{
+			map[string]any{"name": "qty", "type": "INTEGER"}}}}})
+	rc := webhooktest.NewReceiver(t, nil)
+	var hook hookView
+	app.Must(t, http.StatusCreated, "POST", "/api/v1/webhooks", key, map[string]any{
+		"targetUrl": rc.URL, "eventTypes": []string{outbox.RelationshipCreated, outbox.RelationshipUpdated, outbox.RelationshipDeleted},
+		"entityNames": []string{"Product"}}).Decode(t, &hook)
+
+	var p, o, edge map[string]any
+	app.Must(t, http.StatusCreated, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": "Lamp"}).Decode(t, &p)
+	app.Must(t, http.StatusCreated, "POST", "/api/v1/dynamic/Order", key, map[string]any{"total": 3}).Decode(t, &o)
+	base := "/api/v1/dynamic/Order/" + o["id"].(string) + "/relationships/CONTAINS"
+	app.Must(t, http.StatusCreated, "POST", base, key, map[string]any{"targetId": p["id"], "properties": map[string]any{"qty": 2}}).Decode(t, &edge)
+	app.Must(t, http.StatusOK, "PATCH", base+"/by-id/"+edge["id"].(string), key, map[string]any{"properties": map[string]any{"qty": 5}})
+	if r := app.Do(t, "DELETE", base+"/"+p["id"].(string), key, nil); r.Status >= 300 {
+		t.Fatalf("delete edge: %d %s", r.Status, r.Body)
+	}
+
+	webhooktest.Eventually(t, 30*time.Second, "three relationship deliveries", func() bool { return len(rc.Requests()) >= 3 })
+	var types []string
+	for _, r := range rc.Requests() {
+		if !webhook.VerifyStandard(*hook.SigningSecret, r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Body, r.Header.Get("webhook-signature")) {
+			t.Fatalf("signature does not verify: %s", r.Body)
+		}
+		var pl webhook.Payload
+		if err := json.Unmarshal(r.Body, &pl); err != nil {
+			t.Fatal(err)
+		}
+		d := pl.Data
+		var props map[string]any
+		_ = json.Unmarshal(d.Properties, &props)
+		want := map[string]float64{outbox.RelationshipCreated: 2, outbox.RelationshipUpdated: 5, outbox.RelationshipDeleted: 5}[pl.Type]
+		if pl.Tenant.ID != tenantID || d.RelationshipName != "CONTAINS" || d.EdgeID != edge["id"] || d.SourceEntity != "Order" ||
+			d.SourceID != o["id"] || d.TargetEntity != "Product" || d.TargetID != p["id"] || props["qty"] != want || d.Record != nil {
+			t.Fatalf("payload %s", r.Body)
+		}
+		types = append(types, pl.Type)
+	}
+	slices.Sort(types)
+	if !slices.Equal(types, []string{outbox.RelationshipCreated, outbox.RelationshipDeleted, outbox.RelationshipUpdated}) {
+		t.Fatalf("event types %v (entity events must not reach a relationship-only webhook)", types)
+	}
+}
+
+// TestGoneDisablesTheWebhook: a receiver answering 410 Gone disables its
+// webhook (Standard Webhooks); the listing says why and since when, and
+// re-activating clears the reason.
+func TestGoneDisablesTheWebhook(t *testing.T) {
+	t.Parallel()
+	app := server(t, true)
+	_, key := app.Tenant(t)
+	app.Schema(t, key, shop)
+	rc := webhooktest.NewReceiver(t, func(webhooktest.Request) int { return http.StatusGone })
+	var hook hookView
+	app.Must(t, http.StatusCreated, "POST", "/api/v1/webhooks", key, map[string]any{
+		"targetUrl": rc.URL, "eventTypes": outbox.Types}).Decode(t, &hook)
+	app.Must(t, http.StatusCreated, "POST", "/api/v1/dynamic/Order", key, map[string]any{"total": 1})
+	var got hookView
+	webhooktest.Eventually(t, 30*time.Second, "the webhook disabled", func() bool {
+		app.Must(t, http.StatusOK, "GET", "/api/v1/webhooks/"+hook.ID, key, nil).Decode(t, &got)
+		return !got.IsActive
+	})
+	if got.DisabledReason == nil || *got.DisabledReason != "gone" || got.DisabledAt == nil {
+		t.Fatalf("disabled webhook %+v, want reason gone with a time", got)
+	}
+	var dl struct {
+		Deliveries []struct {
+			Status string `json:"status"`
+		} `json:"deliveries"`
+	}
+	app.Must(t, http.StatusOK, "GET", "/api/v1/webhooks/"+hook.ID+"/deliveries", key, nil).Decode(t, &dl)
+	if len(dl.Deliveries) != 1 || dl.Deliveries[0].Status != webhook.StatusFailed {
+		t.Fatalf("deliveries %+v, want one failed (410 is not retried)", dl.Deliveries)
+	}
+	app.Must(t, http.StatusOK, "PATCH", "/api/v1/webhooks/"+hook.ID, key, map[string]any{"isActive": true}).Decode(t, &got)
+	if !got.IsActive || got.DisabledReason != nil || got.DisabledAt != nil {
+		t.Fatalf("re-activated webhook %+v", got)
+	}
+	app.Must(t, http.StatusOK, "PATCH", "/api/v1/webhooks/"+hook.ID, key, map[string]any{"isActive": false}).Decode(t, &got)
+	if got.DisabledReason == nil || *got.DisabledReason != "user" {
+		t.Fatalf("deactivated webhook %+v, want reason user", got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/relay/relaytest"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
@@ -104,7 +105,7 @@ func run(n, rate, writers int, timeout time.Duration) error {
 
 	store := webhook.NewStore(d)
 	tenant := webhooktest.Tenant(tb{}, d, "bench")
-	if _, err := store.Create(ctx, tenant, webhook.CreateInput{TargetURL: rc.URL + "/hook", EventTypes: webhook.EventTypes}, true); err != nil {
+	if _, err := store.Create(ctx, tenant, webhook.CreateInput{TargetURL: rc.URL + "/hook", EventTypes: outbox.Types}, true); err != nil {
 		return err
 	}
 

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/webhook/webhooktest"
 )
@@ -72,9 +73,10 @@ func Start(taskQueue string, verbose bool) (*Stack, error) {
 		log = slog.Default()
 	}
 	w := worker.New(s.Temporal, taskQueue, worker.Options{})
+	hub := pgnotify.New(url, log)
 	// As `dds worker` wires it, with DDS_WEBHOOK_ALLOW_PRIVATE and DDS_WEBHOOK_CA_FILE.
 	r, err := relay.Setup(ctx, d, s.Temporal, w, relay.SetupOptions{AllowPrivate: true, CAFile: caFile.Name(),
-		TaskQueue: taskQueue, Namespace: "default", ListenURL: url, Log: log})
+		TaskQueue: taskQueue, Namespace: "default", Hub: hub, Log: log})
 	if err != nil {
 		cancel()
 		return fail(err)
@@ -83,6 +85,7 @@ func Start(taskQueue string, verbose bool) (*Stack, error) {
 		cancel()
 		return fail(err)
 	}
+	go hub.Run(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
 	// Stopped in reverse order: relay, worker, database, dev server.

@@ -15,6 +15,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -115,7 +116,7 @@ type createStmt struct {
 // compileCreate builds the statement exactly as records.Store.Create does
 // (which keeps the SQL text private to its method): one data-modifying
 // CTE inserting the row with every value bound and cast to its column
-// type, one inserting the entity.created event (records.OutboxCTE), and
+// type, one inserting the entity.created event (outbox.InsertCTE), and
 // row_to_json of the inserted row. Keep it in step with records.Store.Create.
 func compileCreate(sc *records.Scope, e *schema.Entity) (createStmt, error) {
 	input := map[string]any{"name": "x", "price": json.Number("1.5"), "stock": json.Number("1"), "tags": []any{"a"}}
@@ -140,7 +141,7 @@ func compileCreate(sc *records.Scope, e *schema.Entity) (createStmt, error) {
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	sqlText := fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
 		sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
-		records.OutboxCTE(sc, &a, records.EventCreated, e.Name, "w"))
+		outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
 	return createStmt{sql: sqlText, outbox: a.List()[1+len(want):]}, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
 )
@@ -86,7 +87,7 @@ func TestSIGKILLDuringDeliveryLosesNothing(t *testing.T) {
 	app.Schema(t, key, map[string]any{"name": "shop", "entities": []any{
 		map[string]any{"name": "Product", "fields": []any{map[string]any{"name": "n", "type": "INTEGER"}}}}})
 	app.Must(t, http.StatusCreated, "POST", "/api/v1/webhooks", key, map[string]any{
-		"targetUrl": rc.URL + "/hook", "eventTypes": webhook.EventTypes})
+		"targetUrl": rc.URL + "/hook", "eventTypes": outbox.Types})
 
 	worker := start()
 	// 500 writes from 8 concurrent clients.

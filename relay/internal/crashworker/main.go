@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/relay"
 )
 
@@ -49,9 +50,11 @@ func run(lease time.Duration) error {
 	defer tc.Close()
 	tq := os.Getenv("DDS_TASK_QUEUE")
 	w := worker.New(tc, tq, worker.Options{})
+	hub := pgnotify.New(url, log)
+	go hub.Run(ctx)
 	r, err := relay.Setup(ctx, d, tc, w, relay.SetupOptions{
 		AllowPrivate: os.Getenv("DDS_WEBHOOK_ALLOW_PRIVATE") == "true", CAFile: os.Getenv("DDS_WEBHOOK_CA_FILE"),
-		TaskQueue: tq, Namespace: "default", ListenURL: url, Lease: lease, Log: log})
+		TaskQueue: tq, Namespace: "default", Hub: hub, Lease: lease, Log: log})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,237 @@
+// Package outbox owns dds.events, the transactional outbox: the event row
+// type and event types, the SQL fragment a write embeds to insert its
+// events in its own statement, the relay's claim with an expiring lease,
+// the relayed mark, pruning, the reads of subscriptions and the lag an
+// operator watches. Every other package reaches the table through here.
+//
+// NOTIFY on dds_events (a trigger) only shortens latency: a relay that
+// misses every notification still finds each event by polling Claim.
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/dds-project/dds/query"
+)
+
+// Event types. Entity events carry a record; relationship events an edge.
+const (
+	EntityCreated       = "entity.created"
+	EntityUpdated       = "entity.updated"
+	EntityDeleted       = "entity.deleted"
+	RelationshipCreated = "relationship.created"
+	RelationshipUpdated = "relationship.updated"
+	RelationshipDeleted = "relationship.deleted"
+)
+
+// Types lists every event type, in documentation order.
+var Types = []string{EntityCreated, EntityUpdated, EntityDeleted, RelationshipCreated, RelationshipUpdated, RelationshipDeleted}
+
+// ValidType reports whether t is one of Types.
+func ValidType(t string) bool { return slices.Contains(Types, t) }
+
+// IsRelationship reports whether t is a relationship (edge) event type.
+func IsRelationship(t string) bool { return strings.HasPrefix(t, "relationship.") }
+
+// Channel is the NOTIFY channel a committed event wakes (payload
+// "<tenant id>:<event id>"). It is a latency hint only.
+const Channel = "dds_events"
+
+// ParseNotification splits a Channel payload into tenant and event id.
+func ParseNotification(payload string) (tenantID, eventID string, ok bool) {
+	return strings.Cut(payload, ":")
+}
+
+// Event is one row of dds.events plus its tenant's name. For entity events
+// Name is the entity and SubjectID the record id; Record is the record (as
+// it was before deletion for entity.deleted). For relationship events Name
+// is the relationship, SubjectID the edge id and Record the Edge.
+type Event struct {
+	ID         string          `db:"id"`
+	TenantID   string          `db:"tenant_id"`
+	TenantName string          `db:"tenant_name"`
+	SchemaName string          `db:"schema_name"`
+	Type       string          `db:"type"`
+	Name       string          `db:"entity_name"`
+	SubjectID  string          `db:"entity_id"`
+	Record     json.RawMessage `db:"record"`
+	CreatedAt  time.Time       `db:"created_at"`
+}
+
+// Edge is the record of a relationship event.
+type Edge struct {
+	ID           string          `json:"id"`
+	Relationship string          `json:"relationshipName"`
+	SourceEntity string          `json:"sourceEntity"`
+	SourceID     string          `json:"sourceId"`
+	TargetEntity string          `json:"targetEntity"`
+	TargetID     string          `json:"targetId"`
+	Properties   json.RawMessage `json:"properties"`
+	CreatedAt    string          `json:"createdAt"`
+}
+
+// Edge decodes the record of a relationship event.
+func (e *Event) Edge() (Edge, error) {
+	var x Edge
+	if !IsRelationship(e.Type) {
+		return x, fmt.Errorf("event %s is not a relationship event", e.ID)
+	}
+	err := json.Unmarshal(e.Record, &x)
+	return x, err
+}
+
+// Entities are the entity names an event concerns: the entity of an entity
+// event, both ends of a relationship event.
+func (e *Event) Entities() []string {
+	if !IsRelationship(e.Type) {
+		return []string{e.Name}
+	}
+	x, err := e.Edge()
+	if err != nil {
+		return nil
+	}
+	return []string{x.SourceEntity, x.TargetEntity}
+}
+
+// Origin is where events come from: the tenant and its active schema.
+type Origin struct {
+	TenantID, SchemaID, SchemaName string
+}
+
+// InsertCTE renders the body of a data-modifying CTE that inserts one event
+// of eventType per row of the CTE src (alias w) into dds.events, so the
+// write and its events commit in one statement; it returns the event ids
+// (see EventIDs). For entity events name is
+// the entity and the src rows are its records; for relationship events use
+// InsertEdgeCTE. It binds, in order: tenant, schema id, schema name, type,
+// name (callers caching statement text rely on that order).
+func InsertCTE(a *query.Args, o Origin, eventType, name, src string) string {
+	return insert(a, o, eventType, name, src, func(string) string { return `row_to_json(w)::jsonb` })
+}
+
+// InsertEdgeCTE is InsertCTE for relationship events: the src rows are edge
+// rows (id, source_id, target_id, properties, created_at) of relationship
+// name from sourceEntity to targetEntity; each event's record is an Edge.
+// It binds the same five values as InsertCTE, then the two entity names.
+func InsertEdgeCTE(a *query.Args, o Origin, eventType, name, sourceEntity, targetEntity, src string) string {
+	return insert(a, o, eventType, name, src, func(nameArg string) string {
+		return fmt.Sprintf(`jsonb_build_object('id', w."id", 'relationshipName', %s, 'sourceEntity', %s, 'sourceId', w."source_id",
+    'targetEntity', %s, 'targetId', w."target_id", 'properties', w."properties", 'createdAt', w."created_at")`,
+			nameArg, a.Add(sourceEntity, "text"), a.Add(targetEntity, "text"))
+	})
+}
+
+// insert binds the five common values, then lets record render the record
+// expression (given the placeholder of name).
+func insert(a *query.Args, o Origin, eventType, name, src string, record func(nameArg string) string) string {
+	t, sid, sn, ty, n := a.Add(o.TenantID, "uuid"), a.Add(o.SchemaID, "uuid"), a.Add(o.SchemaName, "text"),
+		a.Add(eventType, "text"), a.Add(name, "text")
+	return fmt.Sprintf(`INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
+  SELECT %s, %s, %s, %s, %s, w."id", %s FROM %s w RETURNING id`, t, sid, sn, ty, n, record(n), src)
+}
+
+// EventIDs is the select-list expression of the ids of the events a
+// statement inserted through InsertCTE into the CTE named e, as one
+// comma-separated text (NULL when none), so the writer can announce them on
+// Channel after commit.
+const EventIDs = `(SELECT string_agg(id::text, ',') FROM e)`
+
+// Store reads and updates dds.events.
+type Store struct{ db *sqlx.DB }
+
+// NewStore returns a store over db.
+func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
+
+// Claim takes up to n unrelayed events whose claim is absent or expired,
+// oldest first, and claims them for lease. SKIP LOCKED lets concurrent
+// relays take disjoint batches without waiting; a relay that dies leaves
+// its claims to expire.
+func (s *Store) Claim(ctx context.Context, n int, lease time.Duration) ([]Event, error) {
+	var out []Event
+	err := s.db.SelectContext(ctx, &out, `WITH c AS (
+			SELECT id FROM dds.events
+			WHERE relayed_at IS NULL AND (claimed_until IS NULL OR claimed_until < now())
+			ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+		UPDATE dds.events e SET claimed_until = now() + $2 * interval '1 millisecond'
+		FROM c WHERE e.id = c.id AND e.relayed_at IS NULL -- rechecked on the latest row version
+		RETURNING e.id, e.tenant_id, COALESCE((SELECT name FROM dds.tenants t WHERE t.id = e.tenant_id), '') AS tenant_name,
+			e.schema_name, e.type, e.entity_name, e.entity_id, e.record, e.created_at`,
+		n, lease.Milliseconds())
+	return out, err
+}
+
+// MarkRelayed sets relayed_at on events (in ex, so a caller can make it
+// part of its own transaction). Ids are sorted so concurrent markers lock
+// rows in one order.
+func MarkRelayed(ctx context.Context, ex sqlx.ExecerContext, eventIDs []string) error {
+	if len(eventIDs) == 0 {
+		return nil
+	}
+	ids := slices.Clone(eventIDs)
+	slices.Sort(ids)
+	_, err := ex.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now(), claimed_until = NULL WHERE id = ANY($1::uuid[])`, pq.StringArray(ids))
+	return err
+}
+
+// RowQuerier runs a one-row query (*sql.DB, *sqlx.DB, a transaction).
+type RowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Read reads one event of a tenant (subscriptions read each notified event
+// once); another tenant's event is sql.ErrNoRows. TenantName is left empty.
+func Read(ctx context.Context, q RowQuerier, tenantID, eventID string) (Event, error) {
+	e := Event{ID: eventID, TenantID: tenantID}
+	err := q.QueryRowContext(ctx, `SELECT schema_name, type, entity_name, entity_id, record, created_at
+		FROM dds.events WHERE id = $1 AND tenant_id = $2`, eventID, tenantID).
+		Scan(&e.SchemaName, &e.Type, &e.Name, &e.SubjectID, &e.Record, &e.CreatedAt)
+	return e, err
+}
+
+// Prune deletes events relayed more than age ago, at most batch rows per
+// statement (so no DELETE holds many locks), and returns how many.
+func (s *Store) Prune(ctx context.Context, age time.Duration, batch int) (int64, error) {
+	var total int64
+	ival := (time.Duration(age.Seconds()) * time.Second).String()
+	for {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM dds.events WHERE id IN (SELECT id FROM dds.events
+			WHERE relayed_at IS NOT NULL AND relayed_at < now() - $1::interval LIMIT $2)`, ival, batch)
+		if err != nil {
+			return total, err
+		}
+		n, _ := res.RowsAffected()
+		total += n
+		if n < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
+// Backlog is the state of the unrelayed part of the outbox.
+type Backlog struct {
+	Unrelayed int64
+	// OldestAge is the age of the oldest unrelayed event (0 when none):
+	// the outbox lag.
+	OldestAge time.Duration
+}
+
+// Backlog measures the unrelayed events (uses the events_pending index).
+func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
+	var row struct {
+		N   int64   `db:"n"`
+		Age float64 `db:"age"`
+	}
+	err := s.db.GetContext(ctx, &row, `SELECT count(*) AS n,
+		COALESCE(EXTRACT(EPOCH FROM now() - (SELECT created_at FROM dds.events WHERE relayed_at IS NULL ORDER BY seq LIMIT 1)), 0)::float8 AS age
+		FROM dds.events WHERE relayed_at IS NULL`)
+	return Backlog{Unrelayed: row.N, OldestAge: time.Duration(row.Age * float64(time.Second))}, err
+}
