@@ -241,6 +241,9 @@ func (e *Engine) Prepare(ctx context.Context, m *Model, req Request) (*prepared,
 	if r := lim.measure(); r != nil {
 		return nil, r
 	}
+	if ge := mergeDocument(doc); ge != nil {
+		return nil, fromGQL(gqlerror.List{ge}, "GRAPHQL_VALIDATION_FAILED")
+	}
 	if errs := validator.ValidateWithRules(m.Schema, doc, e.rules); len(errs) > 0 {
 		return nil, fromGQL(errs, "GRAPHQL_VALIDATION_FAILED")
 	}
