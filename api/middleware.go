@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/ratelimit"
 )
@@ -83,6 +86,10 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 				}
 			}
 			d := time.Since(start)
+			if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+				span.SetName(route(r)) // "POST /api/v1/files/upload-url": the pattern carries the method
+				span.SetAttributes(attribute.String("http.route", route(r)), attribute.String("dds.request_id", id), attribute.String("dds.tenant", ri.tenant))
+			}
 			limits.Metrics.observe(r.Pattern, sw.status, d, ri.rejected)
 			if sw.status >= 500 || limits.AccessLogSample >= 1 || limits.AccessLogSample > 0 && mrand.Float64() < limits.AccessLogSample {
 				log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", route(r)),

@@ -10,10 +10,13 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/XSAM/otelsql"
 	_ "github.com/jackc/pgx/v5/stdlib" // the Postgres driver, "pgx"
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"github.com/dds-project/dds/obs"
 )
 
 //go:embed migrations/*.sql
@@ -24,11 +27,22 @@ var migrations embed.FS
 // The driver is pgx's database/sql adapter: it prepares each distinct
 // statement once per connection and re-uses it (binary parameters, no
 // re-parse and re-plan per request), which lib/pq does not do.
+//
+// With tracing on (obs.Tracing) the driver is wrapped for OpenTelemetry
+// (otelsql, whatever the driver): each statement of a traced request is a
+// span of its trace.
 func Open(ctx context.Context, url string, maxConns int) (*sqlx.DB, error) {
-	d, err := sqlx.Open("pgx", url)
+	var sqlDB *sql.DB
+	var err error
+	if obs.Tracing() {
+		sqlDB, err = otelsql.Open("pgx", url, obs.SQLOptions()...)
+	} else {
+		sqlDB, err = sql.Open("pgx", url)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	d := sqlx.NewDb(sqlDB, "pgx")
 	if maxConns <= 0 {
 		maxConns = 20
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dds-project/dds/api"
@@ -92,7 +93,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	}
 	// Lazy: the server starts without Temporal; file uploads and webhook
 	// retries need it.
-	temporal, err := client.NewLazyClient(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace})
+	interceptors, err := obs.TemporalInterceptors()
+	if err != nil {
+		return nil, err
+	}
+	temporal, err := client.NewLazyClient(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Interceptors: interceptors})
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +145,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 
 		AccessLogSample: cfg.AccessLogSample,
 	}))
+	if obs.Tracing() {
+		// A span per request (W3C traceparent continues a caller's trace),
+		// named by route pattern in api.Middleware once the route is known.
+		s.Handler = otelhttp.NewHandler(s.Handler, "http")
+	}
 	return s, nil
 }
 

@@ -53,7 +53,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 	if err != nil {
 		return nil, err
 	}
-	tc, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: slogAdapter{log}})
+	interceptors, err := obs.TemporalInterceptors() // activities continue the trace of the request that started them
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	tc, err := client.DialContext(ctx, client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: slogAdapter{log},
+		Interceptors: interceptors})
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)

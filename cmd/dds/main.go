@@ -23,12 +23,14 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/worker"
 )
@@ -104,9 +106,13 @@ func run(ctx context.Context, args []string) error {
 	}
 	switch args[0] {
 	case "serve":
-		return withConfig(func(cfg *config.Config, log *slog.Logger) error { return serve(ctx, cfg, log) })
+		return withConfig(func(cfg *config.Config, log *slog.Logger) error {
+			return traced(ctx, "dds-server", log, func() error { return serve(ctx, cfg, log) })
+		})
 	case "worker":
-		return withConfig(func(cfg *config.Config, log *slog.Logger) error { return runWorker(ctx, cfg, log) })
+		return withConfig(func(cfg *config.Config, log *slog.Logger) error {
+			return traced(ctx, "dds-worker", log, func() error { return runWorker(ctx, cfg, log) })
+		})
 	case "migrate":
 		return withConfig(func(cfg *config.Config, log *slog.Logger) error { return migrate(ctx, cfg) })
 	case "tenant":
@@ -127,6 +133,26 @@ func withConfig(fn func(*config.Config, *slog.Logger) error) error {
 		return err
 	}
 	return fn(cfg, newLogger(cfg))
+}
+
+// traced runs fn with OpenTelemetry tracing set up from the OTEL_*
+// environment (off unless an OTLP endpoint is set), flushing spans at the end.
+func traced(ctx context.Context, service string, log *slog.Logger, fn func() error) error {
+	shutdown, err := obs.SetupTracing(ctx, service)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	if obs.Tracing() {
+		log.Info("tracing on", "service", service, "endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")+os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	}()
+	return fn()
 }
 
 func newLogger(cfg *config.Config) *slog.Logger {
@@ -212,6 +238,10 @@ func dev(ctx context.Context) error {
 		return err
 	}
 	log := newLogger(cfg)
+	return traced(ctx, "dds", log, func() error { return devRun(ctx, cfg, log) })
+}
+
+func devRun(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err := migrate(ctx, cfg); err != nil {
 		return err
 	}
