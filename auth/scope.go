@@ -14,7 +14,7 @@ import (
 
 // Scope kinds. "entity" and "relationship" are the spec's; the others guard
 // management APIs.
-var kinds = map[string]bool{"entity": true, "relationship": true, "schema": true, "apikey": true, "webhook": true, "file": true}
+var kinds = map[string]bool{"entity": true, "relationship": true, "schema": true, "apikey": true, "webhook": true, "file": true, "job": true}
 
 var ops = map[string]bool{"read": true, "create": true, "update": true, "delete": true}
 
@@ -31,7 +31,7 @@ func ParseScope(s string) (Scope, error) {
 	}
 	sc := Scope{parts[0], parts[1], parts[2]}
 	if sc.Kind != "*" && !kinds[sc.Kind] {
-		return Scope{}, fmt.Errorf("scope %q: unknown kind %q (entity, relationship, schema, apikey, webhook, file or *)", s, sc.Kind)
+		return Scope{}, fmt.Errorf("scope %q: unknown kind %q (entity, relationship, schema, apikey, webhook, file, job or *)", s, sc.Kind)
 	}
 	if sc.Name != "*" && !schema.ValidIdent(sc.Name) {
 		return Scope{}, fmt.Errorf("scope %q: name must be * or a schema name", s)

@@ -271,7 +271,8 @@ temporal_up() {
 		--db-filename "$STATE/temporal.db" --log-level warn \
 		--search-attribute DdsTenant=Keyword \
 		--search-attribute DdsWebhook=Keyword \
-		--search-attribute DdsEventType=Keyword)
+		--search-attribute DdsEventType=Keyword \
+		--search-attribute DdsJobType=Keyword)
 	wait_until temporal "$pid" temporal_ready
 	record_started temporal
 	log "temporal started (pid $pid) on 127.0.0.1:$TEMPORAL_PORT, UI http://127.0.0.1:$TEMPORAL_UI_PORT"

@@ -22,12 +22,14 @@ import (
 	"github.com/dds-project/dds/api/console"
 	apifiles "github.com/dds-project/dds/api/files"
 	"github.com/dds-project/dds/api/graphql"
+	apijobs "github.com/dds-project/dds/api/jobs"
 	"github.com/dds-project/dds/api/rest"
 	apiwebhooks "github.com/dds-project/dds/api/webhooks"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
+	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/openapi"
 	"github.com/dds-project/dds/outbox"
@@ -39,6 +41,7 @@ import (
 	"github.com/dds-project/dds/tenant"
 	"github.com/dds-project/dds/ui"
 	"github.com/dds-project/dds/webhook"
+	"github.com/dds-project/dds/workflows"
 )
 
 // Server is the HTTP server process.
@@ -53,6 +56,7 @@ type Server struct {
 	Tenants *tenant.Service
 	Records *records.Store
 	Files   *files.Service
+	Jobs    *jobs.Service
 	Handler http.Handler
 	gqlSubs *graphql.Subscriptions
 	// Registry is the server's Prometheus registry (served on /metrics).
@@ -117,6 +121,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	}
 	graphql.New(s.Records, s.gqlSubs, gqlLimits, log).Routes(router)
 	apifiles.New(s.Files, fileStore).Routes(router)
+	s.Jobs = jobs.NewService(d, s.Records, &workflows.JobRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
+	apijobs.New(s.Jobs).Routes(router)
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
 	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)
 	// /livez: the process serves HTTP (restart it if not); /readyz (and the

@@ -203,6 +203,22 @@ func (l *Local) Head(_ context.Context, key string) (ObjectInfo, error) {
 	return ObjectInfo{Size: st.Size(), ContentType: m.ContentType}, nil
 }
 
+// Open implements Driver.
+func (l *Local) Open(_ context.Context, key string) (io.ReadCloser, error) {
+	p, err := l.path(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p) //nolint:gosec // G304: p comes from l.path, which confines key to l.dir.
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", key, err)
+	}
+	return f, nil
+}
+
 // Delete implements Driver.
 func (l *Local) Delete(_ context.Context, key string) error {
 	p, err := l.path(key)

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"os"
 	"path/filepath"
@@ -51,6 +52,9 @@ type Driver interface {
 	Head(ctx context.Context, key string) (ObjectInfo, error)
 	// Delete removes the object; deleting a missing object is not an error.
 	Delete(ctx context.Context, key string) error
+	// Open streams the object's bytes (the worker reads import files with
+	// it), or returns ErrNotFound.
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
 }
 
 // Config selects and configures a driver (see config.Config FILE_STORAGE_*).

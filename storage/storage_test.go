@@ -122,6 +122,17 @@ func TestDriverContract(t *testing.T) {
 			if got := resp.Header.Get("Content-Type"); got != ct {
 				t.Fatalf("GET Content-Type %q, want %q", got, ct)
 			}
+			rc, err := d.Open(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, payload) {
+				t.Fatalf("Open read %d bytes (%v); want the uploaded bytes", len(got), err)
+			}
+			if _, err := d.Open(ctx, key+"-missing"); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("Open of a missing key = %v, want ErrNotFound", err)
+			}
 		}},
 		{"oversize upload refused by the store", func(t *testing.T, d storage.Driver, key string) {
 			u, _ := d.PresignPut(ctx, key, ct, 100, time.Minute)

@@ -1,6 +1,6 @@
 // Package worker wires the Temporal worker process: it owns work that
 // outlives a request (webhook delivery and its outbox relay, the file upload
-// lifecycle, large batch jobs).
+// lifecycle, batch jobs).
 package worker
 
 import (
@@ -23,9 +23,12 @@ import (
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
+	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/pgnotify"
+	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/relay"
+	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/workflows"
 )
@@ -89,6 +92,14 @@ func (w *Worker) register(ctx context.Context) error {
 	w.tw.RegisterWorkflow(workflows.FileDelete)
 	w.tw.RegisterActivity(&activities.Files{DB: d, Storage: fileStore})
 	w.loops = append(w.loops, files.New(d, fileStore, tc, files.OptionsFrom(cfg, log)).SweepLoop)
+	// Batch jobs: one workflow per job, its steps as activities.
+	schemas := schema.NewService(d)
+	if err := w.Hub.Subscribe("dds_schemas", schemas.Invalidate); err != nil {
+		return err
+	}
+	w.Hub.OnReconnect(schemas.Flush)
+	w.tw.RegisterWorkflow(workflows.Job)
+	w.tw.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schemas, nil), fileStore, log)})
 	// Webhooks: the outbox relay (first attempts), the retry workflow, pruning.
 	rl, err := relay.Setup(ctx, d, tc, w.tw, relay.SetupOptions{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
 		HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue, Namespace: cfg.TemporalNamespace,

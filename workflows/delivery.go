@@ -133,13 +133,18 @@ func StartOptions(taskQueue string, in DeliveryInput) client.StartWorkflowOption
 // StartDelivery starts (or finds running) the retry workflow of a failed
 // delivery. Starting it again is a no-op.
 func StartDelivery(ctx context.Context, c client.Client, taskQueue string, in DeliveryInput) error {
-	opts := StartOptions(taskQueue, in)
-	_, err := c.ExecuteWorkflow(ctx, opts, Delivery, in)
+	return execute(ctx, c, StartOptions(taskQueue, in), Delivery, in)
+}
+
+// execute starts a workflow. A namespace that lacks the DDS search
+// attributes still runs it (without them); a workflow already started is
+// not an error.
+func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, wf any, args ...any) error {
+	_, err := c.ExecuteWorkflow(ctx, opts, wf, args...)
 	var invalid *serviceerror.InvalidArgument
 	if errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute") {
-		// The namespace lacks the DDS search attributes: deliver anyway.
 		opts.TypedSearchAttributes = temporal.SearchAttributes{}
-		_, err = c.ExecuteWorkflow(ctx, opts, Delivery, in)
+		_, err = c.ExecuteWorkflow(ctx, opts, wf, args...)
 	}
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {

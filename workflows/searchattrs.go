@@ -10,11 +10,11 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// EnsureSearchAttributes registers the delivery workflows' Keyword search
+// EnsureSearchAttributes registers the delivery and job workflows' Keyword search
 // attributes on namespace if they are missing (the worker calls it at
 // start; `make run` also registers them when starting the dev server).
 func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
-	for _, name := range []string{SATenant.GetName(), SAWebhook.GetName(), SAEventType.GetName()} {
+	for _, name := range []string{SATenant.GetName(), SAWebhook.GetName(), SAEventType.GetName(), SAJobType.GetName()} {
 		_, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 			Namespace:        namespace,
 			SearchAttributes: map[string]enums.IndexedValueType{name: enums.INDEXED_VALUE_TYPE_KEYWORD},

@@ -1,0 +1,341 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
+)
+
+// Objects streams stored files (the storage drivers implement it).
+type Objects interface {
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// Executor runs the steps of a job (the worker's activities call it). Each
+// step is safe to run again after a crash: staging starts over from an
+// empty table, and Apply finds the job already applied.
+type Executor struct {
+	db      *sqlx.DB
+	records *records.Store
+	objects Objects
+	log     *slog.Logger
+}
+
+// NewExecutor returns an executor.
+func NewExecutor(db *sqlx.DB, rs *records.Store, objects Objects, log *slog.Logger) *Executor {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Executor{db: db, records: rs, objects: objects, log: log}
+}
+
+// Outcome is where a step left the job.
+type Outcome string
+
+// Outcomes.
+const (
+	Continue  Outcome = "continue"  // go on with the next step
+	Succeeded Outcome = "succeeded" // applied
+	Failed    Outcome = "failed"    // the job failed (its row says why); nothing was written
+	Cancelled Outcome = "cancelled" // cancelled; nothing was written
+)
+
+// ErrCancelled is what a Beat returns when the job's cancellation was asked.
+var ErrCancelled = errors.New("the job was cancelled")
+
+// Beat reports progress (items processed so far) to the run; it returns an
+// error when the run should stop (cancelled, lost).
+type Beat func(processed int64) error
+
+func (x *Executor) load(ctx context.Context, id string) (*jobRow, Spec, error) {
+	var r jobRow
+	err := x.db.GetContext(ctx, &r, `SELECT `+jobCols+` FROM dds.jobs WHERE id = $1`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Spec{}, apperr.New(apperr.NotFound, "job %s not found", id)
+	}
+	if err != nil {
+		return nil, Spec{}, fmt.Errorf("load job: %w", err)
+	}
+	spec, err := r.spec()
+	if err != nil {
+		return nil, Spec{}, fmt.Errorf("decode job spec: %w", err)
+	}
+	return &r, spec, nil
+}
+
+// Begin marks the job running. It answers Cancelled for a job whose
+// cancellation was asked before it started, and the job's terminal status
+// for a job that already ended (a replayed run).
+func (x *Executor) Begin(ctx context.Context, id string) (Outcome, error) {
+	var st struct {
+		Status string `db:"status"`
+		Cancel bool   `db:"cancel_requested"`
+	}
+	err := x.db.GetContext(ctx, &st, `UPDATE dds.jobs SET status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
+		started_at = coalesce(started_at, now()) WHERE id = $1 RETURNING status, cancel_requested`, id)
+	if err != nil {
+		return "", fmt.Errorf("start job: %w", err)
+	}
+	switch {
+	case st.Status != StatusRunning:
+		return Outcome(st.Status), nil
+	case st.Cancel:
+		return x.Finish(ctx, id, Cancelled, "")
+	}
+	return Continue, nil
+}
+
+// Progress records processed (and total, when known) on the job row and
+// reports whether a cancellation was asked.
+func (x *Executor) Progress(ctx context.Context, id string, processed int64, total *int64) (cancelled bool, err error) {
+	err = x.db.GetContext(ctx, &cancelled, `UPDATE dds.jobs SET processed = $2, total = coalesce($3, total)
+		WHERE id = $1 RETURNING cancel_requested`, id, processed, total)
+	return cancelled, err
+}
+
+// Prepare runs everything before the commit: an import streams, validates
+// and stages its file; an update or delete counts the records it will
+// change. Failures the user must fix fail the job (Failed); other errors
+// are returned for the run to retry.
+func (x *Executor) Prepare(ctx context.Context, id string, beat Beat) (Outcome, error) {
+	j, spec, err := x.load(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if j.Status != StatusRunning {
+		return Outcome(j.Status), nil
+	}
+	sc, e, err := x.scope(ctx, j)
+	if err != nil {
+		return x.failed(ctx, id, err, nil)
+	}
+	if j.Type == TypeImport {
+		res, err := x.stage(ctx, j, spec, sc, e, beat)
+		if errors.Is(err, ErrCancelled) {
+			return x.Finish(ctx, id, Cancelled, "")
+		}
+		if err != nil {
+			return x.failed(ctx, id, err, nil)
+		}
+		if res.FailureCount > 0 {
+			return x.failed(ctx, id, apperr.New(apperr.Validation, "%d of the file's items are invalid; nothing was written", res.FailureCount), res)
+		}
+		return Continue, nil
+	}
+	w, a, err := compileWhere(sc, j.Entity, spec.Where)
+	if err != nil {
+		return x.failed(ctx, id, err, nil)
+	}
+	var total int64
+	if err := x.db.GetContext(ctx, &total, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, sc.Compiler.Table(e.Name), w), a.List()...); err != nil {
+		return x.failed(ctx, id, records.MapError(sc, e.Name, err), nil)
+	}
+	if _, err := x.Progress(ctx, id, 0, &total); err != nil {
+		return "", err
+	}
+	return Continue, nil
+}
+
+// scope resolves the tenant's active schema and the job's entity; a schema
+// activated since the job was created fails the job (its rows were
+// validated against another schema).
+func (x *Executor) scope(ctx context.Context, j *jobRow) (*records.Scope, *schema.Entity, error) {
+	sc, err := x.records.Scope(ctx, j.TenantID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sc.Schema.ID != j.SchemaID {
+		return nil, nil, apperr.New(apperr.Conflict, "the tenant's active schema changed since the job was created")
+	}
+	e, err := sc.Compiler.Entity(j.Entity)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc, e, nil
+}
+
+// failed ends the job as failed when err is the job's fault (a user
+// error); an internal error is returned so the run retries the step.
+func (x *Executor) failed(ctx context.Context, id string, err error, res *Result) (Outcome, error) {
+	e := apperr.As(err)
+	if e.Code == apperr.Internal || e.Code == apperr.Unavailable {
+		return "", err
+	}
+	return x.finishWith(ctx, id, Failed, jobError(e), res)
+}
+
+func jobError(e *apperr.Error) *records.BatchError {
+	be := &records.BatchError{Code: e.Code, Message: e.Message, Details: e.Details}
+	if len(e.Details) > 0 {
+		be.Field = e.Details[0].Field
+	}
+	return be
+}
+
+// Finish ends a job that is not yet terminal (failed with message, or
+// cancelled) and drops its staging table. Idempotent.
+func (x *Executor) Finish(ctx context.Context, id string, o Outcome, message string) (Outcome, error) {
+	var be *records.BatchError
+	if o == Failed {
+		be = &records.BatchError{Code: apperr.Internal, Message: message}
+	}
+	return x.finishWith(ctx, id, o, be, nil)
+}
+
+// finishWith ends the job as o unless it already ended, and returns the
+// status it ended with.
+func (x *Executor) finishWith(ctx context.Context, id string, o Outcome, be *records.BatchError, res *Result) (Outcome, error) {
+	if err := finish(ctx, x.db, id, string(o), be, res); err != nil {
+		return "", err
+	}
+	if err := x.Cleanup(ctx, id); err != nil {
+		return "", err
+	}
+	var status string
+	if err := x.db.GetContext(ctx, &status, `SELECT status FROM dds.jobs WHERE id = $1`, id); err != nil {
+		return "", fmt.Errorf("read job status: %w", err)
+	}
+	return Outcome(status), nil
+}
+
+// Cleanup drops the job's staging table, if any.
+func (x *Executor) Cleanup(ctx context.Context, id string) error {
+	if _, err := x.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+stageTable(id)); err != nil {
+		return fmt.Errorf("drop staging table: %w", err)
+	}
+	return nil
+}
+
+// Apply commits the job in one transaction: it locks the job row, refuses a
+// job whose cancellation was asked, does nothing for a job already applied,
+// writes the records (and their events) and marks the job applied and
+// succeeded. A failure rolls everything back.
+func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
+	j, spec, err := x.load(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	sc, e, err := x.scope(ctx, j)
+	if err != nil {
+		return x.failed(ctx, id, err, nil)
+	}
+	tx, err := x.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var st struct {
+		Status  string `db:"status"`
+		Applied bool   `db:"applied"`
+		Cancel  bool   `db:"cancel_requested"`
+	}
+	if err := tx.GetContext(ctx, &st, `SELECT status, applied_at IS NOT NULL AS applied, cancel_requested
+		FROM dds.jobs WHERE id = $1 FOR UPDATE`, id); err != nil {
+		return "", fmt.Errorf("lock job: %w", err)
+	}
+	switch {
+	case st.Applied:
+		return Succeeded, nil
+	case st.Status != StatusRunning:
+		return Outcome(st.Status), nil
+	case st.Cancel:
+		_ = tx.Rollback()
+		return x.Finish(ctx, id, Cancelled, "")
+	}
+	var n int64
+	switch j.Type {
+	case TypeImport:
+		n, err = applyImport(ctx, tx, sc, e, id, spec.EmitEvents)
+	default:
+		n, err = applyFilter(ctx, tx, sc, e, j.Type, spec)
+	}
+	if err != nil {
+		_ = tx.Rollback()
+		return x.failed(ctx, id, records.MapError(sc, e.Name, err), nil)
+	}
+	res, _ := json.Marshal(Result{SuccessCount: n, Failed: []records.BatchFailure{}})
+	if _, err := tx.ExecContext(ctx, `UPDATE dds.jobs SET status = 'succeeded', applied_at = now(), finished_at = now(),
+		processed = $2, total = $2, result = $3 WHERE id = $1`, id, n, string(res)); err != nil {
+		return "", fmt.Errorf("mark job applied: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return "", records.MapError(sc, e.Name, err)
+	}
+	if err := x.Cleanup(ctx, id); err != nil {
+		x.log.Warn("drop staging table", "job", id, "err", err)
+	}
+	return Succeeded, nil
+}
+
+// applyFilter updates or deletes every record matching the job's filter in
+// one statement, with one event per record when asked. A delete marks the
+// files its records held deleted in the same statement (the worker's
+// sweeper removes their objects).
+func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, typ string, spec Spec) (int64, error) {
+	w, a, err := compileWhere(sc, e.Name, spec.Where)
+	if err != nil {
+		return 0, err
+	}
+	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	var write string
+	switch typ {
+	case TypeUpdate:
+		row, errs := records.Prepare(e, spec.Set, records.Patch)
+		if err := apperr.Fields(errs); err != nil {
+			return 0, err
+		}
+		sets := []string{`"updatedAt" = now()`}
+		for i, f := range row.Fields {
+			sets = append(sets, schema.Ident(f.Name)+" = "+a.Add(row.Values[i], schema.ColumnType(f)))
+		}
+		write = fmt.Sprintf(`UPDATE %s AS t SET %s WHERE %s RETURNING %s`, sc.Compiler.Table(e.Name), strings.Join(sets, ", "), w, strings.Join(ret, ", "))
+	case TypeDelete:
+		write = fmt.Sprintf(`DELETE FROM %s AS t WHERE %s RETURNING %s`, sc.Compiler.Table(e.Name), w, strings.Join(ret, ", "))
+	}
+	ctes := []string{"w AS (" + write + ")"}
+	if spec.EmitEvents {
+		ev := records.EventUpdated
+		if typ == TypeDelete {
+			ev = records.EventDeleted
+		}
+		ctes = append(ctes, "e AS ("+records.OutboxCTE(sc, a, ev, e.Name, "w")+")")
+	}
+	if typ == TypeDelete {
+		if held := fileIDs(e, "w"); held != "" {
+			ctes = append(ctes, fmt.Sprintf(`fx AS (UPDATE dds.files SET status = 'deleted', deleted_at = coalesce(deleted_at, now())
+  WHERE tenant_id = %s AND status <> 'deleted' AND id IN (%s))`, a.Add(sc.TenantID, "uuid"), held))
+		}
+	}
+	var n int64
+	err = tx.GetContext(ctx, &n, "WITH "+strings.Join(ctes, ",\n")+"\nSELECT count(*) FROM w", a.List()...)
+	return n, err
+}
+
+// fileIDs is a query of the file ids held by the FILE fields of the
+// records in src ("" when the entity has none).
+func fileIDs(e *schema.Entity, src string) string {
+	var parts []string
+	for i := range e.Fields {
+		f := &e.Fields[i]
+		if f.Type != schema.File {
+			continue
+		}
+		if f.List {
+			parts = append(parts, fmt.Sprintf(`SELECT unnest(%s.%s) FROM %s`, src, schema.Ident(f.Name), src))
+		} else {
+			parts = append(parts, fmt.Sprintf(`SELECT %s.%s FROM %s`, src, schema.Ident(f.Name), src))
+		}
+	}
+	return strings.Join(parts, " UNION ALL ")
+}
