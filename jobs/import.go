@@ -17,8 +17,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dds-project/dds/apperr"
@@ -108,10 +109,12 @@ func (x *Executor) stage(ctx context.Context, j *jobRow, spec Spec, sc *records.
 
 	table := stageTable(j.ID)
 	cols := []string{"_line", "_id"}
-	defs := []string{colLine + " bigint NOT NULL", colID + " uuid NOT NULL"}
+	defs := []string{colLine + " bigint NOT NULL", colID + " text NOT NULL"}
 	for i := range e.Fields {
+		// Text: every value arrives in its column type's text form (what
+		// the API binds), and is cast when checked and applied.
 		cols = append(cols, e.Fields[i].Name)
-		defs = append(defs, schema.Ident(e.Fields[i].Name)+" "+schema.ColumnType(&e.Fields[i]))
+		defs = append(defs, schema.Ident(e.Fields[i].Name)+" text")
 	}
 	if _, err := x.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+table+`; CREATE UNLOGGED TABLE `+table+` (`+strings.Join(defs, ", ")+`)`); err != nil {
 		return nil, fmt.Errorf("create staging table: %w", err)
@@ -234,61 +237,50 @@ func (x *Executor) copyRows(ctx context.Context, r io.Reader, format string, e *
 	})
 	var staged int64
 	g.Go(func() error {
-		// The transaction must not see gctx end: database/sql would roll it
-		// back from another goroutine while lib/pq's COPY reader runs. A
-		// cancellation is noticed between batches instead.
-		tctx := context.WithoutCancel(gctx)
-		tx, err := x.db.BeginTxx(tctx, nil)
+		conn, err := x.db.Conn(gctx)
 		if err != nil {
-			return fmt.Errorf("begin staging: %w", err)
+			return fmt.Errorf("staging connection: %w", err)
 		}
-		defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-		stmt, err := tx.PrepareContext(tctx, pq.CopyInSchema(stagingSchema, table, cols...))
-		if err != nil {
-			return fmt.Errorf("start COPY: %w", err)
-		}
-		// Ends the COPY (and waits for lib/pq's reader) before the
-		// rollback on an early return; a no-op after the Close below.
-		defer stmt.Close()
-		last := time.Now()
-		for batch := range batches {
-			if gctx.Err() != nil {
-				return gctx.Err()
+		defer conn.Close()
+		return conn.Raw(func(dc any) error {
+			pc, ok := dc.(*stdlib.Conn)
+			if !ok {
+				return fmt.Errorf("staging needs the pgx driver, got %T", dc)
 			}
-			for _, row := range batch {
-				if _, err := stmt.ExecContext(tctx, row...); err != nil {
-					return copyError(err)
+			var batch []stagedRow
+			next := 0
+			last := time.Now()
+			src := pgx.CopyFromFunc(func() ([]any, error) {
+				if next == len(batch) {
+					var more bool
+					if batch, more = <-batches; !more {
+						return nil, gctx.Err()
+					}
+					next = 0
+					staged += int64(len(batch))
+					if time.Since(last) > time.Second {
+						last = time.Now()
+						if err := beat(staged + fails.count.Load()); err != nil {
+							return nil, err
+						}
+					}
 				}
-			}
-			staged += int64(len(batch))
-			if time.Since(last) > time.Second {
-				last = time.Now()
-				if err := beat(staged + fails.count.Load()); err != nil {
-					return err
-				}
-			}
-		}
-		if gctx.Err() != nil {
-			return gctx.Err()
-		}
-		if _, err := stmt.ExecContext(tctx); err != nil {
+				next++
+				return batch[next-1], nil
+			})
+			_, err := pc.Conn().CopyFrom(gctx, pgx.Identifier{stagingSchema, table}, cols, src)
 			return copyError(err)
-		}
-		if err := stmt.Close(); err != nil {
-			return copyError(err)
-		}
-		return tx.Commit()
+		})
 	})
 	err := g.Wait()
 	return staged, err
 }
 
-// copyError maps a COPY failure: a value Postgres refuses (out of range) is
-// the file's fault.
+// copyError wraps a COPY failure (nil stays nil). A Beat's error (a
+// cancellation) is kept as is.
 func copyError(err error) error {
-	var pe *pq.Error
-	if errors.As(err, &pe) && pe.Code.Class() == "22" {
-		return apperr.New(apperr.Validation, "a value is out of range: %s (%s)", pe.Message, pe.Where)
+	if err == nil || errors.Is(err, ErrCancelled) {
+		return err
 	}
 	return fmt.Errorf("COPY into staging: %w", err)
 }
@@ -312,7 +304,14 @@ func (p *parser) row(index int64, item map[string]any, echo any) (stagedRow, boo
 	row[0] = index
 	row[1] = uuid.Must(uuid.NewV7()).String()
 	for k, f := range prepared.Fields {
-		row[p.pos[f]] = prepared.Values[k]
+		t, ok, err := records.TextValue(prepared.Values[k])
+		if err != nil {
+			p.fails.add(index, echo, apperr.Field(f.Name, "cannot be stored: %v", err))
+			return nil, false
+		}
+		if ok {
+			row[p.pos[f]] = t
+		}
 	}
 	return row, true
 }
@@ -510,7 +509,8 @@ func (x *Executor) checkStaged(ctx context.Context, sc *records.Scope, e *schema
 	target := sc.Compiler.Table(e.Name)
 	for i := range e.Fields {
 		f := &e.Fields[i]
-		col := schema.Ident(f.Name)
+		col := fmt.Sprintf("(%s::%s)", schema.Ident(f.Name), schema.ColumnType(f))    // in the staging table
+		scol := fmt.Sprintf("(s.%s::%s)", schema.Ident(f.Name), schema.ColumnType(f)) // the same, of alias s
 		if f.Unique && !f.List {
 			checks = append(checks, check{f.Name, "must be unique: the same value is at index %d of the file",
 				fmt.Sprintf(`SELECT s."_line", x.first, %s AS item, count(*) OVER () AS n FROM %s s
@@ -518,13 +518,13 @@ func (x *Executor) checkStaged(ctx context.Context, sc *records.Scope, e *schema
   WHERE x."_line" <> x.first ORDER BY s."_line" LIMIT %d`, item, table, col, table, col, MaxFailures), nil})
 			checks = append(checks, check{f.Name, fmt.Sprintf("must be unique: a %s with this value already exists", e.Name),
 				fmt.Sprintf(`SELECT s."_line", 0 AS first, %s AS item, count(*) OVER () AS n FROM %s s
-  WHERE EXISTS (SELECT 1 FROM %s t WHERE t.%s = s.%s) ORDER BY s."_line" LIMIT %d`, item, table, target, col, col, MaxFailures), nil})
+  WHERE EXISTS (SELECT 1 FROM %s t WHERE t.%s = %s) ORDER BY s."_line" LIMIT %d`, item, table, target, schema.Ident(f.Name), scol, MaxFailures), nil})
 		}
 		if f.Type == schema.File {
 			missing := `NOT EXISTS (SELECT 1 FROM dds.files fl WHERE fl.id = %s AND fl.tenant_id = $1 AND fl.status = 'confirmed')`
-			cond := fmt.Sprintf("s.%s IS NOT NULL AND "+missing, col, "s."+col)
+			cond := fmt.Sprintf("s.%s IS NOT NULL AND "+missing, schema.Ident(f.Name), scol)
 			if f.List {
-				cond = fmt.Sprintf("EXISTS (SELECT 1 FROM unnest(s.%s) u(v) WHERE "+missing+")", col, "u.v")
+				cond = fmt.Sprintf("EXISTS (SELECT 1 FROM unnest%s u(v) WHERE "+missing+")", scol, "u.v")
 			}
 			checks = append(checks, check{f.Name, "file does not exist, is not confirmed, or belongs to another tenant",
 				fmt.Sprintf(`SELECT s."_line", 0 AS first, %s AS item, count(*) OVER () AS n FROM %s s WHERE %s ORDER BY s."_line" LIMIT %d`,
@@ -565,10 +565,10 @@ func (x *Executor) checkStaged(ctx context.Context, sc *records.Scope, e *schema
 func applyImport(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, id string, events bool) (int64, error) {
 	table := stageTable(id)
 	names := []string{`"id"`}
-	sel := []string{`s."_id"`}
+	sel := []string{`s."_id"::uuid`}
 	for i := range e.Fields {
 		names = append(names, schema.Ident(e.Fields[i].Name))
-		sel = append(sel, "s."+schema.Ident(e.Fields[i].Name))
+		sel = append(sel, "s."+schema.Ident(e.Fields[i].Name)+"::"+schema.ColumnType(&e.Fields[i]))
 	}
 	insert := fmt.Sprintf(`INSERT INTO %s AS t (%s) SELECT %s FROM %s s ORDER BY s."_line"`,
 		sc.Compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), table)

@@ -294,20 +294,20 @@ func (s *Service) Create(ctx context.Context, tenantID string, r *Request) (*Job
 
 // jobRow is a dds.jobs row.
 type jobRow struct {
-	ID         string          `db:"id"`
-	TenantID   string          `db:"tenant_id"`
-	SchemaID   string          `db:"schema_id"`
-	Type       string          `db:"type"`
-	Entity     string          `db:"entity"`
-	Spec       []byte          `db:"spec"`
-	Status     string          `db:"status"`
-	Processed  int64           `db:"processed"`
-	Total      sql.NullInt64   `db:"total"`
-	Result     []byte          `db:"result"`
-	Error      []byte          `db:"error"`
-	CreatedAt  time.Time       `db:"created_at"`
-	StartedAt  *time.Time      `db:"started_at"`
-	FinishedAt *time.Time      `db:"finished_at"`
+	ID         string        `db:"id"`
+	TenantID   string        `db:"tenant_id"`
+	SchemaID   string        `db:"schema_id"`
+	Type       string        `db:"type"`
+	Entity     string        `db:"entity"`
+	Spec       []byte        `db:"spec"`
+	Status     string        `db:"status"`
+	Processed  int64         `db:"processed"`
+	Total      sql.NullInt64 `db:"total"`
+	Result     []byte        `db:"result"`
+	Error      []byte        `db:"error"`
+	CreatedAt  time.Time     `db:"created_at"`
+	StartedAt  *time.Time    `db:"started_at"`
+	FinishedAt *time.Time    `db:"finished_at"`
 }
 
 const jobCols = `id, tenant_id, schema_id, type, entity, spec, status, processed, total, result, error, created_at, started_at, finished_at`

@@ -565,6 +565,11 @@ func (s *Store) checkFiles(ctx context.Context, sc *Scope, rows []Row, items []a
 	}
 }
 
+// TextValue renders a coerced value (schema.CoerceValue's result) in the
+// text form Postgres parses for the column type; ok is false for NULL.
+// Imports stage their rows in this form.
+func TextValue(v any) (string, bool, error) { return textValue(v) }
+
 // textValue renders a coerced value (schema.CoerceValue's result) in the
 // text form Postgres parses for the column type; ok is false for NULL.
 func textValue(v any) (string, bool, error) {

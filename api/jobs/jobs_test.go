@@ -308,8 +308,8 @@ func TestImportInvalidItemsWriteNothing(t *testing.T) {
 		`{"name": "bad enum", "status": "gone"}`,  // 3: ENUM
 		`[1, 2]`,                                  // 4: not an object
 		`{"name": "dup a", "sku": "S1"}`,
-		`{"name": "dup b", "sku": "S1"}`,                       // 6: unique within the file
-		`{"name": "taken", "sku": "TAKEN"}`,                    // 7: unique against the table
+		`{"name": "dup b", "sku": "S1"}`,                        // 6: unique within the file
+		`{"name": "taken", "sku": "TAKEN"}`,                     // 7: unique against the table
 		`{"name": "foreign file", "manual": "` + foreign + `"}`, // 8: another tenant's file
 		`{"name": "unknown", "colour": "red"}`,                  // 9: unknown field
 		`not json`,                                              // 10
