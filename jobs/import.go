@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -562,7 +563,7 @@ func (x *Executor) checkStaged(ctx context.Context, sc *records.Scope, e *schema
 
 // applyImport inserts the staged rows, in file order, with one
 // entity.created event each when asked.
-func applyImport(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, id string, events bool) (int64, error) {
+func applyImport(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, id string, events bool) (int64, string, error) {
 	table := stageTable(id)
 	names := []string{`"id"`}
 	sel := []string{`s."_id"::uuid`}
@@ -570,20 +571,15 @@ func applyImport(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.
 		names = append(names, schema.Ident(e.Fields[i].Name))
 		sel = append(sel, "s."+schema.Ident(e.Fields[i].Name)+"::"+schema.ColumnType(&e.Fields[i]))
 	}
-	insert := fmt.Sprintf(`INSERT INTO %s AS t (%s) SELECT %s FROM %s s ORDER BY s."_line"`,
-		sc.Compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), table)
-	if !events {
-		res, err := tx.ExecContext(ctx, insert)
-		if err != nil {
-			return 0, err
-		}
-		return res.RowsAffected()
+	ret := []string{`t."id"`}
+	if events {
+		ret, _ = sc.Compiler.Columns(e, nil, "t")
 	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	var a query.Args
-	q := fmt.Sprintf("WITH w AS (%s RETURNING %s),\ne AS (%s)\nSELECT count(*) FROM w", insert, strings.Join(ret, ", "),
-		records.OutboxCTE(sc, &a, records.EventCreated, e.Name, "w"))
-	var n int64
-	err := tx.GetContext(ctx, &n, q, a.List()...)
-	return n, err
+	with := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM %s s ORDER BY s."_line" RETURNING %s)`,
+		sc.Compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), table, strings.Join(ret, ", "))
+	if events {
+		with += ",\ne AS (" + outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w") + ")"
+	}
+	return written(ctx, tx, with, events, a.List())
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
 )
@@ -254,11 +255,12 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 		return x.Finish(ctx, id, Cancelled, "")
 	}
 	var n int64
+	var event string
 	switch j.Type {
 	case TypeImport:
-		n, err = applyImport(ctx, tx, sc, e, id, spec.EmitEvents)
+		n, event, err = applyImport(ctx, tx, sc, e, id, spec.EmitEvents)
 	default:
-		n, err = applyFilter(ctx, tx, sc, e, j.Type, spec)
+		n, event, err = applyFilter(ctx, tx, sc, e, j.Type, spec)
 	}
 	if err != nil {
 		_ = tx.Rollback()
@@ -272,6 +274,14 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 	if err := tx.Commit(); err != nil {
 		return "", records.MapError(sc, e.Name, err)
 	}
+	if event != "" {
+		// One notification wakes the outbox relay, which then claims every
+		// event of the job from the table (announcing each of a million
+		// events would flood the channel).
+		if _, err := x.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, outbox.Channel, j.TenantID+":"+event); err != nil {
+			x.log.Warn("announce job events; the relay's poll finds them", "job", id, "err", err)
+		}
+	}
 	if err := x.Cleanup(ctx, id); err != nil {
 		x.log.Warn("drop staging table", "job", id, "err", err)
 	}
@@ -282,10 +292,10 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 // one statement, with one event per record when asked. A delete marks the
 // files its records held deleted in the same statement (the worker's
 // sweeper removes their objects).
-func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, typ string, spec Spec) (int64, error) {
+func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, typ string, spec Spec) (int64, string, error) {
 	w, a, err := compileWhere(sc, e.Name, spec.Where)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	var write string
@@ -293,7 +303,7 @@ func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.
 	case TypeUpdate:
 		row, errs := records.Prepare(e, spec.Set, records.Patch)
 		if err := apperr.Fields(errs); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		sets := []string{`"updatedAt" = now()`}
 		for i, f := range row.Fields {
@@ -305,11 +315,11 @@ func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.
 	}
 	ctes := []string{"w AS (" + write + ")"}
 	if spec.EmitEvents {
-		ev := records.EventUpdated
+		ev := outbox.EntityUpdated
 		if typ == TypeDelete {
-			ev = records.EventDeleted
+			ev = outbox.EntityDeleted
 		}
-		ctes = append(ctes, "e AS ("+records.OutboxCTE(sc, a, ev, e.Name, "w")+")")
+		ctes = append(ctes, "e AS ("+outbox.InsertCTE(a, sc.Origin(), ev, e.Name, "w")+")")
 	}
 	if typ == TypeDelete {
 		if held := fileIDs(e, "w"); held != "" {
@@ -317,9 +327,23 @@ func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.
   WHERE tenant_id = %s AND status <> 'deleted' AND id IN (%s))`, a.Add(sc.TenantID, "uuid"), held))
 		}
 	}
-	var n int64
-	err = tx.GetContext(ctx, &n, "WITH "+strings.Join(ctes, ",\n")+"\nSELECT count(*) FROM w", a.List()...)
-	return n, err
+	return written(ctx, tx, "WITH "+strings.Join(ctes, ",\n"), spec.EmitEvents, a.List())
+}
+
+// written runs a write whose CTEs end with the records in w (and their
+// events in e when events) and returns how many records it wrote and one of
+// its event ids (empty without events).
+func written(ctx context.Context, tx *sqlx.Tx, with string, events bool, args []any) (int64, string, error) {
+	var r struct {
+		N     int64          `db:"n"`
+		Event sql.NullString `db:"event"`
+	}
+	event := "NULL::text"
+	if events {
+		event = "(SELECT id::text FROM e LIMIT 1)"
+	}
+	err := tx.GetContext(ctx, &r, with+"\nSELECT count(*) AS n, "+event+" AS event FROM w", args...)
+	return r.N, r.Event.String, err
 }
 
 // fileIDs is a query of the file ids held by the FILE fields of the
