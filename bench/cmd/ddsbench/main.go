@@ -34,6 +34,8 @@ import (
 	"os/signal"
 	"reflect"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +58,7 @@ type options struct {
 	records     int
 	maxConns    int
 	rounds      int
+	driver      string
 }
 
 func main() {
@@ -65,11 +68,12 @@ func main() {
 	var only, minimal, tenant string
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration of each contender (split into -rounds; capped at 2m)")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each run")
-	flag.IntVar(&o.concurrency, "concurrency", load.DefaultConcurrency, "concurrent clients")
-	flag.StringVar(&only, "only", "get,create", "sections to run: get, create")
-	flag.IntVar(&o.records, "records", 10000, "records seeded before the GET section")
+	flag.IntVar(&o.concurrency, "concurrency", 0, "concurrent clients (default 32 with -load wrk, 16 with go)")
+	flag.StringVar(&only, "only", "", "sections to run: get, list, create (-load wrk; default all), get, create (-load go; default both)")
+	flag.StringVar(&o.driver, "load", "wrk", "load generator: wrk (its own process; what users see) or go (in-process, for profiling)")
+	flag.IntVar(&o.records, "records", 100000, "records seeded before the sections")
 	flag.IntVar(&o.maxConns, "max-conns", 40, "Postgres pool size of every contender (DDS_DB_MAX_CONNS)")
-	flag.IntVar(&o.rounds, "rounds", 10, "interleaved rounds each contender's -duration is split into")
+	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds each contender's -duration is split into (default 3 with -load wrk, 10 with go)")
 	flag.StringVar(&minimal, "minimal-server", "", "internal: serve the minimal handler of this section")
 	flag.StringVar(&tenant, "tenant", "", "internal: tenant of -minimal-server")
 	flag.Parse()
@@ -79,17 +83,36 @@ func main() {
 	} else {
 		o.duration = min(max(o.duration, 100*time.Millisecond), 2*time.Minute)
 		o.warmup = min(max(o.warmup, 0), 30*time.Second)
+		if o.concurrency == 0 {
+			o.concurrency = load.DefaultConcurrency
+			if o.driver == "wrk" {
+				o.concurrency = 32
+			}
+		}
 		o.concurrency = min(max(o.concurrency, 1), 1024)
 		o.records = min(max(o.records, 1), 1_000_000)
 		o.maxConns = max(o.maxConns, o.concurrency)
+		if o.rounds == 0 {
+			o.rounds = map[string]int{"wrk": 3}[o.driver]
+			if o.rounds == 0 {
+				o.rounds = 10
+			}
+		}
 		o.rounds = min(max(o.rounds, 1), 100)
+		sections := map[string][]string{"wrk": {"get", "list", "create"}, "go": {"get", "create"}}[o.driver]
+		if sections == nil {
+			err = fmt.Errorf("-load: %q is neither wrk nor go", o.driver)
+		}
+		if only == "" {
+			only = strings.Join(sections, ",")
+		}
 		for _, s := range strings.Split(only, ",") {
-			switch s = strings.TrimSpace(s); s {
-			case "get", "create":
+			switch s = strings.TrimSpace(s); {
+			case slices.Contains(sections, s):
 				o.only = append(o.only, s)
-			case "":
+			case s == "":
 			default:
-				err = fmt.Errorf("-only: unknown section %q (want get, create)", s)
+				err = fmt.Errorf("-only: unknown section %q (want %s)", s, strings.Join(sections, ", "))
 			}
 		}
 		if err == nil {
@@ -130,6 +153,23 @@ func run(ctx context.Context, o options) error {
 	if err := migrateDDS(ctx, bin, env); err != nil {
 		return err
 	}
+	var w *wrkRunner
+	if o.driver == "wrk" {
+		// Before dds serve connects: the runner makes Postgres count
+		// planning time on connections made from now on.
+		stats, err := db.Open(ctx, dbURL, 2)
+		if err != nil {
+			return err
+		}
+		defer stats.Close()
+		root, err := moduleRoot(ctx)
+		if err != nil {
+			return err
+		}
+		if w, err = newWrkRunner(ctx, root, stats, o.concurrency); err != nil {
+			return err
+		}
+	}
 	step("starting dds serve on " + addr)
 	dds, err := startDDS(ctx, bin, env)
 	if err != nil {
@@ -163,6 +203,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if _, err := pool.ExecContext(ctx, "ANALYZE "+b.scope.Compiler.Table(entity)); err != nil {
 		return err
+	}
+	if w != nil {
+		return runWrkSections(ctx, o, w, env, dds, tenant.TenantID, tenant.APIKey, b, ids, tmp)
 	}
 
 	client := load.Client(o.concurrency)
@@ -342,6 +385,21 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 		m, err = load.MinimalServer(pool.DB, b.getSQL, minimalGetArgs)
 	case "create":
 		m, err = load.MinimalServer(pool.DB, b.create.sql, b.minimalCreateArgs)
+	case "list":
+		st, lerr := b.scope.Compiler.List(listPlan(48))
+		if lerr != nil {
+			return lerr
+		}
+		if len(st.Args) == 0 || st.Args[0] != 48.0 {
+			return fmt.Errorf("the list statement binds %v, the bench expects the price first", st.Args)
+		}
+		m, err = load.MinimalServer(pool.DB, st.SQL, func(r *http.Request) []any {
+			n, perr := strconv.ParseFloat(r.URL.Query().Get("n"), 64)
+			if perr != nil {
+				return nil
+			}
+			return append([]any{n}, st.Args[1:]...)
+		})
 	default:
 		return fmt.Errorf("unknown minimal server %q", kind)
 	}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"reflect"
+	"runtime"
+	"time"
+
+	"github.com/dds-project/dds/bench/load"
+	"github.com/dds-project/dds/query"
+)
+
+// Targets of the wrk sections (ratios within one run).
+const (
+	targetOfMinimal = 0.85 // REST GET, list and create vs the minimal handler
+	targetDBTime    = 1.2  // DB time per request, at most this multiple of the minimal handler's
+	targetGraphQL   = 0.90 // GraphQL get/list vs REST
+)
+
+// listFloor is the N of "price ≥ N": seeded prices are spread evenly over
+// 0.01–50.00, so N in [45, 49.5) matches 1–10 % of the rows.
+func listFloor() float64 { return 45 + float64(rand.IntN(45))/10 }
+
+// runWrkSections measures, with wrk in its own process, DDS's REST and
+// GraphQL surfaces next to the minimal handler running DDS's statements.
+func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dds *proc, tenantID, apiKey string, b *bench, ids []string, tmp string) error {
+	var err error
+	rss := load.SampleRSS(dds.Pid(), 100*time.Millisecond)
+	auth := []string{"Authorization: Bearer " + apiKey, "Content-Type: application/json"}
+	gqlPath := "/api/v1/dynamic-gql/" + tenantID
+	sample := ids
+	if len(sample) > 20000 {
+		sample = sample[:20000]
+	}
+	rounds, slice := o.rounds, o.duration/time.Duration(o.rounds)
+	fmt.Printf("\nDDS benchmark (wrk, %d threads, %d connections): %s per contender in %d rotated rounds (+%s warm-up), %d seeded records, Postgres pool %d, %d CPUs, %s\n",
+		w.threads, o.concurrency, o.duration, rounds, o.warmup, o.records, o.maxConns, runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
+
+	var verdicts []string
+	verdict := func(ok bool, format string, args ...any) {
+		verdicts = append(verdicts, fmt.Sprintf(format, args...)+": "+pass(ok))
+	}
+	for _, section := range o.only {
+		var ts []wrkTarget
+		var m *proc
+		switch section {
+		case "get":
+			if m, err = startMinimal(ctx, "get", tenantID, env.databaseURL, o.maxConns); err != nil {
+				return err
+			}
+			if err := checkSameGet(ctx, b, load.Client(1), dds.URL, m.URL, apiKey, ids[0]); err != nil {
+				m.Stop()
+				return err
+			}
+			if err := checkGraphQLGet(ctx, dds.URL+gqlPath, apiKey, b, ids[0]); err != nil {
+				m.Stop()
+				return err
+			}
+			var minL, restL, gqlL []string
+			for _, id := range sample {
+				minL = append(minL, reqLine("GET", "/p/"+id, nil))
+				restL = append(restL, reqLine("GET", "/api/v1/dynamic/"+entity+"/"+id, nil))
+				gqlL = append(gqlL, reqLine("POST", gqlPath, gqlBody(gqlGetQuery, map[string]any{"id": id})))
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "GET minimal handler", pid: m.Pid(), url: m.URL},
+				{name: "GET DDS REST", pid: dds.Pid(), url: dds.URL, headers: auth},
+				{name: "GET DDS GraphQL", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, minL, restL, gqlL)
+		case "list":
+			if m, err = startMinimal(ctx, "list", tenantID, env.databaseURL, o.maxConns); err != nil {
+				return err
+			}
+			if err := checkSameList(ctx, dds.URL, gqlPath, m.URL, apiKey); err != nil {
+				m.Stop()
+				return err
+			}
+			var minL, restL, gqlL []string
+			for range 2000 {
+				n := listFloor()
+				minL = append(minL, reqLine("GET", fmt.Sprintf("/p?n=%g", n), nil))
+				restL = append(restL, reqLine("POST", "/api/v1/dynamic/"+entity+"/query", restListBody(n)))
+				gqlL = append(gqlL, reqLine("POST", gqlPath, gqlBody(gqlListQuery, map[string]any{"n": n})))
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "list minimal handler", pid: m.Pid(), url: m.URL},
+				{name: "list DDS REST", pid: dds.Pid(), url: dds.URL, headers: auth},
+				{name: "list DDS GraphQL", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, minL, restL, gqlL)
+		case "create":
+			if m, err = startMinimal(ctx, "create", tenantID, env.databaseURL, o.maxConns); err != nil {
+				return err
+			}
+			if err := checkSameCreate(ctx, b, load.Client(1), dds.URL, m.URL, apiKey); err != nil {
+				m.Stop()
+				return err
+			}
+			var minL, restL []string
+			for range 5000 {
+				body := randomBody()
+				minL = append(minL, reqLine("POST", "/p", body))
+				restL = append(restL, reqLine("POST", "/api/v1/dynamic/"+entity, body))
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "create minimal handler (+event)", pid: m.Pid(), url: m.URL, headers: auth[1:]},
+				{name: "create DDS REST (+event)", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, minL, restL)
+		}
+		if err != nil {
+			m.Stop()
+			return err
+		}
+		step(section + " (wrk)")
+		ss, err := w.measure(ctx, ts, rounds, slice, o.warmup)
+		m.Stop()
+		if err != nil {
+			return err
+		}
+		printWrkTable(os.Stdout, section, ss)
+		minimal := ss[0]
+		for _, s := range ss[1:] {
+			r := s.rps / minimal.rps
+			verdict(r >= targetOfMinimal && s.errors == 0, "%-26s = %5.1f%% of the minimal handler's req/s (target ≥ %.0f%%)", s.name, 100*r, 100*targetOfMinimal)
+			d := float64(s.dbPerRq) / float64(minimal.dbPerRq)
+			verdict(d <= targetDBTime, "%-26s DB time/request = %.2f× the minimal handler's (target ≤ %.1f×)", s.name, d, targetDBTime)
+		}
+		if len(ss) == 3 {
+			r := ss[2].rps / ss[1].rps
+			verdict(r >= targetGraphQL, "%-26s = %5.1f%% of REST (target ≥ %.0f%%)", ss[2].name, 100*r, 100*targetGraphQL)
+		}
+	}
+	peak, err := rss.Stop()
+	if err != nil {
+		return fmt.Errorf("sample dds serve RSS: %w", err)
+	}
+	fmt.Println()
+	for _, v := range verdicts {
+		fmt.Println(v)
+	}
+	fmt.Printf("dds serve peak RSS throughout = %s (target ≤ %s): %s\n", load.MB(peak), load.MB(targetRSS), pass(peak <= targetRSS))
+	return nil
+}
+
+// targets writes each target's request file.
+func targets(dir, section string, ts []wrkTarget, lines ...[]string) ([]wrkTarget, error) {
+	for i := range ts {
+		p, err := writeRequests(dir, fmt.Sprintf("%s-%d", section, i), lines[i])
+		if err != nil {
+			return nil, err
+		}
+		ts[i].reqs = p
+	}
+	return ts, nil
+}
+
+const productFields = `id name price stock tags createdAt updatedAt`
+
+var (
+	gqlGetQuery  = `query($id: ID!) { product(id: $id) { ` + productFields + ` } }`
+	gqlListQuery = `query($n: Float!) { products(where: {price: {gte: $n}}, orderBy: [{field: "createdAt", direction: DESC}], limit: 20) { ` + productFields + ` } }`
+)
+
+func gqlBody(q string, vars map[string]any) []byte {
+	b, _ := json.Marshal(map[string]any{"query": q, "variables": vars})
+	return b
+}
+
+func restListBody(n float64) []byte {
+	b, _ := json.Marshal(map[string]any{"where": map[string]any{"price": map[string]any{"$gte": n}},
+		"orderBy": "createdAt", "orderDirection": "DESC", "limit": 20})
+	return b
+}
+
+// listPlan is the list the REST and GraphQL list requests ask for.
+func listPlan(n float64) query.List {
+	return query.List{Entity: entity, Where: query.Cond{Field: "price", Op: query.Gte, Value: n},
+		OrderBy: []query.Order{{Field: "createdAt", Desc: true}}, Limit: 20}
+}
+
+// checkGraphQLGet asserts GraphQL's product(id) is the record the REST GET
+// statement returns.
+func checkGraphQLGet(ctx context.Context, url, key string, b *bench, id string) error {
+	direct, err := b.getDirect(ctx, id)
+	if err != nil {
+		return err
+	}
+	got, err := fetch(ctx, load.Client(1), "POST", url, key, gqlBody(gqlGetQuery, map[string]any{"id": id}), http.StatusOK)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Data struct {
+			Product json.RawMessage `json:"product"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(got, &r); err != nil || !sameJSON(direct, r.Data.Product) {
+		return fmt.Errorf("GraphQL get differs from REST:\n rest:    %s\n graphql: %s", direct, got)
+	}
+	return nil
+}
+
+// checkSameList asserts that the minimal handler, REST and GraphQL return
+// the same 20 records.
+func checkSameList(ctx context.Context, ddsURL, gqlPath, minURL, key string) error {
+	c := load.Client(1)
+	viaMin, err := fetch(ctx, c, "GET", minURL+"/p?n=48", "", nil, http.StatusOK)
+	if err != nil {
+		return err
+	}
+	viaREST, err := fetch(ctx, c, "POST", ddsURL+"/api/v1/dynamic/"+entity+"/query", key, restListBody(48), http.StatusOK)
+	if err != nil {
+		return err
+	}
+	viaGQL, err := fetch(ctx, c, "POST", ddsURL+gqlPath, key, gqlBody(gqlListQuery, map[string]any{"n": 48}), http.StatusOK)
+	if err != nil {
+		return err
+	}
+	items := func(b []byte) []any {
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		if d, ok := m["data"].(map[string]any); ok {
+			l, _ := d["products"].([]any)
+			return l
+		}
+		l, _ := m["items"].([]any)
+		return l
+	}
+	a := items(viaMin)
+	if len(a) != 20 || !reflect.DeepEqual(a, items(viaREST)) || !reflect.DeepEqual(a, items(viaGQL)) {
+		return fmt.Errorf("the three lists differ:\n minimal: %.300s\n rest:    %.300s\n graphql: %.300s", viaMin, viaREST, viaGQL)
+	}
+	return nil
+}
