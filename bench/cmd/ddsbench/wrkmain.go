@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/dds-project/dds/bench/load"
@@ -29,7 +30,22 @@ func listFloor() float64 { return 45 + float64(rand.IntN(45))/10 }
 // runWrkSections measures, with wrk in its own process, DDS's REST and
 // GraphQL surfaces next to the minimal handler running DDS's statements.
 func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dds *proc, tenantID, apiKey string, b *bench, ids []string, tmp string) error {
-	var err error
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	peer, why, err := startPeer(ctx, root, env.databaseURL, b.scope.Schema.PgSchema)
+	if err != nil {
+		return err
+	}
+	if peer != nil {
+		defer peer.Stop()
+		if err := checkPeer(ctx, peer.URL+peerPath, ids[0]); err != nil {
+			return err
+		}
+	} else {
+		fmt.Println("PostGraphile left out: " + why)
+	}
 	rss := load.SampleRSS(dds.Pid(), 100*time.Millisecond)
 	auth := []string{"Authorization: Bearer " + apiKey, "Content-Type: application/json"}
 	gqlPath := "/api/v1/dynamic-gql/" + tenantID
@@ -61,17 +77,21 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				m.Stop()
 				return err
 			}
-			var minL, restL, gqlL []string
+			var minL, restL, gqlL, peerL []string
 			for _, id := range sample {
 				minL = append(minL, reqLine("GET", "/p/"+id, nil))
 				restL = append(restL, reqLine("GET", "/api/v1/dynamic/"+entity+"/"+id, nil))
 				gqlL = append(gqlL, reqLine("POST", gqlPath, gqlBody(gqlGetQuery, map[string]any{"id": id})))
+				peerL = append(peerL, reqLine("POST", peerPath, gqlBody(peerGetQuery, map[string]any{"id": id})))
 			}
 			ts, err = targets(tmp, section, []wrkTarget{
 				{name: "GET minimal handler", pid: m.Pid(), url: m.URL},
 				{name: "GET DDS REST", pid: dds.Pid(), url: dds.URL, headers: auth},
 				{name: "GET DDS GraphQL", pid: dds.Pid(), url: dds.URL, headers: auth},
 			}, minL, restL, gqlL)
+			if err == nil && peer != nil {
+				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "GET PostGraphile 5 (GraphQL)", pid: peer.Pid(), url: peer.URL, headers: auth[1:]}, peerL)
+			}
 		case "list":
 			if m, err = startMinimal(ctx, "list", tenantID, env.databaseURL, o.maxConns); err != nil {
 				return err
@@ -100,16 +120,20 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				m.Stop()
 				return err
 			}
-			var minL, restL []string
+			var minL, restL, peerL []string
 			for range 5000 {
 				body := randomBody()
 				minL = append(minL, reqLine("POST", "/p", body))
 				restL = append(restL, reqLine("POST", "/api/v1/dynamic/"+entity, body))
+				peerL = append(peerL, reqLine("POST", peerPath, peerCreateBody("{{uuid}}")))
 			}
 			ts, err = targets(tmp, section, []wrkTarget{
 				{name: "create minimal handler (+event)", pid: m.Pid(), url: m.URL, headers: auth[1:]},
 				{name: "create DDS REST (+event)", pid: dds.Pid(), url: dds.URL, headers: auth},
 			}, minL, restL)
+			if err == nil && peer != nil {
+				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "create PostGraphile 5 (record only)", pid: peer.Pid(), url: peer.URL, headers: auth[1:]}, peerL)
+			}
 		}
 		if err != nil {
 			m.Stop()
@@ -123,6 +147,11 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 		}
 		printWrkTable(os.Stdout, section, ss)
 		minimal := ss[0]
+		var peerS *wrkSummary
+		if strings.HasPrefix(ss[len(ss)-1].name, "create PostGraphile") || strings.HasPrefix(ss[len(ss)-1].name, "GET PostGraphile") {
+			peerS = &ss[len(ss)-1]
+			ss = ss[:len(ss)-1]
+		}
 		for _, s := range ss[1:] {
 			r := s.rps / minimal.rps
 			verdict(r >= targetOfMinimal && s.errors == 0, "%-26s = %5.1f%% of the minimal handler's req/s (target ≥ %.0f%%)", s.name, 100*r, 100*targetOfMinimal)
@@ -132,6 +161,14 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 		if len(ss) == 3 {
 			r := ss[2].rps / ss[1].rps
 			verdict(r >= targetGraphQL, "%-26s = %5.1f%% of REST (target ≥ %.0f%%)", ss[2].name, 100*r, 100*targetGraphQL)
+		}
+		if peerS != nil {
+			if section == "create" {
+				r := ss[1].rps / peerS.rps
+				verdict(r >= 1, "%-26s = %.2f× PostGraphile 5's plain create (target ≥ 1×)", ss[1].name, r)
+			} else {
+				fmt.Printf("  %s = %.2f× PostGraphile 5\n", ss[2].name, ss[2].rps/peerS.rps)
+			}
 		}
 	}
 	peak, err := rss.Stop()
@@ -144,6 +181,16 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 	}
 	fmt.Printf("dds serve peak RSS throughout = %s (target ≤ %s): %s\n", load.MB(peak), load.MB(targetRSS), pass(peak <= targetRSS))
 	return nil
+}
+
+// addTarget writes t's request file and appends it.
+func addTarget(dir, section string, ts []wrkTarget, t wrkTarget, lines []string) ([]wrkTarget, error) {
+	p, err := writeRequests(dir, fmt.Sprintf("%s-%d", section, len(ts)), lines)
+	if err != nil {
+		return nil, err
+	}
+	t.reqs = p
+	return append(ts, t), nil
 }
 
 // targets writes each target's request file.
