@@ -69,7 +69,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration of each contender (split into -rounds; capped at 2m)")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each run")
 	flag.IntVar(&o.concurrency, "concurrency", 0, "concurrent clients (default 32 with -load wrk, 16 with go)")
-	flag.StringVar(&only, "only", "", "sections to run: get, list, create (-load wrk; default all), get, create (-load go; default both)")
+	flag.StringVar(&only, "only", "", "sections to run: get, list, flat, create (-load wrk; default all), get, create (-load go; default both)")
 	flag.StringVar(&o.driver, "load", "wrk", "load generator: wrk (its own process; what users see) or go (in-process, for profiling)")
 	flag.IntVar(&o.records, "records", 100000, "records seeded before the sections")
 	flag.IntVar(&o.maxConns, "max-conns", 40, "Postgres pool size of every contender (DDS_DB_MAX_CONNS)")
@@ -99,7 +99,7 @@ func main() {
 			}
 		}
 		o.rounds = min(max(o.rounds, 1), 100)
-		sections := map[string][]string{"wrk": {"get", "list", "create"}, "go": {"get", "create"}}[o.driver]
+		sections := map[string][]string{"wrk": {"get", "list", "flat", "create"}, "go": {"get", "create"}}[o.driver]
 		if sections == nil {
 			err = fmt.Errorf("-load: %q is neither wrk nor go", o.driver)
 		}
@@ -385,6 +385,12 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 		m, err = load.MinimalServer(pool.DB, b.getSQL, minimalGetArgs)
 	case "create":
 		m, err = load.MinimalServer(pool.DB, b.create.sql, b.minimalCreateArgs)
+	case "flat":
+		st, lerr := b.scope.Compiler.List(flatPlan)
+		if lerr != nil {
+			return lerr
+		}
+		m, err = load.MinimalServer(pool.DB, st.SQL, func(*http.Request) []any { return append([]any{}, st.Args...) })
 	case "list":
 		st, lerr := b.scope.Compiler.List(listPlan(48))
 		if lerr != nil {

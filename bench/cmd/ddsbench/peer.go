@@ -82,9 +82,16 @@ func peerResult(body []byte, field string) error {
 	return nil
 }
 
-// checkPeer asserts PostGraphile finds the record and creates one.
+// checkPeer asserts PostGraphile finds the record, lists and creates.
 func checkPeer(ctx context.Context, url, id string) error {
-	b, err := fetch(ctx, load.Client(1), "POST", url, "", gqlBody(peerGetQuery, map[string]any{"id": id}), 200)
+	b, err := fetch(ctx, load.Client(1), "POST", url, "", gqlBody(peerFlatQuery, nil), 200)
+	if err != nil {
+		return err
+	}
+	if err := peerResult(b, "allProducts"); err != nil {
+		return err
+	}
+	b, err = fetch(ctx, load.Client(1), "POST", url, "", gqlBody(peerGetQuery, map[string]any{"id": id}), 200)
 	if err != nil {
 		return err
 	}
