@@ -4,8 +4,9 @@
 // the relayed mark, pruning, the reads of subscriptions and the lag an
 // operator watches. Every other package reaches the table through here.
 //
-// NOTIFY on dds_events (a trigger) only shortens latency: a relay that
-// misses every notification still finds each event by polling Claim.
+// NOTIFY on dds_events (sent by the writing process after commit, see
+// pgnotify.Publisher) only shortens latency: a relay that misses every
+// notification still finds each event by polling Claim.
 package outbox
 
 import (

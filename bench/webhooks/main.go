@@ -33,7 +33,6 @@ import (
 
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/pgnotify"
-	"github.com/dds-project/dds/records"
 )
 
 func main() {
@@ -244,7 +243,7 @@ func write(ctx context.Context, d *sqlx.DB, pub *pgnotify.Publisher, tenant stri
 			out[id] = at
 			payloads[i] = tenant + ":" + id
 		}
-		pub.Publish(records.EventsChannel, payloads...)
+		pub.Publish(outbox.Channel, payloads...)
 		return out, nil
 	}
 	var mu sync.Mutex
@@ -262,7 +261,7 @@ func write(ctx context.Context, d *sqlx.DB, pub *pgnotify.Publisher, tenant stri
 					RETURNING id`, tenant, i)
 				at := time.Now()
 				if err == nil {
-					pub.Publish(records.EventsChannel, tenant+":"+id)
+					pub.Publish(outbox.Channel, tenant+":"+id)
 				}
 				mu.Lock()
 				if err != nil && firstErr == nil {
