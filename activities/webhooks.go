@@ -1,3 +1,6 @@
+// Package activities holds the webhook delivery activity run by the retry
+// workflow. (The file activities live in package files, which owns the file
+// table.)
 package activities
 
 import (

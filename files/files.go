@@ -1,6 +1,7 @@
-// Package files is the file service of DDS: file metadata in dds.files,
+// Package files owns DDS's files: the dds.files table and its states (every
+// statement on it is here: the service's and the lifecycle activities'),
 // presigned upload and download URLs from the storage driver, and the
-// upload lifecycle on Temporal (a FileUpload workflow per file, ID = file id,
+// upload lifecycle on Temporal (registered with the worker by Register) (a FileUpload workflow per file, ID = file id,
 // confirmed through a workflow Update; a FileDelete workflow removes objects
 // durably). Every query is scoped to the calling tenant: another tenant's
 // file id is NOT_FOUND. It also exports the check the records layer applies
@@ -27,7 +28,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/schema"
@@ -247,11 +247,11 @@ func (s *Service) Confirm(ctx context.Context, tenantID, id string) (*File, erro
 		var ae *temporal.ApplicationError
 		if errors.As(err, &ae) {
 			switch ae.Type() {
-			case activities.ErrTypeNotUploaded:
+			case workflows.ErrTypeNotUploaded:
 				return nil, apperr.New(apperr.Conflict, "nothing was uploaded for file %s: PUT the bytes to the upload URL first", id)
-			case activities.ErrTypeMismatch:
+			case workflows.ErrTypeMismatch:
 				return nil, apperr.New(apperr.Conflict, "the uploaded object does not match the request: %s", ae.Message())
-			case activities.ErrTypeGone, workflows.ErrTypeUploadExpired:
+			case workflows.ErrTypeGone, workflows.ErrTypeUploadExpired:
 				return nil, apperr.New(apperr.Conflict, "the upload of file %s has expired; request a new upload URL", id)
 			}
 		}

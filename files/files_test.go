@@ -18,13 +18,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	tworker "go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/storage/storagetest"
-	"github.com/dds-project/dds/workflows"
 )
 
 type env struct {
@@ -59,9 +57,7 @@ func newEnv(t *testing.T) *env {
 	// Best effort: Stop interrupts the dev server and reports how it exited; the test is over.
 	t.Cleanup(func() { dev.Stop() }) //nolint:errcheck // best-effort shutdown of the test's dev server
 	w := tworker.New(dev.Client(), "files-service-test", tworker.Options{})
-	w.RegisterWorkflow(workflows.FileUpload)
-	w.RegisterWorkflow(workflows.FileDelete)
-	w.RegisterActivity(&activities.Files{DB: d, Storage: store})
+	files.Register(w, d, store)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

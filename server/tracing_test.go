@@ -18,11 +18,10 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	tworker "go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/activities"
+	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/storage"
-	"github.com/dds-project/dds/workflows"
 )
 
 // One request id leads to its trace: the HTTP span, the SQL statements it
@@ -55,8 +54,7 @@ func TestTraceFromRequestThroughSQLIntoActivities(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})
-	w.RegisterWorkflow(workflows.FileUpload)
-	w.RegisterActivity(&activities.Files{DB: testenv.DB(t), Storage: store})
+	files.Register(w, testenv.DB(t), store)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
@@ -30,7 +29,6 @@ import (
 	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/storage"
-	"github.com/dds-project/dds/workflows"
 )
 
 // Worker is the worker process.
@@ -88,9 +86,7 @@ func (w *Worker) register(ctx context.Context) error {
 	if err := storage.EnsureBucket(ctx, fileStore); err != nil {
 		log.Warn("file storage bucket", "err", err)
 	}
-	w.tw.RegisterWorkflow(workflows.FileUpload)
-	w.tw.RegisterWorkflow(workflows.FileDelete)
-	w.tw.RegisterActivity(&activities.Files{DB: d, Storage: fileStore})
+	files.Register(w.tw, d, fileStore)
 	w.loops = append(w.loops, files.New(d, fileStore, tc, files.OptionsFrom(cfg, log)).SweepLoop)
 	// Batch jobs: one workflow per job, its steps as activities.
 	schemas := schema.NewService(d)

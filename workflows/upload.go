@@ -6,8 +6,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/dds-project/dds/activities"
 )
 
 // ConfirmUpdate is the name of the upload workflow's confirm Update.
@@ -40,7 +38,6 @@ type UploadInput struct {
 // expired. Confirm before the bytes are stored fails and leaves the upload
 // pending, so the client may upload and confirm again.
 func FileUpload(ctx workflow.Context, in UploadInput) (string, error) {
-	var fa *activities.Files
 	state := "pending"
 	confirming := false
 
@@ -51,7 +48,7 @@ func FileUpload(ctx workflow.Context, in UploadInput) (string, error) {
 		ScheduleToCloseTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 500 * time.Millisecond, MaximumInterval: 10 * time.Second, MaximumAttempts: 5,
-			NonRetryableErrorTypes: []string{activities.ErrTypeNotUploaded, activities.ErrTypeMismatch, activities.ErrTypeGone},
+			NonRetryableErrorTypes: []string{ErrTypeNotUploaded, ErrTypeMismatch, ErrTypeGone},
 		},
 	})
 	err := workflow.SetUpdateHandlerWithOptions(ctx, ConfirmUpdate, func(ctx workflow.Context) error {
@@ -60,8 +57,8 @@ func FileUpload(ctx workflow.Context, in UploadInput) (string, error) {
 		}
 		confirming = true
 		defer func() { confirming = false }()
-		err := workflow.ExecuteActivity(confirmCtx, fa.FileConfirmUpload,
-			activities.FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil)
+		err := workflow.ExecuteActivity(confirmCtx, ActivityConfirmUpload,
+			FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil)
 		if err != nil {
 			return unwrapApplicationError(err)
 		}
@@ -94,8 +91,8 @@ func FileUpload(ctx workflow.Context, in UploadInput) (string, error) {
 	if state != UploadConfirmed {
 		state = UploadExpired
 		expireCtx := workflow.WithActivityOptions(ctx, durableActivity)
-		if err := workflow.ExecuteActivity(expireCtx, fa.FileExpireUpload,
-			activities.FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(expireCtx, ActivityExpireUpload,
+			FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil); err != nil {
 			return "", err
 		}
 	}
@@ -104,6 +101,29 @@ func FileUpload(ctx workflow.Context, in UploadInput) (string, error) {
 	}
 	return state, nil
 }
+
+// The file activities, by the names their implementation (files.Lifecycle)
+// registers, so the workflows do not depend on the package owning the file
+// table. Each takes a FileRef.
+const (
+	ActivityConfirmUpload = "FileConfirmUpload"
+	ActivityExpireUpload  = "FileExpireUpload"
+	ActivityDeleteObject  = "FileDeleteObject"
+)
+
+// FileRef names one file of one tenant: the input of the file activities.
+type FileRef struct {
+	TenantID string
+	FileID   string
+}
+
+// Error types of the file activities' non-retryable failures; the files
+// service maps them to CONFLICT.
+const (
+	ErrTypeNotUploaded = "FILE_NOT_UPLOADED" // no object stored under the key
+	ErrTypeMismatch    = "FILE_MISMATCH"     // stored size or type differs
+	ErrTypeGone        = "FILE_GONE"         // expired, deleted or unknown
+)
 
 // DeleteInput names the file whose object must be removed.
 type DeleteInput struct {
@@ -117,10 +137,9 @@ func DeleteWorkflowID(fileID string) string { return "file-delete-" + fileID }
 // FileDelete marks a file deleted and removes its object, retrying until
 // the store answers (the activity has no attempt limit).
 func FileDelete(ctx workflow.Context, in DeleteInput) error {
-	var fa *activities.Files
 	ctx = workflow.WithActivityOptions(ctx, durableActivity)
-	return workflow.ExecuteActivity(ctx, fa.FileDeleteObject,
-		activities.FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil)
+	return workflow.ExecuteActivity(ctx, ActivityDeleteObject,
+		FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil)
 }
 
 // durableActivity retries without limit, backing off to every 10 minutes.

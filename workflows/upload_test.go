@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/storage/storagetest"
@@ -109,9 +109,7 @@ func (f *fixture) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger)
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(workflows.FileUpload)
-	env.RegisterWorkflow(workflows.FileDelete)
-	env.RegisterActivity(&activities.Files{DB: f.db, Storage: f.store})
+	files.Register(env, f.db, f.store)
 	return env
 }
 
@@ -210,8 +208,8 @@ func TestUploadWorkflow(t *testing.T) {
 		}, 3*time.Minute)
 		env.ExecuteWorkflow(workflows.FileUpload, workflows.UploadInput{
 			TenantID: f.tenant, FileID: id, ExpiresAt: expires, Grace: 10 * time.Minute})
-		if errType(early.err) != activities.ErrTypeNotUploaded {
-			t.Fatalf("confirm before upload: err=%v rejected=%v, want %s", early.err, early.rejected, activities.ErrTypeNotUploaded)
+		if errType(early.err) != workflows.ErrTypeNotUploaded {
+			t.Fatalf("confirm before upload: err=%v rejected=%v, want %s", early.err, early.rejected, workflows.ErrTypeNotUploaded)
 		}
 		if late.err != nil || late.rejected != nil || f.status(t, id) != "confirmed" {
 			t.Fatalf("confirm after upload: err=%v rejected=%v status=%s", late.err, late.rejected, f.status(t, id))
@@ -229,8 +227,8 @@ func TestUploadWorkflow(t *testing.T) {
 		}, time.Minute)
 		env.ExecuteWorkflow(workflows.FileUpload, workflows.UploadInput{
 			TenantID: f.tenant, FileID: id, ExpiresAt: expires, Grace: 10 * time.Minute})
-		if errType(r.err) != activities.ErrTypeMismatch {
-			t.Fatalf("confirm with wrong size: err=%v, want %s", r.err, activities.ErrTypeMismatch)
+		if errType(r.err) != workflows.ErrTypeMismatch {
+			t.Fatalf("confirm with wrong size: err=%v, want %s", r.err, workflows.ErrTypeMismatch)
 		}
 		if f.status(t, id) != "expired" || f.exists(t, key) {
 			t.Fatalf("mismatched upload: status %s exists %v; want expired and deleted", f.status(t, id), f.exists(t, key))
@@ -271,9 +269,7 @@ func TestUploadWorkflowDevServer(t *testing.T) {
 	t.Cleanup(func() { srv.Stop() }) //nolint:errcheck // best-effort shutdown of the test's Temporal dev server; its exit status is not under test
 	c := srv.Client()
 	w := worker.New(c, "dds-files-test", worker.Options{})
-	w.RegisterWorkflow(workflows.FileUpload)
-	w.RegisterWorkflow(workflows.FileDelete)
-	w.RegisterActivity(&activities.Files{DB: f.db, Storage: f.store})
+	files.Register(w, f.db, f.store)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +295,7 @@ func TestUploadWorkflowDevServer(t *testing.T) {
 	// after upload it confirms.
 	id1, key1 := f.pending(t, int64(len(body)), time.Now().Add(time.Hour))
 	start(id1, time.Now().Add(time.Hour))
-	if err := confirm(id1); errType(err) != activities.ErrTypeNotUploaded {
+	if err := confirm(id1); errType(err) != workflows.ErrTypeNotUploaded {
 		t.Fatalf("confirm before upload: %v", err)
 	}
 	f.upload(t, key1, body)

@@ -18,12 +18,11 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	tworker "go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/activities"
+	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/storage/storagetest"
-	"github.com/dds-project/dds/workflows"
 )
 
 // stack is one storage driver behind two real DDS servers (normal URL
@@ -95,9 +94,7 @@ func newStack(t *testing.T, tc client.Client, hostPort, driver, run string) *sta
 		t.Fatal(err)
 	}
 	w := tworker.New(tc, c.queue, tworker.Options{})
-	w.RegisterWorkflow(workflows.FileUpload)
-	w.RegisterWorkflow(workflows.FileDelete)
-	w.RegisterActivity(&activities.Files{DB: testenv.DB(t), Storage: store})
+	files.Register(w, testenv.DB(t), store)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -39,14 +39,13 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	tworker "go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/tenant"
-	"github.com/dds-project/dds/workflows"
 )
 
 const taskQueue = "bench-files"
@@ -157,9 +156,7 @@ func run(ctx context.Context, size int64, runs int) error {
 		return err
 	}
 	w := tworker.New(dev.Client(), taskQueue, tworker.Options{})
-	w.RegisterWorkflow(workflows.FileUpload)
-	w.RegisterWorkflow(workflows.FileDelete)
-	w.RegisterActivity(&activities.Files{DB: d, Storage: store})
+	files.Register(w, d, store)
 	if err := w.Start(); err != nil {
 		return err
 	}

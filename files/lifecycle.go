@@ -1,4 +1,9 @@
-package activities
+package files
+
+// The file lifecycle's activities (run by the worker for the workflows in
+// package workflows) are the service's only companions writing dds.files:
+// they live here, next to the table's other SQL and its states
+// (pending → confirmed | expired; any → deleted, then purged).
 
 import (
 	"context"
@@ -12,14 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/dds-project/dds/storage"
-)
-
-// Error types of the file activities' non-retryable failures; the files
-// service maps them to CONFLICT.
-const (
-	ErrTypeNotUploaded = "FILE_NOT_UPLOADED" // no object stored under the key
-	ErrTypeMismatch    = "FILE_MISMATCH"     // stored size or type differs
-	ErrTypeGone        = "FILE_GONE"         // expired, deleted or unknown
+	"github.com/dds-project/dds/workflows"
 )
 
 // ObjectStore is what the file activities need from a storage driver.
@@ -28,23 +26,17 @@ type ObjectStore interface {
 	Delete(ctx context.Context, key string) error
 }
 
-// Files holds the dependencies of the file-lifecycle activities: the
+// Lifecycle holds the dependencies of the file-lifecycle activities: the
 // control-plane database (dds.files) and the storage driver.
-type Files struct {
+type Lifecycle struct {
 	DB      *sqlx.DB
 	Storage ObjectStore
-}
-
-// FileRef names one file of one tenant.
-type FileRef struct {
-	TenantID string
-	FileID   string
 }
 
 // FileConfirmUpload verifies the stored object against the requested size
 // and type and marks the file confirmed (createdAt = now). Confirming a
 // confirmed file succeeds again.
-func (a *Files) FileConfirmUpload(ctx context.Context, ref FileRef) error {
+func (a *Lifecycle) FileConfirmUpload(ctx context.Context, ref workflows.FileRef) error {
 	var row struct {
 		Key    string `db:"storage_key"`
 		Mime   string `db:"mime_type"`
@@ -54,7 +46,7 @@ func (a *Files) FileConfirmUpload(ctx context.Context, ref FileRef) error {
 	err := a.DB.GetContext(ctx, &row, `SELECT storage_key, mime_type, size_bytes, status FROM dds.files
 		WHERE id = $1 AND tenant_id = $2`, ref.FileID, ref.TenantID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return temporal.NewNonRetryableApplicationError("file not found", ErrTypeGone, nil)
+		return temporal.NewNonRetryableApplicationError("file not found", workflows.ErrTypeGone, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("load file: %w", err)
@@ -64,22 +56,22 @@ func (a *Files) FileConfirmUpload(ctx context.Context, ref FileRef) error {
 		return nil
 	case "pending", "uploaded":
 	default:
-		return temporal.NewNonRetryableApplicationError("file is "+row.Status, ErrTypeGone, nil)
+		return temporal.NewNonRetryableApplicationError("file is "+row.Status, workflows.ErrTypeGone, nil)
 	}
 	info, err := a.Storage.Head(ctx, row.Key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return temporal.NewNonRetryableApplicationError("nothing was uploaded for this file", ErrTypeNotUploaded, nil)
+		return temporal.NewNonRetryableApplicationError("nothing was uploaded for this file", workflows.ErrTypeNotUploaded, nil)
 	}
 	if err != nil {
 		return err // the store did not answer: retried
 	}
 	if info.Size != row.Size {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("stored object is %d bytes, %d were announced", info.Size, row.Size), ErrTypeMismatch, nil)
+			fmt.Sprintf("stored object is %d bytes, %d were announced", info.Size, row.Size), workflows.ErrTypeMismatch, nil)
 	}
 	if !strings.EqualFold(strings.TrimSpace(info.ContentType), strings.TrimSpace(row.Mime)) {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("stored object has type %q, %q was announced", info.ContentType, row.Mime), ErrTypeMismatch, nil)
+			fmt.Sprintf("stored object has type %q, %q was announced", info.ContentType, row.Mime), workflows.ErrTypeMismatch, nil)
 	}
 	res, err := a.DB.ExecContext(ctx, `UPDATE dds.files SET status = 'confirmed', created_at = now()
 		WHERE id = $1 AND tenant_id = $2 AND status IN ('pending', 'uploaded')`, ref.FileID, ref.TenantID)
@@ -96,14 +88,14 @@ func (a *Files) FileConfirmUpload(ctx context.Context, ref FileRef) error {
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("reload file: %w", err) // retried, not reported as gone
 		}
-		return temporal.NewNonRetryableApplicationError("file is no longer pending", ErrTypeGone, nil)
+		return temporal.NewNonRetryableApplicationError("file is no longer pending", workflows.ErrTypeGone, nil)
 	}
 	return nil
 }
 
 // FileExpireUpload marks a file that was never confirmed expired and
 // deletes any orphan object. A confirmed file is left alone. Idempotent.
-func (a *Files) FileExpireUpload(ctx context.Context, ref FileRef) error {
+func (a *Lifecycle) FileExpireUpload(ctx context.Context, ref workflows.FileRef) error {
 	if _, err := a.DB.ExecContext(ctx, `UPDATE dds.files SET status = 'expired'
 		WHERE id = $1 AND tenant_id = $2 AND status IN ('pending', 'uploaded')`, ref.FileID, ref.TenantID); err != nil {
 		return fmt.Errorf("expire file: %w", err)
@@ -114,7 +106,7 @@ func (a *Files) FileExpireUpload(ctx context.Context, ref FileRef) error {
 // FileDeleteObject marks the file deleted (if it is not already) and
 // removes its object from storage. Idempotent; retried until the store
 // answers.
-func (a *Files) FileDeleteObject(ctx context.Context, ref FileRef) error {
+func (a *Lifecycle) FileDeleteObject(ctx context.Context, ref workflows.FileRef) error {
 	if _, err := a.DB.ExecContext(ctx, `UPDATE dds.files SET status = 'deleted', deleted_at = coalesce(deleted_at, now())
 		WHERE id = $1 AND tenant_id = $2 AND status <> 'deleted'`, ref.FileID, ref.TenantID); err != nil {
 		return fmt.Errorf("mark file deleted: %w", err)
@@ -123,7 +115,7 @@ func (a *Files) FileDeleteObject(ctx context.Context, ref FileRef) error {
 }
 
 // purge deletes the object when the file's status is one of statuses.
-func (a *Files) purge(ctx context.Context, ref FileRef, statuses ...string) error {
+func (a *Lifecycle) purge(ctx context.Context, ref workflows.FileRef, statuses ...string) error {
 	var row struct {
 		Key    string `db:"storage_key"`
 		Status string `db:"status"`
@@ -147,4 +139,19 @@ func (a *Files) purge(ctx context.Context, ref FileRef, statuses ...string) erro
 		return fmt.Errorf("mark file purged: %w", err)
 	}
 	return nil
+}
+
+// Registry is where the worker registers workflows and activities (a
+// Temporal worker).
+type Registry interface {
+	RegisterWorkflow(w any)
+	RegisterActivity(a any)
+}
+
+// Register registers the file capability's workflows (upload lifecycle,
+// durable delete) and their activities with the worker.
+func Register(r Registry, d *sqlx.DB, store ObjectStore) {
+	r.RegisterWorkflow(workflows.FileUpload)
+	r.RegisterWorkflow(workflows.FileDelete)
+	r.RegisterActivity(&Lifecycle{DB: d, Storage: store})
 }
