@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 
+	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
@@ -29,6 +30,7 @@ import (
 	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/storage"
+	"github.com/dds-project/dds/workflows"
 )
 
 // Worker is the worker process.

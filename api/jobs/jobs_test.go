@@ -20,6 +20,7 @@ import (
 	tworker "go.temporal.io/sdk/worker"
 
 	"github.com/dds-project/dds/activities"
+	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/records"
@@ -82,9 +83,7 @@ func setup(t *testing.T) *env {
 				return nil, err
 			}
 			w := tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})
-			w.RegisterWorkflow(workflows.FileUpload)
-			w.RegisterWorkflow(workflows.FileDelete)
-			w.RegisterActivity(&activities.Files{DB: d, Storage: store})
+			files.Register(w, d, store)
 			w.RegisterWorkflow(workflows.Job)
 			w.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), store, log)})
 			if err := w.Start(); err != nil {
