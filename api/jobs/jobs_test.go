@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -123,25 +122,7 @@ func (e *env) tenant(t *testing.T) (string, string) {
 // upload stores body as a confirmed file and returns its id.
 func (e *env) upload(t *testing.T, key, name, ct string, body []byte) string {
 	t.Helper()
-	var tk struct {
-		FileID    string `json:"fileId"`
-		UploadURL string `json:"uploadUrl"`
-	}
-	e.app.Must(t, http.StatusCreated, "POST", "/api/v1/files/upload-url", key,
-		map[string]any{"fileName": name, "mimeType": ct, "sizeBytes": len(body)}).Decode(t, &tk)
-	req, _ := http.NewRequest(http.MethodPut, tk.UploadURL, bytes.NewReader(body))
-	req.Header.Set("Content-Type", ct)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body) //nolint:errcheck // draining a test response
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT upload: status %d", resp.StatusCode)
-	}
-	e.app.Must(t, http.StatusOK, "POST", "/api/v1/files/"+tk.FileID+"/confirm", key, nil)
-	return tk.FileID
+	return e.app.Upload(t, key, name, ct, body)
 }
 
 // job is the API's job body.

@@ -231,3 +231,31 @@ func TenantRow(t testing.TB, name string) string {
 	})
 	return id
 }
+
+// Upload stores body as a confirmed file of the key's tenant (upload URL,
+// PUT, confirm; a worker must serve the upload workflow) and returns its id.
+func (a *App) Upload(t testing.TB, key, name, contentType string, body []byte) string {
+	t.Helper()
+	var tk struct {
+		FileID    string `json:"fileId"`
+		UploadURL string `json:"uploadUrl"`
+	}
+	a.Must(t, http.StatusCreated, "POST", "/api/v1/files/upload-url", key,
+		map[string]any{"fileName": name, "mimeType": contentType, "sizeBytes": len(body)}).Decode(t, &tk)
+	req, err := http.NewRequest(http.MethodPut, tk.UploadURL, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := a.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT %s: status %d", name, resp.StatusCode)
+	}
+	a.Must(t, http.StatusOK, "POST", "/api/v1/files/"+tk.FileID+"/confirm", key, nil)
+	return tk.FileID
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/server"
+)
+
+// TestJobSurvivesWorkerKill runs an import on `dds worker` processes: the
+// first worker is killed with SIGKILL while it stages the file, a second
+// one takes the job over, and the records and their events are written
+// exactly once.
+func TestJobSurvivesWorkerKill(t *testing.T) {
+	hostPort := os.Getenv("TEMPORAL_ADDRESS")
+	if hostPort == "" {
+		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`")
+	}
+	d := testenv.DB(t)
+	bin := filepath.Join(t.TempDir(), "dds")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// The server (in this process) and the workers share a task queue and
+	// the local file store.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testenv.Config(t)
+	cfg.PublicURL = "http://" + ln.Addr().String()
+	cfg.TemporalAddress = hostPort
+	cfg.TemporalTaskQueue = "jobs-crash-" + uuid.NewString()
+	cfg.FileStorageDriver, cfg.FileStorageLocalDir = "local", t.TempDir()
+	ctx := context.Background()
+	s, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Start(ctx, ln))
+	app := &testenv.App{URL: cfg.PublicURL, Server: s, Client: &http.Client{Timeout: time.Minute}}
+
+	workerEnv := append(os.Environ(), "DATABASE_URL="+cfg.DatabaseURL, "DDS_ENV=test", "DDS_JWT_SECRET="+cfg.JWTSecret,
+		"TEMPORAL_ADDRESS="+hostPort, "DDS_TASK_QUEUE="+cfg.TemporalTaskQueue, "DDS_PUBLIC_URL="+cfg.PublicURL,
+		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+cfg.FileStorageLocalDir, "DDS_LOG_LEVEL=warn")
+	startWorker := func() *exec.Cmd {
+		cmd := exec.Command(bin, "worker")
+		cmd.Env = workerEnv
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	first := startWorker()
+
+	tenant, key := app.Tenant(t)
+	app.Schema(t, key, map[string]any{"name": "shop", "entities": []any{map[string]any{"name": "Product", "fields": []any{
+		map[string]any{"name": "name", "type": "STRING", "required": true},
+		map[string]any{"name": "sku", "type": "STRING", "unique": true},
+		map[string]any{"name": "price", "type": "NUMBER"}}}}})
+	const n = 300_000
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"name": "Product %d", "sku": "SKU-%d", "price": %d.25}`+"\n", i, i, i%1000)
+	}
+	file := app.Upload(t, key, "products.ndjson", "application/x-ndjson", []byte(b.String()))
+
+	var j struct {
+		ID       string `json:"id"`
+		Status   string `json:"status"`
+		Progress struct {
+			Processed int64 `json:"processed"`
+		} `json:"progress"`
+		Result *struct {
+			SuccessCount int64 `json:"successCount"`
+		} `json:"result"`
+	}
+	app.Must(t, http.StatusAccepted, "POST", "/api/v1/jobs", key,
+		map[string]any{"type": "import", "entity": "Product", "fileId": file, "format": "ndjson"}).Decode(t, &j)
+	poll := func(what string, done func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			app.Must(t, http.StatusOK, "GET", "/api/v1/jobs/"+j.ID, key, nil).Decode(t, &j)
+			if done() {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting until %s; job %+v", what, j)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	poll("the first worker stages rows", func() bool { return j.Progress.Processed > 0 || j.Status != "queued" && j.Status != "running" })
+	if j.Status != "running" {
+		t.Fatalf("the job ended (%s) before the worker could be killed mid-file; make the file larger", j.Status)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	t.Logf("killed the worker at %d of %d rows", j.Progress.Processed, n)
+	startWorker()
+	poll("the job ends", func() bool { return j.Status != "queued" && j.Status != "running" })
+	if j.Status != "succeeded" || j.Result == nil || j.Result.SuccessCount != n {
+		t.Fatalf("job after the crash: %+v", j)
+	}
+	var pg string
+	if err := d.Get(&pg, `SELECT pg_schema FROM dds.schemas WHERE tenant_id = $1 AND active`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	var records, distinct, events int
+	if err := d.Get(&records, fmt.Sprintf(`SELECT count(*) FROM %q."Product"`, pg)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Get(&distinct, fmt.Sprintf(`SELECT count(DISTINCT sku) FROM %q."Product"`, pg)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Get(&events, `SELECT count(*) FROM dds.events WHERE tenant_id = $1 AND type = 'entity.created'`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	if records != n || distinct != n || events != n {
+		t.Fatalf("%d records (%d distinct skus), %d events; want exactly %d of each", records, distinct, events, n)
+	}
+	var staged int
+	if err := d.Get(&staged, `SELECT count(*) FROM pg_tables WHERE schemaname = 'dds_jobs' AND tablename = $1`,
+		"stage_"+strings.ReplaceAll(j.ID, "-", "")); err != nil || staged != 0 {
+		t.Fatalf("staging table left behind (%d, %v)", staged, err)
+	}
+}
