@@ -6,6 +6,8 @@
 // deliveries/s and p50/p99 commit-to-delivery latency, for a paced run
 // (-rate writes/s) and a burst run (all writes at once), and as baseline
 // the same 2,000 POSTs sent by a plain Go loop straight to the receiver.
+// During each run the outbox lag (age of the oldest unrelayed
+// event) is sampled every 50 ms; its p50 and maximum are reported.
 //
 // Needs DATABASE_URL and DDS_TEMPORAL_CLI (as `make bench` sets them).
 package main
@@ -59,10 +61,11 @@ func (tb) Logf(f string, args ...any)   {}
 func (tb) Name() string                 { return "bench" }
 
 type result struct {
-	perSec   float64
-	p50, p99 time.Duration
-	max      time.Duration
-	elapsed  time.Duration
+	perSec         float64
+	p50, p99       time.Duration
+	max            time.Duration
+	elapsed        time.Duration
+	lagP50, lagMax time.Duration // outbox lag sampled during the run
 }
 
 func run(n, rate, writers int, timeout time.Duration) error {
@@ -79,6 +82,7 @@ func run(n, rate, writers int, timeout time.Duration) error {
 		return err
 	}
 	defer d.Close()
+	ob := outbox.NewStore(d)
 	// Leftovers of an interrupted earlier run would be relayed first.
 	if _, err := d.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now() WHERE relayed_at IS NULL`); err != nil {
 		return err
@@ -122,6 +126,7 @@ func run(n, rate, writers int, timeout time.Duration) error {
 		clear(arrived)
 		want = n
 		mu.Unlock()
+		lags := sampleLag(ctx, ob)
 		committed, err := write(ctx, d, pub, tenant, n, pace, writers)
 		if err != nil {
 			return result{}, err
@@ -168,7 +173,9 @@ func run(n, rate, writers int, timeout time.Duration) error {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		return result{perSec: float64(n) / el.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], max: lat[len(lat)-1], elapsed: el}, nil
+		lag := lags()
+		return result{perSec: float64(n) / el.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], max: lat[len(lat)-1], elapsed: el,
+			lagP50: lag[len(lag)/2], lagMax: lag[len(lag)-1]}, nil
 	}
 
 	// Warm-up: connections, caches, the first workflow task.
@@ -193,10 +200,11 @@ func run(n, rate, writers int, timeout time.Duration) error {
 	}
 
 	fmt.Printf("webhook delivery, commit -> receiver, %d writes per run, one subscribed webhook, %d writers\n", n, writers)
-	fmt.Printf("%-28s %12s %10s %10s %10s %9s\n", "run", "deliveries/s", "p50", "p99", "max", "elapsed")
+	fmt.Printf("%-28s %12s %10s %10s %10s %9s %10s %10s\n", "run", "deliveries/s", "p50", "p99", "max", "elapsed", "lag p50", "lag max")
 	row := func(name string, r result) {
-		fmt.Printf("%-28s %12.0f %10s %10s %10s %9s\n", name, r.perSec, r.p50.Round(10*time.Microsecond),
-			r.p99.Round(10*time.Microsecond), r.max.Round(10*time.Microsecond), r.elapsed.Round(time.Millisecond))
+		fmt.Printf("%-28s %12.0f %10s %10s %10s %9s %10s %10s\n", name, r.perSec, r.p50.Round(10*time.Microsecond),
+			r.p99.Round(10*time.Microsecond), r.max.Round(10*time.Microsecond), r.elapsed.Round(time.Millisecond),
+			r.lagP50.Round(time.Millisecond), r.lagMax.Round(time.Millisecond))
 	}
 	row(fmt.Sprintf("relay, paced %d writes/s", rate), paced)
 	row("relay, backlog (1 commit)", burst)
@@ -206,6 +214,7 @@ func run(n, rate, writers int, timeout time.Duration) error {
 		burst.perSec/base.perSec, burst.perSec/seq.perSec)
 	fmt.Println("paced: latency at a steady offered load; backlog: all writes committed in one transaction, so deliveries/s is the")
 	fmt.Println("relay's drain capacity (its latencies are queueing time). Baselines: the same POSTs from a plain Go loop through the same client.")
+	fmt.Println("lag: age of the oldest unrelayed outbox event (dds_outbox_lag_seconds), sampled every 50 ms during the run.")
 	fmt.Println("every event of every run was delivered and marked relayed.")
 	return nil
 }
@@ -284,6 +293,34 @@ func write(ctx context.Context, d *sqlx.DB, pub *pgnotify.Publisher, tenant stri
 	close(jobs)
 	wg.Wait()
 	return out, firstErr
+}
+
+// sampleLag samples the outbox lag every 50 ms until the returned function
+// is called; that returns the samples sorted (at least one).
+func sampleLag(ctx context.Context, ob *outbox.Store) func() []time.Duration {
+	stop := make(chan struct{})
+	out := make(chan []time.Duration)
+	go func() {
+		var lags []time.Duration
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if b, err := ob.Backlog(ctx); err == nil {
+				lags = append(lags, b.OldestAge)
+			}
+			select {
+			case <-stop:
+				if len(lags) == 0 {
+					lags = append(lags, 0)
+				}
+				slices.Sort(lags)
+				out <- lags
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() []time.Duration { close(stop); return <-out }
 }
 
 // baseline POSTs n signed bodies straight to the receiver from a plain Go

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
 	"github.com/dds-project/dds/outbox"
@@ -47,6 +49,11 @@ func TestUnreachableTemporalHoldsNothingUp(t *testing.T) {
 	d := webhooktest.DB(t)
 	st := webhook.NewStore(d)
 	ctx := context.Background()
+	// The database is this package's alone and outlives a run: start from
+	// an empty outbox and delivery log, so the backlog gauges are ours.
+	if _, err := d.Exec(`DELETE FROM dds.webhooks; DELETE FROM dds.events`); err != nil {
+		t.Fatal(err)
+	}
 	bad := webhooktest.NewReceiver(t, func(webhooktest.Request) int { return 503 })
 	good := webhooktest.NewReceiver(t, nil)
 	tBad, tGood := webhooktest.Tenant(t, d, "failing receiver"), webhooktest.Tenant(t, d, "healthy receiver")
@@ -63,7 +70,17 @@ func TestUnreachableTemporalHoldsNothingUp(t *testing.T) {
 		webhooktest.Event(t, d, tGood, "shop", outbox.EntityCreated, "Product", nil)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r := relay.New(d, good.Client(t), unreachable(t), relay.Config{BatchSize: 2 * n, TaskQueue: "dds-degrade"}, log)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(outbox.NewCollector(outbox.NewStore(d)))
+	r := relay.New(d, good.Client(t), unreachable(t), relay.Config{BatchSize: 2 * n, TaskQueue: "dds-degrade",
+		Registerer: reg, Deliveries: webhook.NewMetrics(reg, st)}, log)
+	before, err := gather(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before["dds_outbox_unrelayed_events"] != 2*n || before["dds_outbox_lag_seconds"] <= 0 {
+		t.Fatalf("metrics before relaying: %v", before)
+	}
 	if got, err := r.RelayOnce(ctx); err != nil || got != 2*n {
 		t.Fatalf("RelayOnce: %d events, %v", got, err)
 	}
@@ -76,6 +93,21 @@ func TestUnreachableTemporalHoldsNothingUp(t *testing.T) {
 	}
 	if err := d.Get(&waiting, `SELECT count(*) FROM dds.webhook_deliveries WHERE status = 'retrying' AND workflow_started_at IS NULL`); err != nil || waiting != n {
 		t.Fatalf("%d deliveries waiting for their retry workflow, want %d (%v)", waiting, n, err)
+	}
+	after, err := gather(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{
+		"dds_outbox_unrelayed_events": 0, "dds_outbox_lag_seconds": 0,
+		`dds_webhook_deliveries_total{attempt="first",outcome="succeeded"}`: n,
+		`dds_webhook_deliveries_total{attempt="first",outcome="retrying"}`:  n,
+		"dds_webhook_retry_backlog":                                         n, "dds_webhook_handover_backlog": n,
+		"dds_relay_events_total": 2 * n, "dds_relay_batch_duration_seconds_count": 1,
+	} {
+		if after[name] != want {
+			t.Errorf("%s = %v, want %v", name, after[name], want)
+		}
 	}
 	if handed, err := r.HandOver(ctx); err == nil || handed != 0 {
 		t.Fatalf("hand-over to an unreachable Temporal: %d, %v; want an error", handed, err)
@@ -104,6 +136,37 @@ func TestUnreachableTemporalHoldsNothingUp(t *testing.T) {
 	if err := d.Get(&waiting, `SELECT count(*) FROM dds.webhook_deliveries WHERE workflow_started_at IS NULL AND status = 'retrying'`); err != nil || waiting != 0 {
 		t.Fatalf("%d deliveries still waiting (%v)", waiting, err)
 	}
+}
+
+// gather flattens reg's metrics to name{labels} -> value (histograms as
+// name_count).
+func gather(reg *prometheus.Registry) (map[string]float64, error) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+`="`+l.GetValue()+`"`)
+			}
+			if len(labels) > 0 {
+				name += "{" + strings.Join(labels, ",") + "}"
+			}
+			switch {
+			case m.Gauge != nil:
+				out[name] = m.GetGauge().GetValue()
+			case m.Counter != nil:
+				out[name] = m.GetCounter().GetValue()
+			case m.Histogram != nil:
+				out[name+"_count"] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out, nil
 }
 
 type nopLogger struct{}
