@@ -38,10 +38,7 @@ func TestScopesPerField(t *testing.T) {
 	e.gql(t, s.tenant, creator, `mutation { createProduct(input: {name: "x"}) { id } }`, nil).ok(t)
 	hidden("delete with create scope", e.gql(t, s.tenant, creator, fmt.Sprintf(`mutation { deleteProduct(id: %q) { id } }`, s.p[0]), nil))
 	// A relationship field is not in the schema of a key without its scopes.
-	r = e.gql(t, s.tenant, creator, `mutation { createProduct(input: {name: "y"}) { categories { name } } }`, nil)
-	if r.code(0) != "GRAPHQL_VALIDATION_FAILED" {
-		t.Errorf("relationship field without its scopes: %s", r.Body)
-	}
+	hidden("relationship field without its scopes", e.gql(t, s.tenant, creator, `mutation { createProduct(input: {name: "y"}) { categories { name } } }`, nil))
 }
 
 // TestNarrowKeySchema: a key with one entity's read scope sees only that

@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/vektah/gqlparser/v2/ast"
@@ -80,8 +81,7 @@ func (l *limiter) measure() *Result {
 
 func (l *limiter) result(err error) *Result {
 	var el errLimit
-	if e, ok := err.(errLimit); ok {
-		el = e
+	if errors.As(err, &el) {
 		return el.res
 	}
 	return errorResult(l.ctx, err)
