@@ -93,6 +93,14 @@ func TestJobSurvivesWorkerKill(t *testing.T) {
 	}
 	app.Must(t, http.StatusAccepted, "POST", "/api/v1/jobs", key,
 		map[string]any{"type": "import", "entity": "Product", "fileId": file, "format": "ndjson"}).Decode(t, &j)
+	// `dds job watch` follows the job through the crash.
+	var watchOut strings.Builder
+	watch := exec.Command(bin, "job", "watch", j.ID, "--url", app.URL, "--every", "100ms")
+	watch.Env = append(os.Environ(), "DDS_API_KEY="+key)
+	watch.Stdout = &watchOut
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
 	poll := func(what string, done func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(3 * time.Minute)
@@ -120,6 +128,15 @@ func TestJobSurvivesWorkerKill(t *testing.T) {
 	poll("the job ends", func() bool { return j.Status != "queued" && j.Status != "running" })
 	if j.Status != "succeeded" || j.Result == nil || j.Result.SuccessCount != n {
 		t.Fatalf("job after the crash: %+v", j)
+	}
+	if err := watch.Wait(); err != nil {
+		t.Fatalf("dds job watch of a succeeded job: %v\n%s", err, watchOut.String())
+	}
+	frames := strings.Split(watchOut.String(), "\r")
+	last := frames[len(frames)-1]
+	if len(frames) < 3 || !strings.Contains(last, "100%") || !strings.Contains(last, fmt.Sprintf("%d records written", n)) ||
+		!strings.Contains(watchOut.String(), "running") {
+		t.Fatalf("dds job watch printed %d frames, ending %q; want a moving bar ending at 100%%", len(frames), last)
 	}
 	var pg string
 	if err := d.Get(&pg, `SELECT pg_schema FROM dds.schemas WHERE tenant_id = $1 AND active`, tenant); err != nil {

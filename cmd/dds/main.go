@@ -5,6 +5,7 @@
 //	dds migrate                    apply control-plane migrations
 //	dds tenant create --name NAME  create a tenant and print its admin key once
 //	dds dev                        migrate, ensure a dev tenant, run server and worker together
+//	dds job watch ID               a progress bar of a batch job, read from the API
 //
 // Configuration comes from the environment (see config.Config).
 package main
@@ -43,6 +44,7 @@ commands:
   migrate                       apply control-plane migrations
   tenant create --name NAME     create a tenant; prints its admin key once (--json for JSON)
   dev                           migrate, ensure a "dev" tenant, run server + worker, print a fresh admin key
+  job watch ID                  show a batch job's progress until it ends (--url/DDS_URL, --key/DDS_API_KEY)
 `
 
 func main() {
@@ -77,6 +79,12 @@ replicas at once: they are serialised by an advisory lock).
 
 Creates a tenant and prints its admin API key once (--json prints
 {"tenantId", "apiKey"}).
+`,
+	"job": `usage: dds job watch ID [--url URL] [--key KEY] [--every 500ms]
+
+Polls GET /api/v1/jobs/ID and draws a progress bar until the job ends; exits non-zero,
+printing the error and the first failed items, when it failed or was cancelled.
+The key needs job:*:read. --url defaults to DDS_URL or http://127.0.0.1:8080.
 `,
 	"dev": `usage: dds dev
 
@@ -119,6 +127,8 @@ func run(ctx context.Context, args []string) error {
 		return tenantCmd(ctx, args[1:])
 	case "dev":
 		return dev(ctx)
+	case "job":
+		return jobCmd(ctx, args[1:], os.Stdout)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return nil
