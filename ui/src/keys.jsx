@@ -5,7 +5,7 @@ import { allows, api, ApiError, enc, errorAt } from './api.js';
 import { Empty, ErrorBox, fmtTime, Row, Secret, useAction, useLoad } from './ui.jsx';
 import { loadActive } from './schemas.jsx';
 
-const KINDS = ['entity', 'relationship', 'schema', 'apikey', 'webhook', 'file'];
+const KINDS = ['entity', 'relationship', 'schema', 'apikey', 'webhook', 'file', 'job'];
 const OPS = ['read', 'create', 'update', 'delete'];
 
 export function Keys({ me }) {

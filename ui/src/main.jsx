@@ -8,6 +8,7 @@ import { Records } from './records.jsx';
 import { Keys } from './keys.jsx';
 import { Webhooks } from './webhooks.jsx';
 import { Files } from './files.jsx';
+import { Jobs } from './jobs.jsx';
 import './style.css';
 
 // GraphiQL is most of the bundle: loaded only when its screen opens.
@@ -56,6 +57,7 @@ const screens = [
   { path: '/keys', label: 'API keys', can: (s) => anyOf(s, 'apikey', 'read') },
   { path: '/webhooks', label: 'Webhooks', can: (s) => anyOf(s, 'webhook', 'read') },
   { path: '/files', label: 'Files', can: (s) => anyOf(s, 'file', 'read') },
+  { path: '/jobs', label: 'Jobs', can: (s) => anyOf(s, 'job', 'read') },
 ];
 
 function Shell({ me, onSignOut }) {
@@ -82,6 +84,7 @@ function Shell({ me, onSignOut }) {
       '/keys': <Keys {...props} />,
       '/webhooks': <Webhooks {...props} />,
       '/files': <Files {...props} />,
+      '/jobs': <Jobs {...props} />,
     }[current.path];
   }
   return (

@@ -304,6 +304,23 @@ try {
     await table.locator('td', { hasText: 'notes.csv' }).waitFor({ state: 'detached' });
   });
 
+  await step('jobs', async () => {
+    await nav('Jobs');
+    const form = page.locator('form[aria-label="New job"]');
+    await form.locator('[name=jobType]').selectOption('update');
+    await form.locator('[name=jobEntity]').selectOption('Product');
+    await form.locator('[name=jobWhere]').fill('{"status": "draft"}');
+    await form.locator('[name=jobSet]').fill('{"price": "cheap"}');
+    await form.getByRole('button', { name: 'Start job' }).click();
+    await expectText(form.getByRole('alert'), 'price'); // refused before a job exists
+    await form.locator('[name=jobSet]').fill('{"price": 10}');
+    await form.getByRole('button', { name: 'Start job' }).click();
+    const jobs = page.getByRole('table', { name: 'Jobs' });
+    // The list polls while the job runs: it ends succeeded with the one draft product written.
+    await jobs.locator('tbody tr').first().filter({ hasText: 'succeeded' }).waitFor({ timeout: 60000 });
+    await expectText(jobs.locator('td'), '1 written, 0 failed');
+  });
+
   let narrowKey;
   await step('keys', async () => {
     await nav('API keys');
@@ -350,7 +367,7 @@ try {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await signIn(narrowKey);
     const nav = await page.locator('header nav').textContent();
-    for (const hidden of ['Schemas', 'API keys', 'Webhooks', 'Files']) if (nav.includes(hidden)) throw new Error(`a Product reader sees ${hidden}: ${nav}`);
+    for (const hidden of ['Schemas', 'API keys', 'Webhooks', 'Files', 'Jobs']) if (nav.includes(hidden)) throw new Error(`a Product reader sees ${hidden}: ${nav}`);
     await page.getByRole('navigation', { name: 'Entities' }).getByRole('link', { name: 'Product' }).waitFor();
     if (await page.getByRole('button', { name: 'New Product' }).count()) throw new Error('a reader must not be offered New Product');
     await page.goto(BASE + '/console/records/Category');
