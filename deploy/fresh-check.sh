@@ -258,7 +258,9 @@ cleanup() {
 		elif [ "${FRESH_KEEP:-0}" = 1 ]; then
 			log "kept the root in $WORK"
 		else
+			local t0=$SECONDS
 			rm -rf --one-file-system "$WORK"
+			log "removed the root in $((SECONDS - t0))s"
 		fi
 	fi
 	[ "$rc" -eq 0 ] || log "FAILED (exit $rc) after $((SECONDS))s"
