@@ -4,7 +4,9 @@
 #   deploy/fresh-check.sh            (make fresh-check; run by .ci/run; needs root)
 #
 # 1. root:    a minimal Debian bookworm root (debootstrap --variant=minbase, from the mirror this
-#             machine's apt configuration names), unpacked from $DDS_CACHE/fresh/ when cached.
+#             machine's apt configuration names), unpacked from $DDS_CACHE/fresh/ when cached,
+#             on a tmpfs when the machine has 8 GiB available (FRESH_TMPFS=0|1 decides), so
+#             nothing is left to delete.
 # 2. prereqs: inside it, apt-get installs only what the README lists as prerequisites (make, git)
 #             and the machine gets the host's CA bundle and Go toolchain (/usr/local/go, read-only).
 #             Shared with the host: the Go module and build caches (a build there only links).
@@ -52,6 +54,7 @@ in_root() {
 	phase readme readme_calls
 	phase stop stop_run
 	phase test make -C "$src" test
+	[ "$(stat -f -c %T /)" != tmpfs ] || log "the root (tmpfs) holds $(df -h --output=used / | tail -n1 | tr -d ' ')"
 	log "phase times inside the root:"
 	printf '  %s\n' "${PHASES[@]}" >&2
 }
@@ -197,7 +200,14 @@ stop_run() {
 # In the new mount and pid namespaces (pid 1): mounts, then chroot.
 # =============================================================================================
 in_namespace() {
-	local root=$1 gomod=$2 gocache=$3
+	local root=$1 gomod=$2 gocache=$3 tarball=$4 repo=$5 commit=$6 tmpfs=$7
+	[ "$tmpfs" != 1 ] || mount -t tmpfs -o mode=755 tmpfs "$root"
+	phase root make_root "$tarball" "$root"
+	phase clone git clone -q --no-checkout "$repo" "$root/root/dds"
+	git -C "$root/root/dds" -c advice.detachedHead=false checkout -q "$commit" || die "checkout $commit failed"
+	cp "${BASH_SOURCE[0]}" "$root/root/fresh-check.sh"
+	log "== chroot $root"
+
 	mount -t proc proc "$root/proc"
 	mount -t sysfs sysfs "$root/sys"
 	mount --rbind /dev "$root/dev"
@@ -282,18 +292,19 @@ main() {
 	trap cleanup EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
-	local root=$WORK/root
-
-	phase root make_root "$tarball" "$root"
-	phase clone git clone -q --no-checkout "$REPO" "$root/root/dds"
-	git -C "$root/root/dds" -c advice.detachedHead=false checkout -q "$commit"
+	local root=$WORK/root tmpfs=${FRESH_TMPFS:-}
+	mkdir -p "$root"
+	[ -f "$tarball" ] || phase bootstrap bootstrap "$tarball"
+	if [ -z "$tmpfs" ]; then # in memory when there is plenty: nothing to delete afterwards
+		tmpfs=0
+		[ "$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)" -lt $((8 * 1024 * 1024)) ] || tmpfs=1
+	fi
 	log "checking $commit ($(git -C "$REPO" log -1 --format=%s "$commit"))"
-	cp "${BASH_SOURCE[0]}" "$root/root/fresh-check.sh"
 
-	log "== inside the root (unshare --mount --pid --fork, chroot $root)"
+	log "== in new mount and pid namespaces (unshare --mount --pid --fork), root $root$([ "$tmpfs" = 1 ] && echo ' (tmpfs)')"
 	local t0=$SECONDS
 	unshare --mount --pid --fork --kill-child --propagation private \
-		bash "${BASH_SOURCE[0]}" --namespace "$root" "$gomod" "$gocache" ||
+		bash "${BASH_SOURCE[0]}" --namespace "$root" "$gomod" "$gocache" "$tarball" "$REPO" "$commit" "$tmpfs" ||
 		die "inside the root, after $((SECONDS - t0))s (see above)"
 	PHASES+=("$(printf '%-8s %5ds' inside $((SECONDS - t0)))")
 	log "passed in ${SECONDS}s:"
@@ -302,9 +313,11 @@ main() {
 
 make_root() { # make_root TARBALL DIR
 	local tarball=$1 root=$2
-	[ -f "$tarball" ] || bootstrap "$tarball" || return 1
 	mkdir -p "$root" && tar -C "$root" --numeric-owner -xzf "$tarball" || return 1
 	chmod 755 "$root"
+	# The root is thrown away: its dpkg need not fsync every file it unpacks (minutes saved on
+	# the several hundred packages of the first install; what gets installed is the same).
+	echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/dds-fresh-check-unsafe-io"
 	# The host's trust store and name resolution (a fresh machine has its own; this one may sit
 	# behind a TLS-inspecting proxy whose CA only the host's bundle has).
 	cp /etc/resolv.conf "$root/etc/resolv.conf"
