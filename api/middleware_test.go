@@ -1,8 +1,13 @@
 package api
 
 import (
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/gorilla/websocket"
 )
 
 func TestClientIP(t *testing.T) {
@@ -27,5 +32,60 @@ func TestClientIP(t *testing.T) {
 		if got := clientIP(r, c.trust); got != c.want {
 			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
 		}
+	}
+}
+
+// The WebSocket upgrade (GraphQL subscriptions) and streaming need the
+// writer's http.Hijacker and http.Flusher through the middleware; gorilla's
+// upgrader asserts them directly instead of using http.ResponseController.
+func TestMiddlewareKeepsHijackerAndFlusher(t *testing.T) {
+	up := websocket.Upgrader{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/flush" {
+			f, ok := w.(http.Flusher)
+			if !ok {
+				http.Error(w, "no flusher", http.StatusInternalServerError)
+				return
+			}
+			_, _ = w.Write([]byte("part"))
+			f.Flush()
+			return
+		}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		mt, msg, err := c.ReadMessage()
+		if err == nil {
+			_ = c.WriteMessage(mt, msg)
+		}
+	})
+	srv := httptest.NewServer(Middleware(h, slog.New(slog.DiscardHandler), Limits{}))
+	defer srv.Close()
+
+	c, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", nil)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("upgrade through the middleware: %v (HTTP %d)", err, status)
+	}
+	defer c.Close()
+	if err := c.WriteMessage(websocket.TextMessage, []byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if _, msg, err := c.ReadMessage(); err != nil || string(msg) != "ping" {
+		t.Fatalf("echo: %q, %v", msg, err)
+	}
+
+	r, err := http.Get(srv.URL + "/flush")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("flush through the middleware: HTTP %d", r.StatusCode)
 	}
 }
