@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -17,7 +18,9 @@ import (
 type Config struct {
 	DatabaseURL string `env:"DATABASE_URL,required"`
 	HTTPAddr    string `env:"DDS_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
-	PublicURL   string `env:"DDS_PUBLIC_URL" envDefault:"http://127.0.0.1:8080"`
+	// PublicURL is the base URL clients reach the server at (OpenAPI
+	// servers, local presigned file URLs). Unset, it follows HTTPAddr.
+	PublicURL string `env:"DDS_PUBLIC_URL"`
 	// Env is the key environment of this deployment: keys of the other
 	// environment are refused with 401.
 	Env           string `env:"DDS_ENV" envDefault:"live"`
@@ -84,6 +87,19 @@ type Config struct {
 	FileUploadGrace time.Duration `env:"FILE_STORAGE_UPLOAD_GRACE" envDefault:"10m"`
 }
 
+// listenURL is the URL a client on this machine reaches a listen address
+// at: a wildcard host (":8080", "0.0.0.0", "::") becomes 127.0.0.1.
+func listenURL(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "", fmt.Errorf("DDS_HTTP_ADDR must be host:port, got %q", addr)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}
+
 // Load reads the environment. Every problem is reported in one error.
 func Load() (*Config, error) {
 	var c Config
@@ -117,6 +133,14 @@ func Load() (*Config, error) {
 			problems = append(problems, fmt.Errorf("DDS_CORS_ORIGINS: %w", err))
 		}
 	}
+	if c.PublicURL == "" {
+		u, err := listenURL(c.HTTPAddr)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		c.PublicURL = u
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if err := errors.Join(problems...); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}

@@ -39,3 +39,42 @@ func TestCORSOrigins(t *testing.T) {
 		})
 	}
 }
+// Without DDS_PUBLIC_URL the public URL (OpenAPI servers, local presigned
+// file URLs) is where the server listens, so changing the port is enough.
+func TestPublicURLFollowsListenAddress(t *testing.T) {
+	cases := []struct{ addr, public, want string }{
+		{"", "", "http://127.0.0.1:8080"},
+		{"127.0.0.1:8120", "", "http://127.0.0.1:8120"},
+		{":9000", "", "http://127.0.0.1:9000"},
+		{"0.0.0.0:9001", "", "http://127.0.0.1:9001"},
+		{"[::]:9002", "", "http://127.0.0.1:9002"},
+		{"[::1]:9003", "", "http://[::1]:9003"},
+		{"localhost:9004", "", "http://localhost:9004"},
+		{"127.0.0.1:8120", "https://api.example.com/", "https://api.example.com"},
+	}
+	for _, c := range cases {
+		t.Run(c.addr+"|"+c.public, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", "postgres://x")
+			t.Setenv("DDS_JWT_SECRET", "0123456789abcdef0123456789abcdef")
+			t.Setenv("DDS_HTTP_ADDR", c.addr)
+			t.Setenv("DDS_PUBLIC_URL", c.public)
+			cfg, err := Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.PublicURL != c.want {
+				t.Errorf("PublicURL = %q, want %q", cfg.PublicURL, c.want)
+			}
+		})
+	}
+}
+
+func TestBadListenAddressIsReported(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://x")
+	t.Setenv("DDS_JWT_SECRET", "0123456789abcdef0123456789abcdef")
+	t.Setenv("DDS_HTTP_ADDR", "8080")
+	t.Setenv("DDS_PUBLIC_URL", "")
+	if _, err := Load(); err == nil {
+		t.Fatal("DDS_HTTP_ADDR without a port was accepted")
+	}
+}

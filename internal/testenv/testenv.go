@@ -62,7 +62,7 @@ func DB(t testing.TB) *sqlx.DB {
 // a test turns them on.
 func Config(t testing.TB) *config.Config {
 	return &config.Config{
-		DatabaseURL: DatabaseURL(t), HTTPAddr: "127.0.0.1:0", PublicURL: "http://127.0.0.1:0", Env: "test",
+		DatabaseURL: DatabaseURL(t), HTTPAddr: "127.0.0.1:0", Env: "test",
 		OperatorToken: OperatorToken, JWTSecret: "test-jwt-secret-0123456789abcdef0123456789",
 		MaxBodyBytes: 16 << 20, DBMaxConns: 20, AuthCacheTTL: time.Minute,
 		TemporalAddress: os.Getenv("TEMPORAL_ADDRESS"), TemporalNamespace: "default", TemporalTaskQueue: "dds",
@@ -108,13 +108,16 @@ func NewServer(t testing.TB, cfg *config.Config) *App {
 func start(cfg *config.Config) (*App, error) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := server.New(ctx, cfg, log)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if cfg.PublicURL == "" { // presigned local URLs and OpenAPI servers point at this server
+		cfg.PublicURL = "http://" + ln.Addr().String()
+	}
+	s, err := server.New(ctx, cfg, log)
 	if err != nil {
-		s.Close()
+		ln.Close()
 		return nil, err
 	}
 	return &App{URL: "http://" + ln.Addr().String(), Server: s, Client: &http.Client{Timeout: 60 * time.Second}, stop: s.Start(ctx, ln)}, nil
