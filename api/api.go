@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -214,21 +215,43 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	WriteJSON(w, status, Envelope(e))
 }
 
-// DecodeJSON decodes a JSON body into dst, numbers as json.Number. The body
-// was already size-capped by Router.Handle.
+// DecodeJSON is the one decoder of JSON request bodies, used by every
+// endpoint: one JSON value into dst, numbers as json.Number. An unknown
+// member of a struct (at any depth) is a 400 naming it, data after the value
+// is a 400, and a body over the size cap (set by Router.Handle, or by the
+// route itself) is a 413. Bodies decoded into maps accept any member: the
+// caller validates their names (record fields, webhook patch members).
 func DecodeJSON(r *http.Request, dst any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.UseNumber()
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
-	if dec.More() {
-		return apperr.New(apperr.BadRequest, "the request body must hold a single JSON value")
-	}
 	if _, err := dec.Token(); err != io.EOF {
+		var big *http.MaxBytesError
+		if errors.As(err, &big) {
+			return decodeError(err)
+		}
 		return apperr.New(apperr.BadRequest, "the request body must hold a single JSON value")
 	}
 	return nil
+}
+
+// UnknownMembers is the 400 for members of a map-decoded body outside
+// allowed, naming each.
+func UnknownMembers(body map[string]json.RawMessage, allowed ...string) error {
+	var errs []apperr.FieldError
+	for k := range body {
+		if !slices.Contains(allowed, k) {
+			errs = append(errs, apperr.FieldError{Field: k, Message: "unknown member"})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.SortFunc(errs, func(a, b apperr.FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return apperr.Fields(errs)
 }
 
 func decodeError(err error) error {
@@ -238,6 +261,8 @@ func decodeError(err error) error {
 	switch {
 	case errors.Is(err, io.EOF):
 		return apperr.New(apperr.BadRequest, "a JSON request body is required")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return apperr.Field(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "unknown member")
 	case errors.As(err, &big):
 		return apperr.New(apperr.TooLarge, "the request body exceeds %d bytes", big.Limit)
 	case errors.As(err, &syn):

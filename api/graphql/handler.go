@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"mime"
@@ -186,19 +185,9 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		if err != nil || ct != mediaJSON {
 			return Request{}, requestError(apperr.BadRequest, "Content-Type must be application/json"), http.StatusUnsupportedMediaType
 		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			var big *http.MaxBytesError
-			if errors.As(err, &big) {
-				return Request{}, requestError(apperr.TooLarge, "the request body is too large"), http.StatusRequestEntityTooLarge
-			}
-			return bad("could not read the request body")
-		}
-		if len(bytes.TrimSpace(body)) == 0 {
-			return bad("a JSON request body is required")
-		}
-		if err := json.Unmarshal(body, &raw); err != nil {
-			return bad("the request body must be a JSON object: " + err.Error())
+		if err := api.DecodeJSON(r, &raw); err != nil {
+			e := apperr.As(err)
+			return Request{}, requestError(e.Code, e.Message), api.Status(e.Code)
 		}
 	}
 	var req Request

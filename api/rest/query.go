@@ -2,9 +2,7 @@ package rest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -63,7 +61,7 @@ func (h *Handler) query(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	var body queryBody
-	if err := decodeBody(r, &body); err != nil {
+	if err := api.DecodeJSON(r, &body); err != nil {
 		return 0, nil, err
 	}
 	l, err := body.plan(entity)
@@ -72,20 +70,6 @@ func (h *Handler) query(r *http.Request) (int, any, error) {
 	}
 	out, err := h.store.Query(r.Context(), sc, l)
 	return http.StatusOK, out, err
-}
-
-func kindWord(k string) string {
-	switch k {
-	case "map", "struct":
-		return "an object"
-	case "slice":
-		return "an array"
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	}
-	return "a number"
 }
 
 func (b *queryBody) plan(entity string) (query.List, error) {
@@ -256,35 +240,4 @@ func orderParams(q url.Values) ([]query.Order, error) {
 		}
 	}
 	return nil, nil
-}
-
-// decodeBody decodes a JSON object body into dst in one pass: numbers as
-// json.Number, unknown members refused (400 naming the member), wrong
-// member types named. The body was size-capped by the router.
-func decodeBody(r *http.Request, dst any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var te *json.UnmarshalTypeError
-		var big *http.MaxBytesError
-		switch {
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return apperr.Field(name, "unknown member")
-		case errors.As(err, &te) && te.Field != "":
-			return apperr.Field(te.Field, "must be %s", kindWord(te.Type.Kind().String()))
-		case errors.As(err, &te):
-			return apperr.New(apperr.BadRequest, "the request body must be a JSON object")
-		case errors.As(err, &big):
-			return apperr.New(apperr.TooLarge, "the request body exceeds %d bytes", big.Limit)
-		case errors.Is(err, io.EOF):
-			return apperr.New(apperr.BadRequest, "a JSON request body is required")
-		}
-		return apperr.New(apperr.BadRequest, "invalid JSON body: %s", err.Error())
-	}
-	if dec.More() {
-		return apperr.New(apperr.BadRequest, "the request body must hold a single JSON value")
-	}
-	return nil
 }

@@ -61,7 +61,7 @@ func (h *Handler) createEdge(r *http.Request) (int, any, error) {
 		TargetID   *string        `json:"targetId"`
 		Properties map[string]any `json:"properties"`
 	}
-	if err := decodeStrict(r, &body, "targetId", "properties"); err != nil {
+	if err := api.DecodeJSON(r, &body); err != nil {
 		return 0, nil, err
 	}
 	if body.TargetID == nil || *body.TargetID == "" {
@@ -106,7 +106,7 @@ func (h *Handler) propertiesBody(r *http.Request) (map[string]any, error) {
 	var body struct {
 		Properties map[string]any `json:"properties"`
 	}
-	if err := decodeStrict(r, &body, "properties"); err != nil {
+	if err := api.DecodeJSON(r, &body); err != nil {
 		return nil, err
 	}
 	if body.Properties == nil {
@@ -171,6 +171,3 @@ func firstItem(out json.RawMessage) json.RawMessage {
 	}
 	return out
 }
-
-// decodeStrict decodes an object body allowing only dst's members.
-func decodeStrict(r *http.Request, dst any, _ ...string) error { return decodeBody(r, dst) }

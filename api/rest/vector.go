@@ -3,6 +3,7 @@ package rest
 import (
 	"net/http"
 
+	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
 )
@@ -24,7 +25,7 @@ func (h *Handler) vectorSearch(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	var b vectorBody
-	if err := decodeBody(r, &b); err != nil {
+	if err := api.DecodeJSON(r, &b); err != nil {
 		return 0, nil, err
 	}
 	if b.Field == "" {

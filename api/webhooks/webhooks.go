@@ -155,6 +155,9 @@ func (h *Handler) update(r *http.Request) (int, any, error) {
 	if err := api.DecodeJSON(r, &raw); err != nil {
 		return 0, nil, err
 	}
+	if err := api.UnknownMembers(raw, "targetUrl", "eventTypes", "entityNames", "schemaName", "isActive"); err != nil {
+		return 0, nil, err
+	}
 	var p webhook.Patch
 	var errs []apperr.FieldError
 	field := func(name string, dst any, kind string) bool {

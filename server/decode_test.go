@@ -1,0 +1,75 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/dds-project/dds/internal/testenv"
+)
+
+// Every JSON request body goes through one strict decoder: an unknown
+// member is a 400 naming it, data after the JSON value is a 400, and a body
+// over DDS_MAX_BODY_BYTES is a 413 — on every endpoint alike.
+func TestEveryJSONBodyIsDecodedStrictly(t *testing.T) {
+	t.Parallel()
+	cfg := testenv.Config(t)
+	cfg.MaxBodyBytes = 8 << 10
+	app := testenv.NewServer(t, cfg)
+	tenantID, key := app.Tenant(t)
+	shop := map[string]any{"name": "shop", "entities": []any{
+		map[string]any{"name": "Product", "fields": []any{
+			map[string]any{"name": "name", "type": "STRING", "required": true},
+			map[string]any{"name": "emb", "type": "VECTOR", "vectorDimensions": 2},
+		}},
+	}, "relationships": []any{map[string]any{"name": "RELATED", "from": "Product", "to": "Product"}}}
+	schemaID := app.Schema(t, key, shop)["id"].(string)
+	a := app.Must(t, 201, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": "a"}).JSON(t)["id"].(string)
+	b := app.Must(t, 201, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": "b"}).JSON(t)["id"].(string)
+	app.Must(t, 201, "POST", "/api/v1/dynamic/Product/"+a+"/relationships/RELATED", key, map[string]any{"targetId": b})
+	wh := app.Must(t, 201, "POST", "/api/v1/webhooks", key, map[string]any{"targetUrl": "https://example.com/hook", "eventTypes": []string{"entity.created"}}).JSON(t)["id"].(string)
+	rel := "/api/v1/dynamic/Product/" + a + "/relationships/RELATED"
+
+	cases := []struct {
+		method, path, key string
+		body              string // a valid object body, without its closing brace
+	}{
+		{"POST", "/api/v1/tenants", testenv.OperatorToken, `{"name":"t"`},
+		{"POST", "/api/v1/api-keys", key, `{"name":"k","scopes":["entity:*:read"]`},
+		{"POST", "/api/v1/auth/token", key, `{"scopes":["entity:*:read"]`},
+		{"POST", "/api/v1/schemas", key, `{"name":"s","entities":[{"name":"X","fields":[{"name":"n","type":"STRING"}]}]`},
+		{"PUT", "/api/v1/schemas/" + schemaID + "?dryRun=true", key, `{"name":"shop","entities":[{"name":"Product","fields":[{"name":"name","type":"STRING","required":true}]}]`},
+		{"POST", "/api/v1/dynamic/Product", key, `{"name":"c"`},
+		{"PUT", "/api/v1/dynamic/Product/" + a, key, `{"name":"c"`},
+		{"PATCH", "/api/v1/dynamic/Product/" + a, key, `{"name":"c"`},
+		{"POST", "/api/v1/dynamic/Product/query", key, `{"limit":1`},
+		{"POST", "/api/v1/dynamic/Product/vector-search", key, `{"field":"emb","vector":[1,0]`},
+		{"POST", "/api/v1/dynamic/Product/batch", key, `{"items":[{"name":"d"}]`},
+		{"PATCH", "/api/v1/dynamic/Product/batch", key, `{"items":[{"id":"` + a + `","name":"e"}]`},
+		{"DELETE", "/api/v1/dynamic/Product/batch", key, `{"ids":["` + b + `"]`},
+		{"POST", rel, key, `{"targetId":"` + b + `"`},
+		{"PATCH", rel + "/" + b, key, `{"properties":{}`},
+		{"POST", "/api/v1/files/upload-url", key, `{"fileName":"a.txt","mimeType":"text/plain","sizeBytes":1`},
+		{"POST", "/api/v1/webhooks", key, `{"targetUrl":"https://example.com/x","eventTypes":["entity.created"]`},
+		{"PATCH", "/api/v1/webhooks/" + wh, key, `{"isActive":true`},
+		{"POST", "/api/v1/dynamic-gql/" + tenantID, key, `{"query":"{ __typename }"`},
+	}
+	for _, c := range cases {
+		path := c.path
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			r := app.Do(t, c.method, path, c.key, c.body+`,"bogusMember":1}`)
+			if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "bogusMember") {
+				t.Errorf("unknown member: status %d %s, want 400 naming bogusMember", r.Status, r.Body)
+			}
+			r = app.Do(t, c.method, path, c.key, c.body+`} {}`)
+			if r.Status != http.StatusBadRequest {
+				t.Errorf("trailing data: status %d %s, want 400", r.Status, r.Body)
+			}
+			big := c.body + `,"pad":"` + strings.Repeat("x", 70<<10) + `"}`
+			r = app.Do(t, c.method, path, c.key, big)
+			if r.Status != http.StatusRequestEntityTooLarge {
+				t.Errorf("oversized body: status %d %.200s, want 413", r.Status, r.Body)
+			}
+		})
+	}
+}
