@@ -217,7 +217,8 @@ type UpdateResult struct {
 
 // Update evolves a schema to def as a new version. Additive changes apply
 // online; a plan with destructive steps is refused with CONFLICT (carrying
-// the plan) unless allowDataLoss. With dryRun nothing is applied.
+// the plan) unless allowDataLoss. With dryRun nothing is applied and the
+// plan, destructive steps included, is returned.
 func (s *Service) Update(ctx context.Context, tenantID, id string, def *Definition, allowDataLoss, dryRun bool) (UpdateResult, error) {
 	if err := Validate(def); err != nil {
 		return UpdateResult{}, err
@@ -238,14 +239,14 @@ func (s *Service) Update(ctx context.Context, tenantID, id string, def *Definiti
 			return apperr.Fields(details)
 		}
 		res.Plan = plan
+		if dryRun { // a preview: destructive or not, the plan is the answer
+			res.Info = cur
+			return errDryRun
+		}
 		if d := plan.Destructive(); len(d) > 0 && !allowDataLoss {
 			e := apperr.New(apperr.Conflict, "the change drops data (%d destructive steps); repeat with ?allowDataLoss=true to apply it", len(d))
 			e.Extra = map[string]any{"plan": plan}
 			return e
-		}
-		if dryRun {
-			res.Info = cur
-			return errDryRun
 		}
 		raw, _ := json.Marshal(def)
 		_, err = tx.ExecContext(ctx, `UPDATE dds.schemas SET name = $3, definition = $4, version = version + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2`,

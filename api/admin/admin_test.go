@@ -360,3 +360,32 @@ func TestConcurrentFirstSchemas(t *testing.T) {
 		}
 	}
 }
+
+// A dry run is a preview: a destructive plan is shown with 200 (its steps
+// marked destructive) and nothing changes; only applying it needs
+// allowDataLoss.
+func TestDryRunPreviewsDestructivePlan(t *testing.T) {
+	t.Parallel()
+	app := testenv.Server(t)
+	_, key := app.Tenant(t)
+	id := app.Schema(t, key, shop)["id"].(string)
+	drop := map[string]any{"name": "shop", "entities": []any{
+		map[string]any{"name": "Product", "fields": []any{map[string]any{"name": "name", "type": "STRING", "required": true}}},
+	}}
+	r := app.Must(t, 200, "PUT", "/api/v1/schemas/"+id+"?dryRun=true", key, drop).JSON(t)
+	if r["version"].(float64) != 1 {
+		t.Errorf("a dry run changed the version: %v", r["version"])
+	}
+	steps, _ := r["plan"].(map[string]any)["steps"].([]any)
+	destructive := 0
+	for _, s := range steps {
+		if s.(map[string]any)["destructive"] == true {
+			destructive++
+		}
+	}
+	if destructive == 0 {
+		t.Fatalf("the preview does not mark the destructive steps: %v", r["plan"])
+	}
+	app.Must(t, 201, "POST", "/api/v1/dynamic/Order", key, map[string]any{"total": 1}) // Order still exists
+	app.Must(t, 409, "PUT", "/api/v1/schemas/"+id, key, drop)
+}
