@@ -410,7 +410,7 @@ func sortable(e *schema.Entity) []any {
 }
 
 func selectable(e *schema.Entity) []any {
-	out := []any{}
+	out := []any{"createdAt", "updatedAt"}
 	for i := range e.Fields {
 		out = append(out, e.Fields[i].Name)
 	}
@@ -436,14 +436,26 @@ func (b *builder) entity(e *schema.Entity) {
 	for i := range e.Fields {
 		props[e.Fields[i].Name] = val(fieldSchema(&e.Fields[i]))
 	}
-	rec := object(props, "id", "createdAt", "updatedAt")
-	rec.Description = fmt.Sprintf("A %s record. Fields not selected with `select` are absent.", n)
+	required := []string{"id", "createdAt", "updatedAt"}
+	for i := range e.Fields {
+		if e.Fields[i].Required {
+			required = append(required, e.Fields[i].Name)
+		}
+	}
+	rec := object(props, required...)
+	rec.Description = fmt.Sprintf("A %s record with every field.", n)
 	b.schemas[n] = val(rec)
+	// Responses of operations taking `select` hold the id plus the
+	// selected fields (createdAt/updatedAt only when selected), or every
+	// field without a selection.
+	selected := object(props, "id")
+	selected.Description = fmt.Sprintf("A %s record as read with `select`: the id plus the selected fields (every field without `select`).", n)
+	b.schemas[n+".Selected"] = val(selected)
 
 	// Input (create and replace) and patch.
 	in := openapi3.Schemas{}
 	patch := openapi3.Schemas{}
-	var required []string
+	required = nil
 	for i := range e.Fields {
 		f := &e.Fields[i]
 		in[f.Name] = val(fieldSchema(f))
@@ -478,7 +490,7 @@ func (b *builder) entity(e *schema.Entity) {
 
 	// Query body and list result.
 	sel := array(val(&openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: selectable(e)}))
-	sel.Description = "fields to return (system fields are always returned); default all"
+	sel.Description = "fields to return (the id is always returned; createdAt/updatedAt when named); default all"
 	orderBy := str("field to sort by")
 	orderBy.Enum = sortable(e)
 	orderDir := str("")
@@ -517,7 +529,7 @@ func (b *builder) entity(e *schema.Entity) {
 	}
 	b.schemas[n+".Query"] = val(closed(object(qprops)))
 	list := object(openapi3.Schemas{
-		"items": val(array(ref(n))),
+		"items": val(array(ref(n + ".Selected"))),
 		"count": val(integer("total number of matching records (with includeCount)")),
 	}, "items")
 	b.schemas[n+".List"] = val(list)
@@ -566,7 +578,7 @@ func (b *builder) entity(e *schema.Entity) {
 		score := typed("number")
 		score.Min, score.Max = fptr(0), fptr(1)
 		score.Description = "cosine similarity; 1 is an exact match"
-		b.schemas[n+".VectorMatch"] = val(object(openapi3.Schemas{"data": ref(n), "score": val(score)}, "data", "score"))
+		b.schemas[n+".VectorMatch"] = val(object(openapi3.Schemas{"data": ref(n + ".Selected"), "score": val(score)}, "data", "score"))
 	}
 
 	b.entityPaths(e, len(vfs) > 0)
@@ -657,7 +669,7 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 	base := "/api/v1/dynamic/" + n
 	scope := func(o string) string { return "entity:" + n + ":" + o }
 	idParam := pathParam("id", "record id")
-	selParam := queryParam("select", "comma-separated fields to return (system fields are always returned)", typed("string"))
+	selParam := queryParam("select", "comma-separated fields to return (the id is always returned; createdAt/updatedAt when named)", typed("string"))
 	orderBy := str("")
 	orderBy.Enum = sortable(e)
 	dir := str("")
@@ -687,7 +699,7 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 	one := b.item(base + "/{id}")
 	one.Get = op{id: "get" + n, summary: "Get a " + n, scope: scope("read"), tag: n,
 		params: openapi3.Parameters{idParam, selParam},
-		ok:     map[int]*openapi3.ResponseRef{200: jsonResp("The record.", ref(n))}}.build()
+		ok:     map[int]*openapi3.ResponseRef{200: jsonResp("The record.", ref(n+".Selected"))}}.build()
 	one.Put = op{id: "replace" + n, summary: "Replace every field of a " + n, scope: scope("update"), tag: n,
 		params: openapi3.Parameters{idParam}, body: jsonBody("All fields; absent fields become null or their default.", ref(n+".Input")),
 		ok: map[int]*openapi3.ResponseRef{200: jsonResp("The updated record.", ref(n))}, errors: []string{"Conflict", "TooLarge"}}.build()
@@ -768,7 +780,7 @@ func (b *builder) relationship(r *schema.Relationship) {
 			other = r.From
 		}
 		itemName := fmt.Sprintf("%s.ItemOf%s", n, end)
-		b.schemas[itemName] = val(withDesc(&openapi3.Schema{AllOf: openapi3.SchemaRefs{ref(other), val(object(openapi3.Schemas{
+		b.schemas[itemName] = val(withDesc(&openapi3.Schema{AllOf: openapi3.SchemaRefs{ref(other + ".Selected"), val(object(openapi3.Schemas{
 			"_relationship": ref("dds.RelationshipMeta"),
 			"properties":    ref(n + ".Properties"),
 		}, "_relationship", "properties"))}}, fmt.Sprintf("A record at the far end of a %s edge of a %s, with the edge's metadata and properties.", n, end)))

@@ -306,3 +306,33 @@ func TestSchemasDescribeTheWireFormat(t *testing.T) {
 		})
 	}
 }
+
+// The record schema of an entity lists its required fields as required
+// (besides the system fields); the schema of selected records (list, get,
+// query, vector search, relationship lists, where `select` applies)
+// requires only the id.
+func TestRecordSchemasListRequiredFields(t *testing.T) {
+	doc := openapi.New("").Document(shopInfo(t))
+	req := func(name string) []string {
+		s := doc.Components.Schemas[name]
+		if s == nil || s.Value == nil {
+			t.Fatalf("component %s missing", name)
+		}
+		r := slices.Clone(s.Value.Required)
+		slices.Sort(r)
+		return r
+	}
+	if got := req("Product"); !slices.Equal(got, []string{"createdAt", "id", "name", "updatedAt"}) {
+		t.Errorf("Product required = %v", got)
+	}
+	if got := req("User"); !slices.Equal(got, []string{"createdAt", "email", "id", "updatedAt"}) {
+		t.Errorf("User required = %v", got)
+	}
+	if got := req("Product.Selected"); !slices.Equal(got, []string{"id"}) {
+		t.Errorf("Product.Selected required = %v", got)
+	}
+	items := doc.Components.Schemas["Product.List"].Value.Properties["items"].Value.Items.Ref
+	if items != "#/components/schemas/Product.Selected" {
+		t.Errorf("list items are %q, want the selected-record schema", items)
+	}
+}
