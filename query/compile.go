@@ -56,15 +56,17 @@ func (a *Args) Add(v any, cast string) string {
 // List returns the bound values.
 func (a *Args) List() []any { return a.list }
 
-// Columns is the select list of a record of e (system fields first, then the
-// selected user fields in schema order) read from table alias tbl.
+// Columns is the select list of a record of e read from table alias tbl:
+// with no selection (nil) every field, system fields first; with one, the id
+// plus the selected fields (createdAt/updatedAt only if selected), user
+// fields in schema order.
 func (c *Compiler) Columns(e *schema.Entity, fields []string, tbl string) ([]string, error) {
 	return columns(e, fields, tbl, "select", "")
 }
 
 func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]string, error) {
-	cols := []string{tbl + `."id"`, tbl + `."createdAt"`, tbl + `."updatedAt"`}
 	if fields == nil {
+		cols := []string{tbl + `."id"`, tbl + `."createdAt"`, tbl + `."updatedAt"`}
 		for i := range e.Fields {
 			if e.Fields[i].Name != skip {
 				cols = append(cols, column(&e.Fields[i], tbl))
@@ -72,8 +74,15 @@ func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]strin
 		}
 		return cols, nil
 	}
+	// A selection is the id plus the selected fields; the system
+	// timestamps only when selected by name.
+	cols := []string{tbl + `."id"`}
 	want := map[string]bool{}
 	for _, f := range fields {
+		if f == schema.ColCreatedAt || f == schema.ColUpdatedAt {
+			want[f] = true
+			continue
+		}
 		if schema.IsReserved(f) {
 			continue
 		}
@@ -81,6 +90,11 @@ func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]strin
 			return nil, apperr.Field(path, "unknown field %q on %s", f, e.Name)
 		}
 		want[f] = true
+	}
+	for _, sys := range []string{schema.ColCreatedAt, schema.ColUpdatedAt} {
+		if want[sys] {
+			cols = append(cols, tbl+"."+schema.Ident(sys))
+		}
 	}
 	for i := range e.Fields {
 		if want[e.Fields[i].Name] && e.Fields[i].Name != skip {

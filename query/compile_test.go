@@ -193,6 +193,13 @@ func TestPlans(t *testing.T) {
 		{"list_related_every", func() (Statement, error) {
 			return c.List(List{Entity: "Category", Where: Related{Relationship: "IN_CATEGORY", Quantifier: Every, Where: where(t, `{"active": true}`)}})
 		}},
+		// A direction the entity is not on matches nothing (no error).
+		{"list_traverse_wrong_direction", func() (Statement, error) {
+			return c.List(List{Entity: "Product", Select: Selection{Nested: []Nested{{Relationship: "IN_CATEGORY", Direction: DirIn}}}})
+		}},
+		{"list_related_wrong_direction", func() (Statement, error) {
+			return c.List(List{Entity: "Category", Where: Related{Relationship: "IN_CATEGORY", Direction: DirOut, Where: where(t, `{"active": true}`)}})
+		}},
 		{"list_seek", func() (Statement, error) {
 			return c.List(List{Entity: "Product", OrderBy: []Order{{Field: "price"}}, Limit: 10,
 				Seek: &Seek{Values: []any{json.Number("9.5"), "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b"}}})
@@ -295,10 +302,6 @@ func TestRejected(t *testing.T) {
 		{"limit too big", func() error { _, err := c.List(List{Entity: "Product", Limit: 5000}); return err }, "limit"},
 		{"negative offset", func() error { _, err := c.List(List{Entity: "Product", Offset: -1}); return err }, "offset"},
 		{"search without searchable", func() error { _, err := c.List(List{Entity: "Category", Search: "x"}); return err }, "search"},
-		{"traverse wrong direction", func() error {
-			_, err := c.List(List{Entity: "Product", Select: Selection{Nested: []Nested{{Relationship: "IN_CATEGORY", Direction: DirIn}}}})
-			return err
-		}, "traverse[0].direction"},
 		{"traverse key clash", func() error {
 			_, err := c.List(List{Entity: "Product", Select: Selection{Nested: []Nested{{Key: "name", Relationship: "IN_CATEGORY"}}}})
 			return err

@@ -270,7 +270,7 @@ func (s *scope) relatedPred(rp Related) (string, error) {
 	if !s.related || s.ent == nil {
 		return "", apperr.Field(path, "relationship predicates are not allowed here")
 	}
-	rel, dirs, err := s.b.c.relationshipFor(s.ent, rp.Relationship, rp.Direction, path)
+	rel, dirs, none, err := s.b.c.relationshipFor(s.ent, rp.Relationship, rp.Direction, path)
 	if err != nil {
 		return "", err
 	}
@@ -298,6 +298,9 @@ func (s *scope) relatedPred(rp Related) (string, error) {
 		if q == Every {
 			w = "NOT coalesce(" + w + ", FALSE)"
 		}
+		if none { // a direction the entity is not on: no related node
+			w += " AND FALSE"
+		}
 		parts = append(parts, fmt.Sprintf("EXISTS (SELECT 1 FROM %s %s JOIN %s %s ON %s.\"id\" = %s.%s WHERE %s.%s = %s.\"id\" AND %s)",
 			s.b.c.Table(schema.RelTable(rel)), x, s.b.c.Table(oe.Name), n, n, x, far, x, self, s.tbl, w))
 	}
@@ -319,38 +322,41 @@ func otherEnd(rel *schema.Relationship, d Direction) string {
 
 // relationshipFor resolves a relationship walked from entity e in direction
 // dir and returns the concrete directions to walk (out, in or both). An
-// empty direction means whichever end(s) e is on.
-func (c *Compiler) relationshipFor(e *schema.Entity, name string, dir Direction, path string) (*schema.Relationship, []Direction, error) {
-	rel, err := c.Relationship(name)
+// empty direction means whichever end(s) e is on. A direction e is not on
+// (out from the target, in from the source) is a valid filter that matches
+// nothing: none is true and dirs holds the direction e is on, so the
+// caller compiles (and validates, against the entity at the far end) the
+// walk as usual and then makes it empty.
+func (c *Compiler) relationshipFor(e *schema.Entity, name string, dir Direction, path string) (rel *schema.Relationship, dirs []Direction, none bool, err error) {
+	rel, err = c.Relationship(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	out, in := rel.From == e.Name, rel.To == e.Name
 	if !out && !in {
-		return nil, nil, apperr.Field(path, "relationship %s connects %s to %s, not %s", rel.Name, rel.From, rel.To, e.Name)
+		return nil, nil, false, apperr.Field(path, "relationship %s connects %s to %s, not %s", rel.Name, rel.From, rel.To, e.Name)
 	}
 	switch dir {
 	case DirOut:
 		if !out {
-			return nil, nil, apperr.Field(joinPath(path, "direction"), "%s is the target of %s (from %s to %s): use direction \"in\"", e.Name, rel.Name, rel.From, rel.To)
+			return rel, []Direction{DirIn}, true, nil
 		}
-		return rel, []Direction{DirOut}, nil
+		return rel, []Direction{DirOut}, false, nil
 	case DirIn:
 		if !in {
-			return nil, nil, apperr.Field(joinPath(path, "direction"), "%s is the source of %s (from %s to %s): use direction \"out\"", e.Name, rel.Name, rel.From, rel.To)
+			return rel, []Direction{DirOut}, true, nil
 		}
-		return rel, []Direction{DirIn}, nil
+		return rel, []Direction{DirIn}, false, nil
 	case "", DirBoth:
-		var ds []Direction
 		if out {
-			ds = append(ds, DirOut)
+			dirs = append(dirs, DirOut)
 		}
 		if in {
-			ds = append(ds, DirIn)
+			dirs = append(dirs, DirIn)
 		}
-		return rel, ds, nil
+		return rel, dirs, false, nil
 	}
-	return nil, nil, apperr.Field(joinPath(path, "direction"), "must be out, in or both")
+	return nil, nil, false, apperr.Field(joinPath(path, "direction"), "must be out, in or both")
 }
 
 // builder accumulates the state of one statement's compilation.

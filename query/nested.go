@@ -34,7 +34,7 @@ import (
 // Default order is the edges' creation order.
 func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, depth int) (string, error) {
 	c := b.c
-	rel, dirs, err := c.relationshipFor(pe, n.Relationship, n.Direction, path)
+	rel, dirs, none, err := c.relationshipFor(pe, n.Relationship, n.Direction, path)
 	if err != nil {
 		return "", err
 	}
@@ -55,6 +55,9 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 		x := b.alias("x")
 		branches[i] = fmt.Sprintf(`SELECT %s."id", %s."properties", %s."created_at", '%s'::text AS "_dir", %s.%s AS "_other" FROM %s %s WHERE %s.%s = %s."id"`,
 			x, x, x, d, x, far, c.Table(schema.RelTable(rel)), x, x, self, p)
+		if none { // a direction the parent is not on: no edges
+			branches[i] += " AND FALSE"
+		}
 	}
 	edges := strings.Join(branches, " UNION ALL ")
 

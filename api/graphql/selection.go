@@ -139,7 +139,7 @@ func (x *execCtx) nextKey() string {
 }
 
 func addField(sel *query.Selection, name string) {
-	if schema.IsReserved(name) {
+	if name == schema.ColID { // always read
 		return
 	}
 	for _, f := range sel.Fields {

@@ -95,12 +95,19 @@ func TestRelationships(t *testing.T) {
 		if len(both) != 2 {
 			t.Fatalf("direction both: %+v", both)
 		}
+		// A direction the entity is not on is a filter matching nothing:
+		// Category is only ever the target of IN_CATEGORY (Product -> Category).
+		if out := list(t, "/api/v1/dynamic/Category/"+f.c[0]+"/relationships/IN_CATEGORY", url.Values{"direction": {"out"}}); len(out) != 0 {
+			t.Fatalf("direction out from the target: %+v", out)
+		}
+		if in := list(t, base(f.p[0]), url.Values{"direction": {"in"}}); len(in) != 0 {
+			t.Fatalf("direction in from the source: %+v", in)
+		}
 		for _, tc := range []struct {
 			q      url.Values
 			status int
 		}{
 			{url.Values{"direction": {"sideways"}}, 400},
-			{url.Values{"direction": {"in"}}, 400}, // Product is not the target of IN_CATEGORY
 			{url.Values{"limit": {"x"}}, 400},
 			{url.Values{"limit": {"0"}}, 200},
 			{url.Values{"limit": {"5000"}}, 400},
