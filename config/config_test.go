@@ -39,6 +39,7 @@ func TestCORSOrigins(t *testing.T) {
 		})
 	}
 }
+
 // Without DDS_PUBLIC_URL the public URL (OpenAPI servers, local presigned
 // file URLs) is where the server listens, so changing the port is enough.
 func TestPublicURLFollowsListenAddress(t *testing.T) {
