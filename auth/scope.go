@@ -12,8 +12,8 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
-// Scope kinds. "entity" and "relationship" are the spec's; the others guard
-// management APIs.
+// Scope kinds. "entity" and "relationship" guard records and edges; the
+// others guard management APIs.
 var kinds = map[string]bool{"entity": true, "relationship": true, "schema": true, "apikey": true, "webhook": true, "file": true, "job": true}
 
 var ops = map[string]bool{"read": true, "create": true, "update": true, "delete": true}

@@ -35,7 +35,7 @@ import (
 	"github.com/dds-project/dds/workflows"
 )
 
-// MaxSizeBytes is the largest file accepted (spec §8: 100 MB).
+// MaxSizeBytes is the largest file accepted (100 MB, docs/files.md).
 const MaxSizeBytes = 100 << 20
 
 // Storage is what the service needs from a storage driver.
@@ -83,7 +83,7 @@ func New(db *sqlx.DB, store Storage, tc client.Client, opt Options) *Service {
 	return &Service{db: db, store: store, tc: tc, opt: opt, now: time.Now}
 }
 
-// File is the metadata of one file (spec §2.5). CreatedAt is the
+// File is the metadata of one file (docs/files.md). CreatedAt is the
 // confirmation time and null until then; Status is one of pending,
 // confirmed, expired.
 type File struct {

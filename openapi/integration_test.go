@@ -53,7 +53,7 @@ func TestOpenAPIDownload(t *testing.T) {
 		t.Errorf("Note.Input.title = %+v", title)
 	}
 
-	// The document follows schema changes (spec §9): a new version adds a field.
+	// The document follows schema changes (docs/schemas.md, Evolution): a new version adds a field.
 	evolved := `{"name": "notes", "entities": [
 	  {"name": "Note", "fields": [
 	    {"name": "title", "type": "STRING", "required": true, "maxLength": 80},

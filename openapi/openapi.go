@@ -2,7 +2,7 @@
 // API of one schema version (GET /api/v1/schemas/{id}/openapi.json): one set
 // of components per entity (record, input, patch, filter, query, list, batch
 // bodies, vector search) and per relationship (properties, edge bodies, list
-// items), every path of spec §4.1–§4.5, the bearer security scheme, and the
+// items), every path of the dynamic REST API (records, query, batch, vector search, relationships), the bearer security scheme, and the
 // error envelope and batch result shared by all of them.
 //
 // Component names of entities are the entity names (Product, Product.Input,
@@ -28,7 +28,7 @@ import (
 // Version is the OpenAPI version of the generated documents.
 const Version = "3.1.0"
 
-// MaxBatchItems is the per-request batch limit of spec §4.3.
+// MaxBatchItems is the per-request batch limit (docs/rest.md, Batches).
 const MaxBatchItems = 1000
 
 // Generator renders OpenAPI documents. It implements admin.OpenAPIGenerator.

@@ -18,7 +18,7 @@ var restOps = map[string]Op{
 	"$contains": Contains, "$startsWith": StartsWith, "$endsWith": EndsWith,
 }
 
-// ParseWhere parses the REST filter DSL of spec §4.2 (values decoded with
+// ParseWhere parses the REST filter DSL (docs/rest.md, Query; values decoded with
 // UseNumber):
 //
 //	{"price": {"$gte": 10, "$lt": 20}, "status": "live",

@@ -170,7 +170,7 @@ type VectorSearch struct {
 	Select Selection
 }
 
-// Vector search limits (spec §8).
+// Vector search limits (docs/rest.md, Vector search).
 const (
 	DefaultTopK = 10
 	MaxTopK     = 100

@@ -21,7 +21,7 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
-// Batches (spec §4.3, §2.7). Every item is validated first (types,
+// Batches (docs/rest.md, Batches). Every item is validated first (types,
 // required fields, unknown fields, ids, duplicates inside the batch, unique
 // values already stored, FILE references, records to update or delete
 // existing); any failure rejects the whole batch before a write. The writes
@@ -34,7 +34,7 @@ import (
 // MaxBatch is the largest batch a request may carry.
 const MaxBatch = 1000
 
-// BatchResult is the spec §2.7 result.
+// BatchResult is the batch result: successful and failed items (docs/rest.md, Batches).
 type BatchResult struct {
 	Successful   json.RawMessage `json:"successful"`
 	Failed       []BatchFailure  `json:"failed"`

@@ -8,7 +8,7 @@ import (
 )
 
 // VectorSearch ranks records by cosine similarity of a VECTOR field and
-// returns [{"data": {...}, "score": s}] (spec §2.8). The compiled statement
+// returns [{"data": {...}, "score": s}] (docs/rest.md, Vector search). The compiled statement
 // runs in one read-only transaction after SET LOCAL hnsw.iterative_scan, so
 // a where filter applied after ranking still yields topK matches when that
 // many exist.

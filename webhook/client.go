@@ -22,7 +22,7 @@ import (
 
 // Defaults of the delivery client.
 const (
-	DefaultTimeout          = 5 * time.Second // spec §8: 5 s per delivery
+	DefaultTimeout          = 5 * time.Second // 5 s per delivery attempt (docs/webhooks.md)
 	DefaultMaxResponseBytes = 64 << 10
 )
 

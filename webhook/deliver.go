@@ -9,7 +9,7 @@ import (
 )
 
 // Schedule is the wait before each retry, counted from the failure before
-// it (spec §6.1 rule 4): five retries, then the delivery is failed.
+// it (docs/webhooks.md, "How delivery works"): five retries, then the delivery is failed.
 var Schedule = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 8 * time.Hour}
 
 // Send signs body for this attempt (fresh webhook-timestamp, same

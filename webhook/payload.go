@@ -1,4 +1,4 @@
-// Package webhook owns outgoing webhooks: the delivery payload (spec §2.4),
+// Package webhook owns outgoing webhooks: the delivery payload (docs/webhooks.md),
 // signing (X-Webhook-Signature plus Standard Webhooks headers), the
 // SSRF-safe HTTP client, the Postgres store of webhooks, deliveries and
 // attempts, and one delivery attempt (Deliverer) shared by the outbox relay
@@ -14,7 +14,7 @@ import (
 	"github.com/dds-project/dds/outbox"
 )
 
-// Payload is the delivery body of spec §2.4.
+// Payload is the delivery body (docs/webhooks.md, "What a receiver gets").
 type Payload struct {
 	ID        string        `json:"id"`
 	Type      string        `json:"type"`

@@ -47,7 +47,7 @@ func standardKey(secret string) []byte {
 	return []byte(secret)
 }
 
-// BodySignature is the value of X-Webhook-Signature (spec §6.1 rule 3): the
+// BodySignature is the value of X-Webhook-Signature (docs/webhooks.md, "What a receiver gets"): the
 // HMAC-SHA256 of the raw body keyed with the signing secret string exactly
 // as returned at creation (including its "whsec_" prefix), hex-encoded.
 func BodySignature(secret string, body []byte) string {

@@ -61,7 +61,7 @@ const (
 // before it is disabled.
 const DisableAfter = 5 * 24 * time.Hour
 
-// Matches implements spec §6.1 rule 1 plus the schema filter: the event's
+// Matches is the subscription rule (event type, entity names) plus the schema filter: the event's
 // type is subscribed, its entity is listed (or no list is set) and, when
 // the webhook names a schema, the event belongs to it.
 func (w *Webhook) Matches(ev *outbox.Event) bool {

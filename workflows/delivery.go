@@ -47,7 +47,7 @@ func DeliveryWorkflowID(webhookID, eventID string) string {
 	return "webhook-delivery/" + webhookID + "/" + eventID
 }
 
-// Delivery retries a failed webhook delivery on the schedule of spec §6.1:
+// Delivery retries a failed webhook delivery on the documented schedule (docs/webhooks.md, "How delivery works"):
 // durable timers of 1m, 5m, 30m, 2h and 8h after each failure, one
 // activity per attempt. It ends when an attempt succeeds, when the webhook
 // was deactivated or deleted (the activity marks the delivery cancelled),

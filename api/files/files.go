@@ -1,4 +1,4 @@
-// Package files is the HTTP surface of the file API (spec §4.6):
+// Package files is the HTTP surface of the file API (docs/files.md):
 // upload-url, confirm, metadata, download-url, list and delete, with scopes
 // file:*:<op>, plus the public routes serving the local storage driver's
 // presigned URLs.

@@ -15,7 +15,7 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
-// MaxPage is the largest first/last of a connection (spec §8).
+// MaxPage is the largest first/last of a connection (docs/graphql.md).
 const MaxPage = 100
 
 func (x *execCtx) resolveRoot(root *ast.Definition, cf *cfield) ([]byte, error) {

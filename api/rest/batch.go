@@ -8,9 +8,9 @@ import (
 	"github.com/dds-project/dds/records"
 )
 
-// Batch endpoints (spec §4.3): at most records.MaxBatch items, all
+// Batch endpoints (docs/rest.md, Batches): at most records.MaxBatch items, all
 // validated before any write, one transaction. Success: 201 (create) or
-// 200 with the §2.7 result; a rejected batch: 400 with the same result
+// 200 with the batch result; a rejected batch: 400 with the same result
 // listing every failed item, nothing written.
 
 func (h *Handler) batchCreate(r *http.Request) (int, any, error) {

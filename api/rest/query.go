@@ -24,7 +24,7 @@ func (h *Handler) QueryRoutes(r *api.Router) {
 	h.relationshipRoutes(r)
 }
 
-// queryBody is the POST .../query body (spec §4.2). orderBy may be a field
+// queryBody is the POST .../query body (docs/rest.md, Query). orderBy may be a field
 // name (with orderDirection) or an array of {field, direction}.
 type queryBody struct {
 	Where          map[string]any  `json:"where"`

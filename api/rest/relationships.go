@@ -10,7 +10,7 @@ import (
 	"github.com/dds-project/dds/records"
 )
 
-// Relationship endpoints (spec §4.5), guarded by relationship:<TYPE>:<op>.
+// Relationship endpoints (docs/rest.md, Relationships), guarded by relationship:<TYPE>:<op>.
 //
 // Edge objects (create, update, delete responses):
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/dds-project/dds/query"
 )
 
-// vectorBody is the spec §4.4 request.
+// vectorBody is the vector-search request (docs/rest.md, Vector search).
 type vectorBody struct {
 	Field  string         `json:"field"`
 	Vector []any          `json:"vector"`

@@ -1,4 +1,4 @@
-// Package webhooks is the HTTP surface of webhook management (spec §4.7):
+// Package webhooks is the HTTP surface of webhook management (docs/webhooks.md):
 // create, list, get, update and delete webhooks, plus the delivery log of a
 // webhook and manual replay of one delivery. Scopes: webhook:*:<op>.
 package webhooks

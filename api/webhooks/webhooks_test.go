@@ -161,7 +161,7 @@ var shop = map[string]any{"name": "shop", "entities": []any{
 }}
 
 // TestWritesAreDelivered drives real entity writes through the REST API and
-// checks what a receiver gets: every event type, the §2.4 payload, both
+// checks what a receiver gets: every event type, the documented payload, both
 // signatures, the entity filter, isActive, the delivery log and replay.
 func TestWritesAreDelivered(t *testing.T) {
 	t.Parallel()
