@@ -129,11 +129,16 @@ func start(tmp, driver string) (*deployment, func(), error) {
 	if err != nil {
 		return nil, noop, err
 	}
+	probes, err := freePort()
+	if err != nil {
+		return nil, noop, err
+	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	queue := fmt.Sprintf("dds-e2e-%s-%d", driver, time.Now().UnixNano())
 	env := append(os.Environ(),
 		"DATABASE_URL="+dbURL,
 		"DDS_HTTP_ADDR="+addr,
+		fmt.Sprintf("DDS_WORKER_HTTP_ADDR=127.0.0.1:%d", probes),
 		"DDS_PUBLIC_URL=", // the default must follow DDS_HTTP_ADDR
 		"DDS_JWT_SECRET=e2e-jwt-secret-0123456789abcdef0123456789",
 		"DDS_OPERATOR_TOKEN=e2e-operator-token-0123456789abcdef",

@@ -56,11 +56,12 @@ func startLogged(t *testing.T, cfg *config.Config) (*testenv.App, *logBuffer) {
 	t.Helper()
 	testenv.DB(t)
 	logs := &logBuffer{}
-	s, err := server.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	cfg.PublicURL = "http://" + ln.Addr().String()
+	s, err := server.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
