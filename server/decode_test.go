@@ -53,6 +53,7 @@ func TestEveryJSONBodyIsDecodedStrictly(t *testing.T) {
 		{"POST", "/api/v1/webhooks", key, `{"targetUrl":"https://example.com/x","eventTypes":["entity.created"]`},
 		{"PATCH", "/api/v1/webhooks/" + wh, key, `{"isActive":true`},
 		{"POST", "/api/v1/dynamic-gql/" + tenantID, key, `{"query":"{ __typename }"`},
+		{"POST", "/api/v1/jobs", key, `{"type":"delete","entity":"Product","where":{"name":"none"}`},
 	}
 	for _, c := range cases {
 		path := c.path
