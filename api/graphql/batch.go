@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/vektah/gqlparser/v2/ast"
+
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
 )
 
 // batch runs batchCreate/batchUpdate/batchDelete through the records store
@@ -176,8 +179,21 @@ func (x *execCtx) edge(rf rootField, cf *cfield, args map[string]any) ([]byte, e
 	if rf.kind != rRelDelete {
 		typ = newNamer().relationship(rel).Edge
 	}
+	sh := x.edgeShape(rel, typ, cf.sel)
+	var b bytes.Buffer
+	if err := writeObj(&b, sh, raw); err != nil {
+		return nil, apperr.Wrap(err, "reshape result")
+	}
+	return b.Bytes(), nil
+}
+
+// edgeShape is the shape of an edge selection (a relationship mutation's
+// result or a relationship event) of GraphQL type typ over an edge object
+// as records and the outbox write it: {id, sourceId, targetId, createdAt,
+// properties}.
+func (x *execCtx) edgeShape(rel *schema.Relationship, typ string, set ast.SelectionSet) *shape {
 	sh := &shape{}
-	for _, f := range x.collect(cf.sel, typ) {
+	for _, f := range x.collect(set, typ) {
 		src := map[string]string{"from": "sourceId", "to": "targetId"}[f.field.Name]
 		if src == "" {
 			src = f.field.Name
@@ -200,9 +216,5 @@ func (x *execCtx) edge(rf rootField, cf *cfield, args map[string]any) ([]byte, e
 			sh.fields = append(sh.fields, outField{key: f.key, kind: oScalar, src: src})
 		}
 	}
-	var b bytes.Buffer
-	if err := writeObj(&b, sh, raw); err != nil {
-		return nil, apperr.Wrap(err, "reshape result")
-	}
-	return b.Bytes(), nil
+	return sh
 }

@@ -40,6 +40,9 @@ const (
 	rCreated
 	rUpdated
 	rDeleted
+	rRelCreated
+	rRelUpdated
+	rRelDeleted
 )
 
 // rootField is the meaning of one Query/Mutation/Subscription field.
@@ -594,5 +597,11 @@ func (g *gen) relationship(r *schema.Relationship) {
 	}
 	if g.can("relationship", r.Name, "delete") {
 		g.root(&g.mut, rn.DeleteByID, with(rf, rRelDelete), "(id: ID!): DeletedRelationship!")
+	}
+	if g.can("relationship", r.Name, "read") {
+		stem := lowerFirst(strings.TrimPrefix(rn.Create, "create"))
+		g.root(&g.sub, stem+"Created", with(rf, rRelCreated), ": "+rn.Edge+"!")
+		g.root(&g.sub, stem+"Updated", with(rf, rRelUpdated), ": "+rn.Edge+"!")
+		g.root(&g.sub, stem+"Deleted", with(rf, rRelDeleted), ": "+rn.Edge+"!")
 	}
 }

@@ -108,7 +108,7 @@ func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 		return
 	}
 	for _, sub := range targets {
-		if sub.entity.Name != ev.Name || sub.eventType != ev.Type {
+		if sub.name != ev.Name || sub.eventType != ev.Type {
 			continue
 		}
 		ok, err := s.matches(ctx, sub, ev.Record)
@@ -207,7 +207,8 @@ type subscriber struct {
 	key       string
 	conn      *wsConn
 	sc        *records.Scope
-	entity    *schema.Entity
+	name      string         // the entity or relationship whose events it follows
+	entity    *schema.Entity // nil for relationship events
 	eventType string
 	shape     *shape
 	// sel is the record selection read per event when it needs more than
@@ -450,9 +451,17 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 }
 
 // subscriptionEvents maps a subscription root to the event type it follows.
-var subscriptionEvents = map[rootKind]string{rCreated: outbox.EntityCreated, rUpdated: outbox.EntityUpdated, rDeleted: outbox.EntityDeleted}
+var subscriptionEvents = map[rootKind]string{rCreated: outbox.EntityCreated, rUpdated: outbox.EntityUpdated, rDeleted: outbox.EntityDeleted,
+	rRelCreated: outbox.RelationshipCreated, rRelUpdated: outbox.RelationshipUpdated, rRelDeleted: outbox.RelationshipDeleted}
 
 func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
+	if rf.rel != nil { // an edge event: the edge as written, no filter
+		if err := x.p.Require("relationship", rf.rel.Name, "read"); err != nil {
+			return nil, err
+		}
+		sh := x.edgeShape(rf.rel, newNamer().relationship(rf.rel).Edge, cf.sel)
+		return &subscriber{key: cf.key, sc: x.sc, name: rf.rel.Name, eventType: subscriptionEvents[rf.kind], shape: sh}, nil
+	}
 	e := rf.entity
 	if err := x.p.Require("entity", e.Name, "read"); err != nil {
 		return nil, err
@@ -466,7 +475,7 @@ func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub := &subscriber{key: cf.key, sc: x.sc, entity: e, eventType: subscriptionEvents[rf.kind], shape: sh}
+	sub := &subscriber{key: cf.key, sc: x.sc, name: e.Name, entity: e, eventType: subscriptionEvents[rf.kind], shape: sh}
 	if readsMore(&sel) {
 		if rf.kind == rDeleted {
 			return nil, apperr.New(apperr.BadRequest, "a deleted record has no relationships or files left to read: select its own fields in %s", cf.field.Name)

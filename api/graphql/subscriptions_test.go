@@ -214,3 +214,55 @@ func TestSubscriptionRelationshipsAndFiles(t *testing.T) {
 	}
 	jsonEq(t, m["payload"], `{"data":{"productUpdated":{"name":"Green apple","categories":[{"name":"Fruit"}],"manualFile":null}}}`)
 }
+
+// TestRelationshipSubscriptions: edge writes reach subscriptions as
+// relationship events carrying the edge.
+func TestRelationshipSubscriptions(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	w := dialWS(t, e)
+	w.send(map[string]any{"type": "connection_init", "payload": map[string]any{"token": s.key}})
+	if m := w.read(); m["type"] != "connection_ack" {
+		t.Fatalf("%v", m)
+	}
+	for id, f := range map[string]string{"c": "Created", "u": "Updated", "d": "Deleted"} {
+		w.send(map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{
+			"query": `subscription { edge: productCategoriesInCategoryRelationship` + f + ` { __typename id from to properties { position } } }`}})
+	}
+	w.send(map[string]any{"type": "ping"})
+	if m := w.read(); m["type"] != "pong" {
+		t.Fatalf("%v", m)
+	}
+	sc := e.scope(t, s.tenant)
+	raw, err := e.Store.CreateEdge(t.Context(), sc, "Product", s.p[2], "IN_CATEGORY", s.c[0], map[string]any{"position": json.Number("7")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edge struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &edge); err != nil || edge.ID == "" {
+		t.Fatalf("created edge %s: %v", raw, err)
+	}
+	want := `{"data":{"edge":{"__typename":"InCategoryRelationship","id":"` + edge.ID + `","from":"` + s.p[2] + `","to":"` + s.c[0] + `","properties":{"position":%s}}}}`
+	m := w.read()
+	if m["id"] != "c" || m["type"] != "next" {
+		t.Fatalf("created: %v", m)
+	}
+	jsonEq(t, m["payload"], strings.Replace(want, "%s", "7", 1))
+	if _, err := e.Store.UpdateEdgeByID(t.Context(), sc, "Product", s.p[2], "IN_CATEGORY", edge.ID, map[string]any{"position": json.Number("8")}); err != nil {
+		t.Fatal(err)
+	}
+	if m = w.read(); m["id"] != "u" {
+		t.Fatalf("updated: %v", m)
+	}
+	jsonEq(t, m["payload"], strings.Replace(want, "%s", "8", 1))
+	if _, err := e.Store.DeleteEdgeByID(t.Context(), sc, "Product", s.p[2], "IN_CATEGORY", edge.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m = w.read(); m["id"] != "d" {
+		t.Fatalf("deleted: %v", m)
+	}
+	jsonEq(t, m["payload"], strings.Replace(want, "%s", "8", 1))
+}
