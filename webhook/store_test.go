@@ -320,3 +320,31 @@ func TestFailingForFiveDaysDisables(t *testing.T) {
 		t.Fatalf("after 410 Gone: %+v", got)
 	}
 }
+
+// TestDelivererGoneFailsAndDisables: a retry answered 410 fails the
+// delivery at once (no further retries) and disables the webhook.
+func TestDelivererGoneFailsAndDisables(t *testing.T) {
+	t.Parallel()
+	d := webhooktest.DB(t)
+	st := webhook.NewStore(d)
+	ctx := context.Background()
+	tn := webhooktest.Tenant(t, d, "gone on retry")
+	rc := webhooktest.NewReceiver(t, func(webhooktest.Request) int { return 410 })
+	w, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL, EventTypes: outbox.Types}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := webhooktest.Event(t, d, tn, "shop", outbox.EntityCreated, "Product", nil)
+	refs, err := st.InsertDeliveries(ctx, []webhook.NewDelivery{{WebhookID: w.ID, TenantID: tn, EventID: ev, EventType: outbox.EntityCreated, EntityName: "Product", Body: []byte("{}")}}, nil)
+	if err != nil || len(refs) != 1 {
+		t.Fatalf("InsertDeliveries: %+v %v", refs, err)
+	}
+	dl := &webhook.Deliverer{Store: st, Client: rc.Client(t)}
+	if out, err := dl.Attempt(ctx, refs[0].ID, 5*time.Minute); err != nil || out != webhook.OutcomeFailed {
+		t.Fatalf("410 with retries left: %s %v, want failed", out, err)
+	}
+	got, err := st.Get(ctx, tn, w.ID)
+	if err != nil || got.IsActive || got.DisabledReason == nil || *got.DisabledReason != webhook.DisabledGone {
+		t.Fatalf("webhook after 410: %+v %v", got, err)
+	}
+}
