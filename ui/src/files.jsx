@@ -2,7 +2,7 @@
 import { useState } from 'react';
 import { allows, api, enc } from './api.js';
 import { downloadFile, uploadFile } from './files-api.js';
-import { Empty, ErrorBox, fmtTime, useAction, useLoad } from './ui.jsx';
+import { ErrorBox, fmtTime, ListTable, useAction, useLoad } from './ui.jsx';
 
 const PAGE = 50;
 
@@ -45,22 +45,8 @@ export function Files({ me }) {
         ) : null}
       </div>
       <ErrorBox error={error || actError} />
-      {data && data.files.length === 0 ? <Empty>No files.</Empty> : null}
-      {data && data.files.length ? (
-        <table className="grid" aria-label="Files">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Type</th>
-              <th>Size</th>
-              <th>Status</th>
-              <th>Attached to</th>
-              <th>Created</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {data.files.map((f) => (
+      <ListTable label="Files" items={data && data.files} empty="No files." head={["Name", "Type", "Size", "Status", "Attached to", "Created", ""]}>
+        {(f) => (
               <tr key={f.id}>
                 <td>{f.fileName}</td>
                 <td>{f.mimeType}</td>
@@ -92,10 +78,8 @@ export function Files({ me }) {
                   ) : null}
                 </td>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+        )}
+      </ListTable>
       {data ? (
         <div className="pager">
           <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>

@@ -5,7 +5,7 @@ import { useEffect, useState } from 'react';
 import { allows, anyOf, api, ApiError, enc, errorAt } from './api.js';
 import { uploadFile } from './files-api.js';
 import { loadActive } from './schemas.jsx';
-import { Empty, ErrorBox, fmtTime, Row, useAction, useLoad } from './ui.jsx';
+import { ErrorBox, fmtTime, ListTable, Row, useAction, useLoad } from './ui.jsx';
 
 const PAGE = 50;
 const LIVE = ['queued', 'running'];
@@ -34,22 +34,8 @@ export function Jobs({ me }) {
       </div>
       {allows(me.scopes, 'job', '*', 'create') && anyOf(me.scopes, 'entity', 'read') ? <NewJob me={me} onCreated={reload} /> : null}
       <ErrorBox error={error || actError} />
-      {data && data.jobs.length === 0 ? <Empty>No jobs.</Empty> : null}
-      {data && data.jobs.length ? (
-        <table className="grid" aria-label="Jobs">
-          <thead>
-            <tr>
-              <th>Job</th>
-              <th>Status</th>
-              <th>Progress</th>
-              <th>Result</th>
-              <th>Created</th>
-              <th>Finished</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {data.jobs.map((j) => (
+      <ListTable label="Jobs" items={data && data.jobs} empty="No jobs." head={["Job", "Status", "Progress", "Result", "Created", "Finished", ""]}>
+        {(j) => (
               <tr key={j.id}>
                 <td>
                   {j.type} {j.entity}
@@ -89,10 +75,8 @@ export function Jobs({ me }) {
                   ) : null}
                 </td>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+        )}
+      </ListTable>
       {data && (offset > 0 || data.jobs.length === PAGE) ? (
         <div className="pager">
           <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>

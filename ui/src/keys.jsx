@@ -2,7 +2,7 @@
 // shown once, with a copy button), revoke.
 import { useState } from 'react';
 import { allows, api, ApiError, enc, errorAt } from './api.js';
-import { Empty, ErrorBox, fmtTime, Row, Secret, useAction, useLoad } from './ui.jsx';
+import { ErrorBox, fmtTime, ListTable, Row, Secret, useAction, useLoad } from './ui.jsx';
 import { loadActive } from './schemas.jsx';
 
 const KINDS = ['entity', 'relationship', 'schema', 'apikey', 'webhook', 'file', 'job'];
@@ -28,21 +28,8 @@ export function Keys({ me }) {
         />
       ) : null}
       <ErrorBox error={error || actError} />
-      {data && data.keys.length === 0 ? <Empty>No keys.</Empty> : null}
-      {data && data.keys.length ? (
-        <table className="grid">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Prefix</th>
-              <th>Scopes</th>
-              <th>Created</th>
-              <th>Last used</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {data.keys.map((k) => (
+      <ListTable label="API keys" items={data && data.keys} empty="No keys." head={["Name", "Prefix", "Scopes", "Created", "Last used", ""]}>
+        {(k) => (
               <tr key={k.id}>
                 <td>
                   {k.name} {k.id === me.keyId ? <span className="badge">this key</span> : null}
@@ -72,10 +59,8 @@ export function Keys({ me }) {
                   ) : null}
                 </td>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+        )}
+      </ListTable>
     </section>
   );
 }

@@ -2,7 +2,7 @@
 // apply with destructive steps called out, and activate.
 import { useState } from 'react';
 import { allows, api, ApiError, enc, errorAt } from './api.js';
-import { Empty, ErrorBox, fmtTime, Link, navigate, Row, useAction, useLoad } from './ui.jsx';
+import { ErrorBox, fmtTime, Link, ListTable, navigate, Row, useAction, useLoad } from './ui.jsx';
 
 export const TYPES = ['STRING', 'TEXT', 'INTEGER', 'NUMBER', 'BOOLEAN', 'TIMESTAMP', 'DATE', 'JSON', 'ENUM', 'FILE', 'VECTOR'];
 const LISTABLE = (t) => !['VECTOR', 'JSON', 'FILE'].includes(t);
@@ -35,21 +35,8 @@ function SchemaList({ me }) {
         ) : null}
       </div>
       <ErrorBox error={error || actError} />
-      {data && data.schemas.length === 0 ? <Empty>No schema yet. A tenant's first schema becomes its active one.</Empty> : null}
-      {data && data.schemas.length > 0 ? (
-        <table className="grid">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Version</th>
-              <th>Entities</th>
-              <th>Status</th>
-              <th>Updated</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {data.schemas.map((s) => (
+      <ListTable label="Schemas" items={data && data.schemas} empty="No schema yet. A tenant's first schema becomes its active one." head={["Name", "Version", "Entities", "Status", "Updated", ""]}>
+        {(s) => (
               <tr key={s.id}>
                 <td>
                   <Link to={'/schemas/' + s.id}>{s.name}</Link>
@@ -74,10 +61,8 @@ function SchemaList({ me }) {
                   ) : null}
                 </td>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+        )}
+      </ListTable>
     </section>
   );
 }

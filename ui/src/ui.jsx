@@ -145,3 +145,22 @@ export function fmtTime(t) {
 export function Empty({ children }) {
   return <p className="empty">{children}</p>;
 }
+
+// ListTable is a list screen's table: the empty message when there is
+// nothing, else one row per item (children renders a <tr>). Nothing while loading.
+export function ListTable({ label, items, empty, head, children }) {
+  if (!items) return null;
+  if (items.length === 0) return <Empty>{empty}</Empty>;
+  return (
+    <table className="grid" aria-label={label}>
+      <thead>
+        <tr>
+          {head.map((h, i) => (
+            <th key={i}>{h}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{items.map(children)}</tbody>
+    </table>
+  );
+}

@@ -2,7 +2,7 @@
 // and the delivery log with its attempts, response codes and manual retry.
 import { useState } from 'react';
 import { allows, api, ApiError, enc, errorAt } from './api.js';
-import { Empty, ErrorBox, fmtTime, Link, Row, Secret, useAction, useLoad } from './ui.jsx';
+import { ErrorBox, fmtTime, Link, ListTable, Row, Secret, useAction, useLoad } from './ui.jsx';
 
 const EVENTS = ['entity.created', 'entity.updated', 'entity.deleted'];
 
@@ -29,21 +29,8 @@ function WebhookList({ me }) {
         />
       ) : null}
       <ErrorBox error={error} />
-      {data && data.webhooks.length === 0 ? <Empty>No webhooks.</Empty> : null}
-      {data && data.webhooks.length ? (
-        <table className="grid" aria-label="Webhooks">
-          <thead>
-            <tr>
-              <th>Target</th>
-              <th>Events</th>
-              <th>Entities</th>
-              <th>Active</th>
-              <th>Success rate</th>
-              <th>Last triggered</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.webhooks.map((w) => (
+      <ListTable label="Webhooks" items={data && data.webhooks} empty="No webhooks." head={["Target", "Events", "Entities", "Active", "Success rate", "Last triggered"]}>
+        {(w) => (
               <tr key={w.id}>
                 <td>
                   <Link to={'/webhooks/' + w.id}>{w.targetUrl}</Link>
@@ -54,10 +41,8 @@ function WebhookList({ me }) {
                 <td>{Math.round((w.successRate ?? 1) * 100)}%</td>
                 <td>{fmtTime(w.lastTriggered)}</td>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+        )}
+      </ListTable>
     </section>
   );
 }
@@ -197,22 +182,8 @@ function WebhookPage({ me, id }) {
           Refresh
         </button>
       </div>
-      {dl && dl.deliveries.length === 0 ? <Empty>No deliveries yet.</Empty> : null}
-      {dl && dl.deliveries.length ? (
-        <table className="grid" aria-label="Deliveries">
-          <thead>
-            <tr>
-              <th>Event</th>
-              <th>Entity</th>
-              <th>Status</th>
-              <th>Attempts</th>
-              <th>Next attempt</th>
-              <th>Created</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {dl.deliveries.map((d) => (
+      <ListTable label="Deliveries" items={dl && dl.deliveries} empty="No deliveries yet." head={["Event", "Entity", "Status", "Attempts", "Next attempt", "Created", ""]}>
+        {(d) => (
               <tr key={d.id}>
                 <td>{d.eventType}</td>
                 <td>{d.entityName}</td>
@@ -239,10 +210,8 @@ function WebhookPage({ me, id }) {
                   ) : null}
                 </td>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+        )}
+      </ListTable>
     </section>
   );
 }
