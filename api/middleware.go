@@ -91,6 +91,7 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 				span.SetAttributes(attribute.String("http.route", route(r)), attribute.String("dds.request_id", id), attribute.String("dds.tenant", ri.tenant))
 			}
 			limits.Metrics.observe(r.Pattern, sw.status, d, ri.rejected)
+			//nolint:gosec // G404: log sampling needs a fair coin, not an unpredictable one.
 			if sw.status >= 500 || limits.AccessLogSample >= 1 || limits.AccessLogSample > 0 && mrand.Float64() < limits.AccessLogSample {
 				log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", route(r)),
 					slog.Int("status", sw.status), slog.Duration("duration", d), slog.String("tenant", ri.tenant), slog.String("request_id", id))

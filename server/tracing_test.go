@@ -104,7 +104,7 @@ func TestTraceFromRequestThroughSQLIntoActivities(t *testing.T) {
 		}
 		if strings.HasPrefix(s.Name(), "sql.") {
 			for _, a := range s.Attributes() {
-				if strings.Contains(a.Value.Emit(), "dds.files") {
+				if strings.Contains(a.Value.String(), "dds.files") {
 					sqlInTrace = true
 				}
 			}

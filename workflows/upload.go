@@ -139,7 +139,7 @@ func DeleteWorkflowID(fileID string) string { return "file-delete-" + fileID }
 func FileDelete(ctx workflow.Context, in DeleteInput) error {
 	ctx = workflow.WithActivityOptions(ctx, durableActivity)
 	return workflow.ExecuteActivity(ctx, ActivityDeleteObject,
-		FileRef{TenantID: in.TenantID, FileID: in.FileID}).Get(ctx, nil)
+		FileRef(in)).Get(ctx, nil)
 }
 
 // durableActivity retries without limit, backing off to every 10 minutes.

@@ -4,6 +4,7 @@
 package tcpproxy
 
 import (
+	"context"
 	"io"
 	"net"
 	"sync"
@@ -23,7 +24,8 @@ type Proxy struct {
 // (called at the latest when the test ends).
 func Start(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,8 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
-		u, err := net.Dial("tcp", p.target)
+		var d net.Dialer
+		u, err := d.DialContext(context.Background(), "tcp", p.target)
 		if err != nil {
 			_ = c.Close()
 			continue
