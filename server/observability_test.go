@@ -8,13 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/dds-project/dds/config"
-	"github.com/dds-project/dds/internal/tcpproxy"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/server"
 )
@@ -123,14 +121,7 @@ func TestAccessLogAndMetrics(t *testing.T) {
 // With sampling off, ordinary requests leave no access-log line but a 5xx
 // still does, with its cause in the error line.
 func TestAccessLogSamplingKeepsFailures(t *testing.T) {
-	cfg := testenv.Config(t)
-	u, err := url.Parse(cfg.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := tcpproxy.Start(t, u.Host)
-	u.Host = proxy.Addr()
-	cfg.DatabaseURL = u.String()
+	cfg, proxy := proxiedConfig(t)
 	cfg.AccessLogSample = 0
 	app, logs := startLogged(t, cfg)
 	_, key := app.Tenant(t)

@@ -9,6 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/internal/tcpproxy"
 	"github.com/dds-project/dds/internal/testenv"
 	ddsv1 "github.com/dds-project/dds/proto/gen/dds/v1"
@@ -17,9 +18,9 @@ import (
 
 const notes = `{"name": "notes", "entities": [{"name": "Note", "fields": [{"name": "title", "type": "STRING"}]}]}`
 
-// serverBehindProxy starts a server whose Postgres connections all pass
+// proxiedConfig is a test configuration whose Postgres connections all pass
 // through a proxy the test can cut.
-func serverBehindProxy(t *testing.T) (*testenv.App, *tcpproxy.Proxy) {
+func proxiedConfig(t *testing.T) (*config.Config, *tcpproxy.Proxy) {
 	t.Helper()
 	cfg := testenv.Config(t)
 	u, err := url.Parse(cfg.DatabaseURL)
@@ -29,6 +30,13 @@ func serverBehindProxy(t *testing.T) (*testenv.App, *tcpproxy.Proxy) {
 	proxy := tcpproxy.Start(t, u.Host)
 	u.Host = proxy.Addr()
 	cfg.DatabaseURL = u.String()
+	return cfg, proxy
+}
+
+// serverBehindProxy starts a server on a proxiedConfig.
+func serverBehindProxy(t *testing.T) (*testenv.App, *tcpproxy.Proxy) {
+	t.Helper()
+	cfg, proxy := proxiedConfig(t)
 	return testenv.NewServer(t, cfg), proxy
 }
 
