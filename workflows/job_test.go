@@ -124,7 +124,7 @@ func TestJobWorkflow(t *testing.T) {
 				t.Fatalf("workflow ended %s (%v), want %s", out, env.GetWorkflowError(), c.want)
 			}
 			j := f.status(t, in.JobID)
-			if string(j.Status) != string(c.want) || j.FinishedAt == nil {
+			if j.Status != string(c.want) || j.FinishedAt == nil {
 				t.Fatalf("job %+v, want %s", j, c.want)
 			}
 			if c.errMsg != "" && (j.Error == nil || j.Error.Message != c.errMsg) {

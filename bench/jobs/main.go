@@ -56,7 +56,8 @@ func main() {
 }
 
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
@@ -89,7 +90,7 @@ func run(ctx context.Context, n int) error {
 	defer os.RemoveAll(work)
 	bin := filepath.Join(work, "dds")
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dds").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	d, err := db.Open(ctx, dbURL, 4)
 	if err != nil {
@@ -341,7 +342,11 @@ func (b *bench) call(ctx context.Context, method, path string, body any, want in
 func (b *bench) waitHealthy(ctx context.Context) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get(b.base + "/livez"); err == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/livez", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := b.c.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return nil
