@@ -22,6 +22,7 @@ func TestWorkerProbes(t *testing.T) {
 	cfg := testenv.Config(t)
 	cfg.FileStorageDriver, cfg.FileStorageLocalDir = "local", t.TempDir()
 	cfg.TemporalTaskQueue = "worker-probes-test"
+	cfg.PublicURL = "http://127.0.0.1:1" // the local driver needs one; this worker signs no URL
 	temporal := tcpproxy.Start(t, os.Getenv("TEMPORAL_ADDRESS"))
 	cfg.TemporalAddress = temporal.Addr()
 	w, err := worker.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
