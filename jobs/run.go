@@ -85,6 +85,9 @@ func (x *Executor) Begin(ctx context.Context, id string) (Outcome, error) {
 	}
 	err := x.db.GetContext(ctx, &st, `UPDATE dds.jobs SET status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
 		started_at = coalesce(started_at, now()) WHERE id = $1 RETURNING status, cancel_requested`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Cancelled, nil // the job is gone (its tenant was deleted): nothing to do
+	}
 	if err != nil {
 		return "", fmt.Errorf("start job: %w", err)
 	}
@@ -204,7 +207,11 @@ func (x *Executor) finishWith(ctx context.Context, id string, o Outcome, be *rec
 		return "", err
 	}
 	var status string
-	if err := x.db.GetContext(ctx, &status, `SELECT status FROM dds.jobs WHERE id = $1`, id); err != nil {
+	err := x.db.GetContext(ctx, &status, `SELECT status FROM dds.jobs WHERE id = $1`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, nil // the job is gone with its tenant
+	}
+	if err != nil {
 		return "", fmt.Errorf("read job status: %w", err)
 	}
 	return Outcome(status), nil

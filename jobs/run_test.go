@@ -103,3 +103,17 @@ func TestCancelBeforeApplyWritesNothing(t *testing.T) {
 		t.Fatalf("%v records after a cancelled delete, want 1", r["count"])
 	}
 }
+
+// A job whose tenant was deleted ends its run instead of retrying forever.
+func TestStepsOfADeletedJobEnd(t *testing.T) {
+	d := testenv.DB(t)
+	x := jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), nil, nil)
+	ctx := context.Background()
+	id := "01a21300-0000-7000-8000-000000000000"
+	if o, err := x.Begin(ctx, id); err != nil || o != jobs.Cancelled {
+		t.Fatalf("begin of a missing job: %s %v, want cancelled", o, err)
+	}
+	if o, err := x.Finish(ctx, id, jobs.Failed, "x"); err != nil || o != jobs.Failed {
+		t.Fatalf("finish of a missing job: %s %v", o, err)
+	}
+}
