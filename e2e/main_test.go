@@ -43,11 +43,10 @@ type deployment struct {
 }
 
 var (
-	bin        string      // the built dds binary
-	npmDir     string      // deploy/npm, with node_modules
-	local, s3  *deployment // FILE_STORAGE_DRIVER=local and =s3 (MinIO)
-	webhookCA  string      // PEM of the certificate every httptest TLS server uses
-	setupError error
+	bin       string      // the built dds binary
+	npmDir    string      // deploy/npm, with node_modules
+	local, s3 *deployment // FILE_STORAGE_DRIVER=local and =s3 (MinIO)
+	webhookCA string      // PEM of the certificate every httptest TLS server uses
 )
 
 func TestMain(m *testing.M) {
@@ -91,7 +90,7 @@ func setup(tmp string) (stop func(), err error) {
 	build := exec.Command("go", "build", "-o", bin, "./cmd/dds")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return stop, fmt.Errorf("go build ./cmd/dds: %v\n%s", err, out)
+		return stop, fmt.Errorf("go build ./cmd/dds: %w\n%s", err, out)
 	}
 	// Every httptest TLS server presents the same certificate: the worker
 	// trusts it for webhook deliveries to the test's receiver.
@@ -158,7 +157,7 @@ func start(tmp, driver string) (*deployment, func(), error) {
 		}
 	}
 	if out, err := d.run("migrate"); err != nil {
-		return nil, stop, fmt.Errorf("dds migrate: %v\n%s", err, out)
+		return nil, stop, fmt.Errorf("dds migrate: %w\n%s", err, out)
 	}
 	for _, cmd := range []string{"serve", "worker"} {
 		p, err := startProcess(bin, []string{cmd}, env, filepath.Join(tmp, driver+"-"+cmd+".log"))
