@@ -58,11 +58,16 @@ func DB(t testing.TB) *sqlx.DB {
 	return dbConn
 }
 
+// unlistenedURL is the public URL of a Config until a server listens:
+// NewServer and Server replace it with the server's own URL; processes built
+// from Config without listening (a worker) never hand it to a client.
+const unlistenedURL = "http://127.0.0.1:0"
+
 // Config returns a server configuration for tests: rate limits off unless
 // a test turns them on.
 func Config(t testing.TB) *config.Config {
 	return &config.Config{
-		DatabaseURL: DatabaseURL(t), HTTPAddr: "127.0.0.1:0", Env: "test",
+		DatabaseURL: DatabaseURL(t), HTTPAddr: "127.0.0.1:0", PublicURL: unlistenedURL, Env: "test",
 		OperatorToken: OperatorToken, JWTSecret: "test-jwt-secret-0123456789abcdef0123456789",
 		MaxBodyBytes: 16 << 20, DBMaxConns: 20, AuthCacheTTL: time.Minute,
 		TemporalAddress: os.Getenv("TEMPORAL_ADDRESS"), TemporalNamespace: "default", TemporalTaskQueue: "dds",
@@ -112,7 +117,7 @@ func start(cfg *config.Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.PublicURL == "" { // presigned local URLs and OpenAPI servers point at this server
+	if cfg.PublicURL == "" || cfg.PublicURL == unlistenedURL { // presigned local URLs and OpenAPI servers point at this server
 		cfg.PublicURL = "http://" + ln.Addr().String()
 	}
 	s, err := server.New(ctx, cfg, log)
