@@ -56,7 +56,8 @@ func TestJobSurvivesWorkerKill(t *testing.T) {
 
 	workerEnv := append(os.Environ(), "DATABASE_URL="+cfg.DatabaseURL, "DDS_ENV=test", "DDS_JWT_SECRET="+cfg.JWTSecret,
 		"TEMPORAL_ADDRESS="+hostPort, "DDS_TASK_QUEUE="+cfg.TemporalTaskQueue, "DDS_PUBLIC_URL="+cfg.PublicURL,
-		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+cfg.FileStorageLocalDir, "DDS_LOG_LEVEL=warn")
+		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+cfg.FileStorageLocalDir, "DDS_LOG_LEVEL=warn",
+		"DDS_WORKER_HTTP_ADDR=127.0.0.1:0") // probes on a free port: the default 8081 may be taken
 	startWorker := func() *exec.Cmd {
 		cmd := exec.Command(bin, "worker")
 		cmd.Env = workerEnv

@@ -308,7 +308,8 @@ try {
     await nav('Jobs');
     const form = page.locator('form[aria-label="New job"]');
     await form.locator('[name=jobType]').selectOption('update');
-    await form.locator('[name=jobEntity]').selectOption('Product');
+    // The entity field is a free-text input until the schema has loaded, then a select.
+    await form.locator('select[name=jobEntity]').selectOption('Product');
     await form.locator('[name=jobWhere]').fill('{"status": "draft"}');
     await form.locator('[name=jobSet]').fill('{"price": "cheap"}');
     await form.getByRole('button', { name: 'Start job' }).click();
