@@ -348,7 +348,11 @@ func (x *execCtx) fieldError(cf *cfield, err error) {
 	ae := api.Classify(err)
 	msg := ae.Message
 	if ae.Code == apperr.Internal || ae.Code == apperr.Unavailable {
-		x.e.log.Error("graphql field failed", "field", cf.field.Name, "err", ae)
+		if errors.Is(x.ctx.Err(), context.Canceled) { // the client went away: nothing failed here
+			x.e.log.Debug("graphql field abandoned", "field", cf.field.Name, "err", x.ctx.Err())
+		} else {
+			x.e.log.Error("graphql field failed", "field", cf.field.Name, "err", ae)
+		}
 		msg = "internal error"
 	}
 	ext := map[string]any{"code": string(ae.Code)}
