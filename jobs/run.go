@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -30,15 +31,17 @@ type Executor struct {
 	db      *sqlx.DB
 	records *records.Store
 	objects Objects
+	gauges  *obs.JobProgress
 	log     *slog.Logger
 }
 
-// NewExecutor returns an executor.
-func NewExecutor(db *sqlx.DB, rs *records.Store, objects Objects, log *slog.Logger) *Executor {
+// NewExecutor returns an executor. gauges (nil for none) get the progress of
+// every job this executor runs, for the process's /metrics.
+func NewExecutor(db *sqlx.DB, rs *records.Store, objects Objects, gauges *obs.JobProgress, log *slog.Logger) *Executor {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Executor{db: db, records: rs, objects: objects, log: log}
+	return &Executor{db: db, records: rs, objects: objects, gauges: gauges, log: log}
 }
 
 // Outcome is where a step left the job.
@@ -103,9 +106,21 @@ func (x *Executor) Begin(ctx context.Context, id string) (Outcome, error) {
 // Progress records processed (and total, when known) on the job row and
 // reports whether a cancellation was asked.
 func (x *Executor) Progress(ctx context.Context, id string, processed int64, total *int64) (cancelled bool, err error) {
-	err = x.db.GetContext(ctx, &cancelled, `UPDATE dds.jobs SET processed = $2, total = coalesce($3, total)
-		WHERE id = $1 RETURNING cancel_requested`, id, processed, total)
-	return cancelled, err
+	var row struct {
+		Cancel bool   `db:"cancel_requested"`
+		Type   string `db:"type"`
+		Total  *int64 `db:"total"`
+	}
+	err = x.db.GetContext(ctx, &row, `UPDATE dds.jobs SET processed = $2, total = coalesce($3, total)
+		WHERE id = $1 RETURNING cancel_requested, type, total`, id, processed, total)
+	if err == nil {
+		var t int64
+		if row.Total != nil {
+			t = *row.Total
+		}
+		x.gauges.Set(row.Type, id, processed, t)
+	}
+	return row.Cancel, err
 }
 
 // Prepare runs everything before the commit: an import streams, validates
@@ -206,15 +221,19 @@ func (x *Executor) finishWith(ctx context.Context, id string, o Outcome, be *rec
 	if err := x.Cleanup(ctx, id); err != nil {
 		return "", err
 	}
-	var status string
-	err := x.db.GetContext(ctx, &status, `SELECT status FROM dds.jobs WHERE id = $1`, id)
+	var row struct {
+		Status string `db:"status"`
+		Type   string `db:"type"`
+	}
+	err := x.db.GetContext(ctx, &row, `SELECT status, type FROM dds.jobs WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, nil // the job is gone with its tenant
 	}
 	if err != nil {
 		return "", fmt.Errorf("read job status: %w", err)
 	}
-	return Outcome(status), nil
+	x.gauges.Done(row.Type, id)
+	return Outcome(row.Status), nil
 }
 
 // Cleanup drops the job's staging table, if any.
@@ -281,6 +300,7 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 	if err := tx.Commit(); err != nil {
 		return "", records.MapError(sc, e.Name, err)
 	}
+	x.gauges.Done(j.Type, id)
 	if event != "" {
 		// One notification wakes the outbox relay, which then claims every
 		// event of the job from the table (announcing each of a million

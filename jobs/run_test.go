@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/jobs"
+	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
 )
@@ -41,7 +44,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := jobs.NewExecutor(d, rs, nil, nil)
+	x := jobs.NewExecutor(d, rs, nil, nil, nil)
 	for _, step := range []func() (jobs.Outcome, error){
 		func() (jobs.Outcome, error) { return x.Begin(ctx, j.ID) },
 		func() (jobs.Outcome, error) { return x.Prepare(ctx, j.ID, func(int64) error { return nil }) },
@@ -84,7 +87,7 @@ func TestCancelBeforeApplyWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := jobs.NewExecutor(d, rs, nil, nil)
+	x := jobs.NewExecutor(d, rs, nil, nil, nil)
 	if o, err := x.Begin(ctx, j.ID); err != nil || o != jobs.Continue {
 		t.Fatalf("begin: %s %v", o, err)
 	}
@@ -107,7 +110,7 @@ func TestCancelBeforeApplyWritesNothing(t *testing.T) {
 // A job whose tenant was deleted ends its run instead of retrying forever.
 func TestStepsOfADeletedJobEnd(t *testing.T) {
 	d := testenv.DB(t)
-	x := jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), nil, nil)
+	x := jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), nil, nil, nil)
 	ctx := context.Background()
 	id := "01a21300-0000-7000-8000-000000000000"
 	if o, err := x.Begin(ctx, id); err != nil || o != jobs.Cancelled {
@@ -115,5 +118,58 @@ func TestStepsOfADeletedJobEnd(t *testing.T) {
 	}
 	if o, err := x.Finish(ctx, id, jobs.Failed, "x"); err != nil || o != jobs.Failed {
 		t.Fatalf("finish of a missing job: %s %v", o, err)
+	}
+}
+
+// A running job's progress is on the process's /metrics, and its series
+// goes away when the job ends.
+func TestProgressGauges(t *testing.T) {
+	app := testenv.Server(t)
+	d := testenv.DB(t)
+	tenant, key := app.Tenant(t)
+	app.Schema(t, key, map[string]any{"name": "s", "entities": []any{map[string]any{"name": "Item",
+		"fields": []any{map[string]any{"name": "n", "type": "INTEGER"}}}}})
+	app.Must(t, http.StatusCreated, "POST", "/api/v1/dynamic/Item/batch", key, map[string]any{"items": []any{
+		map[string]any{"n": 1}, map[string]any{"n": 2}, map[string]any{"n": 3}}})
+	rs := records.NewStore(d, schema.NewService(d), nil)
+	ctx := context.Background()
+	j, err := jobs.NewService(d, rs, startNothing{}).Create(ctx, tenant, &jobs.Request{Type: jobs.TypeDelete, Entity: "Item",
+		Spec: jobs.Spec{All: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	x := jobs.NewExecutor(d, rs, nil, obs.NewJobProgress(reg), nil)
+	gauge := func(name string) (float64, bool) {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if mf.GetName() == name && l.GetName() == "job" && l.GetValue() == j.ID {
+						return m.GetGauge().GetValue(), true
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	if o, err := x.Begin(ctx, j.ID); err != nil || o != jobs.Continue {
+		t.Fatalf("begin: %s %v", o, err)
+	}
+	if o, err := x.Prepare(ctx, j.ID, func(int64) error { return nil }); err != nil || o != jobs.Continue {
+		t.Fatalf("prepare: %s %v", o, err)
+	}
+	if v, ok := gauge("dds_job_items_total"); !ok || v != 3 {
+		t.Fatalf("dds_job_items_total for the running job = %v (present %v), want 3", v, ok)
+	}
+	if o, err := x.Apply(ctx, j.ID); err != nil || o != jobs.Succeeded {
+		t.Fatalf("apply: %s %v", o, err)
+	}
+	if _, ok := gauge("dds_job_items_total"); ok {
+		t.Fatal("the finished job still has a progress series")
 	}
 }

@@ -97,7 +97,7 @@ func (w *Worker) register(ctx context.Context) error {
 	}
 	w.Hub.OnReconnect(schemas.Flush)
 	w.tw.RegisterWorkflow(workflows.Job)
-	w.tw.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schemas, nil), fileStore, log)})
+	w.tw.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schemas, nil), fileStore, w.JobProgress, log)})
 	// Webhooks: the outbox relay (first attempts), the retry workflow, pruning.
 	rl, err := relay.Setup(ctx, d, tc, w.tw, relay.SetupOptions{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
 		HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue, Namespace: cfg.TemporalNamespace,

@@ -59,7 +59,7 @@ func newJobFixture(t *testing.T) *jobFixture {
 	}
 	app.Must(t, http.StatusCreated, "POST", "/api/v1/dynamic/Item/batch", key, map[string]any{"items": items})
 	rs := records.NewStore(d, schema.NewService(d), nil)
-	return &jobFixture{acts: &activities.Jobs{Exec: jobs.NewExecutor(d, rs, nil, nil)}, svc: jobs.NewService(d, rs, noRun{}),
+	return &jobFixture{acts: &activities.Jobs{Exec: jobs.NewExecutor(d, rs, nil, nil, nil)}, svc: jobs.NewService(d, rs, noRun{}),
 		app: app, key: key, tenant: tenant}
 }
 

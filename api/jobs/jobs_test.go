@@ -84,7 +84,7 @@ func setup(t *testing.T) *env {
 			w := tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})
 			files.Register(w, d, store)
 			w.RegisterWorkflow(workflows.Job)
-			w.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), store, log)})
+			w.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), store, nil, log)})
 			if err := w.Start(); err != nil {
 				return nil, err
 			}
