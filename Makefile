@@ -63,7 +63,7 @@ fresh-check: ## As root: run `make run`, the README's first calls and `make test
 .PHONY: bench
 # Each program measures one capability next to its baselines, in the same run,
 # over the same Postgres; each bounds its own time. BENCHES=rest runs just one.
-BENCHES ?= cmd/ddsbench rest graphql files webhooks
+BENCHES ?= cmd/ddsbench rest graphql files webhooks jobs
 
 bench: ## Install, start the stack, run every benchmark (BENCHES=rest for one); prints ratios to baselines
 	@bash deploy/install.sh --no-minio --with-bench
