@@ -40,6 +40,7 @@ import (
 	tworker "go.temporal.io/sdk/worker"
 
 	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
@@ -176,7 +177,7 @@ func run(ctx context.Context, size int64, runs int) error {
 		return err
 	}
 	defer func() { _ = child.Process.Signal(syscall.SIGTERM); _ = child.Wait() }()
-	if err := waitHealthy(ctx, base); err != nil {
+	if err := load.WaitHealthy(ctx, base+"/healthz", 30*time.Second); err != nil {
 		return err
 	}
 	c := &apiClient{base: base, key: created.APIKey}
@@ -297,28 +298,6 @@ func writeRandom(path string, size int64) error {
 		return err
 	}
 	return f.Sync()
-}
-
-func waitHealthy(ctx context.Context, base string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return errors.New("server not healthy after 30s")
 }
 
 // rss reads VmRSS of pid in bytes.

@@ -154,7 +154,7 @@ func run(ctx context.Context, n int) error {
 		}
 	}()
 	b := &bench{base: base, key: created.APIKey, dbURL: dbURL, c: &http.Client{Timeout: 2 * time.Minute}}
-	if err := b.waitHealthy(ctx); err != nil {
+	if err := load.WaitHealthy(ctx, b.base+"/livez", 30*time.Second); err != nil {
 		return err
 	}
 	schema := map[string]any{"name": "bench", "entities": []any{map[string]any{"name": "Product", "fields": []any{
@@ -337,28 +337,6 @@ func (b *bench) call(ctx context.Context, method, path string, body any, want in
 	var m map[string]any
 	_ = json.Unmarshal(raw, &m)
 	return m, nil
-}
-
-func (b *bench) waitHealthy(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/livez", nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := b.c.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return errors.New("dds serve did not become healthy")
 }
 
 func (b *bench) upload(ctx context.Context, body []byte) (string, error) {

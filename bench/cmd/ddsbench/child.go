@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dds-project/dds/bench/load"
 )
 
 // proc is a child process the bench started (and stops by its pid).
@@ -157,7 +159,7 @@ func startDDS(ctx context.Context, bin string, env ddsEnv) (*proc, error) {
 		return nil, err
 	}
 	p := &proc{name: "dds serve", cmd: cmd, URL: "http://" + env.addr, errs: errs}
-	if err := waitHealthy(ctx, p.URL+"/healthz", 30*time.Second); err != nil {
+	if err := load.WaitHealthy(ctx, p.URL+"/healthz", 30*time.Second); err != nil {
 		p.Stop()
 		return nil, fmt.Errorf("dds serve did not become healthy: %w: %s", err, errs)
 	}
@@ -228,29 +230,6 @@ func (p prefixed) Write(b []byte) (int, error) {
 		fmt.Fprintln(os.Stderr, p.prefix+l)
 	}
 	return len(b), nil
-}
-
-func waitHealthy(ctx context.Context, url string, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %w)", ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // call sends one JSON request and decodes a JSON response, expecting want.
