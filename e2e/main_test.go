@@ -18,7 +18,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lib/pq"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
@@ -120,7 +118,7 @@ func setup(tmp string) (stop func(), err error) {
 // own events), its own Temporal task queue, a free port.
 func start(tmp, driver string) (*deployment, func(), error) {
 	noop := func() {}
-	dbURL, err := database("dds_e2e_" + driver)
+	dbURL, err := db.EnsureDatabase(context.Background(), os.Getenv("DATABASE_URL"), "dds_e2e_"+driver)
 	if err != nil {
 		return nil, noop, err
 	}
@@ -248,33 +246,6 @@ func (d *deployment) tenant(t *testing.T) (id, key string) {
 		t.Fatalf("dds tenant create --json printed %q", out)
 	}
 	return c.TenantID, c.APIKey
-}
-
-// database creates (if needed) and returns the URL of a database next to
-// DATABASE_URL's; `dds migrate` migrates it.
-func database(name string) (string, error) {
-	base := os.Getenv("DATABASE_URL")
-	ctx := context.Background()
-	admin, err := db.Open(ctx, base, 2)
-	if err != nil {
-		return "", err
-	}
-	defer admin.Close()
-	var n int
-	if err := admin.Get(&n, `SELECT count(*) FROM pg_database WHERE datname = $1`, name); err != nil {
-		return "", err
-	}
-	if n == 0 {
-		if _, err := admin.Exec(`CREATE DATABASE ` + pq.QuoteIdentifier(name)); err != nil && !strings.Contains(err.Error(), "already exists") {
-			return "", err
-		}
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	return u.String(), nil
 }
 
 func freePort() (int, error) {

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
@@ -69,26 +67,11 @@ func isolated() (string, error) {
 		name = v
 	}
 	ctx := context.Background()
-	admin, err := db.Open(ctx, base, 2)
+	u, err := db.EnsureDatabase(ctx, base, name)
 	if err != nil {
 		return "", err
 	}
-	defer admin.Close()
-	var n int
-	if err := admin.Get(&n, `SELECT count(*) FROM pg_database WHERE datname = $1`, name); err != nil {
-		return "", err
-	}
-	if n == 0 {
-		if _, err := admin.Exec(`CREATE DATABASE ` + pq.QuoteIdentifier(name)); err != nil && !strings.Contains(err.Error(), "already exists") {
-			return "", err
-		}
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	d, err := db.Open(ctx, u.String(), 2)
+	d, err := db.Open(ctx, u, 2)
 	if err != nil {
 		return "", err
 	}
@@ -96,7 +79,7 @@ func isolated() (string, error) {
 	if err := db.Migrate(ctx, d.DB); err != nil {
 		return "", err
 	}
-	return u.String(), nil
+	return u, nil
 }
 
 // DB opens this test binary's migrated database (see DBURL).
