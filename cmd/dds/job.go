@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/dds-project/dds/jobs"
 )
 
 // jobCmd is `dds job watch ID`: it polls GET /api/v1/jobs/{id} and draws a
@@ -66,33 +68,7 @@ func jobCmd(ctx context.Context, args []string, out io.Writer) error {
 	}
 }
 
-// watchedJob is what the watch reads of a job.
-type watchedJob struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Entity   string `json:"entity"`
-	Status   string `json:"status"`
-	Progress struct {
-		Processed int64  `json:"processed"`
-		Total     *int64 `json:"total"`
-	} `json:"progress"`
-	Result *struct {
-		SuccessCount int64 `json:"successCount"`
-		FailureCount int64 `json:"failureCount"`
-		Failed       []struct {
-			Index int `json:"index"`
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		} `json:"failed"`
-	} `json:"result"`
-	Error *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func fetchJob(ctx context.Context, c *http.Client, u, key string) (*watchedJob, error) {
+func fetchJob(ctx context.Context, c *http.Client, u, key string) (*jobs.Job, error) {
 	//nolint:gosec // G704: the URL is the operator's own --url/DDS_URL; reaching it is the command's purpose.
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -115,7 +91,7 @@ func fetchJob(ctx context.Context, c *http.Client, u, key string) (*watchedJob, 
 		_ = json.Unmarshal(body, &e)
 		return nil, fmt.Errorf("GET %s: %d %s", u, resp.StatusCode, e.Error.Message)
 	}
-	var j watchedJob
+	var j jobs.Job
 	if err := json.Unmarshal(body, &j); err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
@@ -123,7 +99,7 @@ func fetchJob(ctx context.Context, c *http.Client, u, key string) (*watchedJob, 
 }
 
 // progressLine renders "import Product [#####-----]  50%  500/1000 running".
-func progressLine(j *watchedJob) string {
+func progressLine(j *jobs.Job) string {
 	const width = 30
 	done, pct := 0, ""
 	counts := fmt.Sprint(j.Progress.Processed)
@@ -134,14 +110,14 @@ func progressLine(j *watchedJob) string {
 			pct = fmt.Sprintf("%3d%%", min(j.Progress.Processed, *t)*100 / *t)
 		}
 	}
-	if j.Status == "succeeded" {
+	if j.Status == jobs.StatusSucceeded {
 		done, pct = width, "100%"
 	}
 	return fmt.Sprintf("%s %s [%s%s] %4s %s %-9s", j.Type, j.Entity, strings.Repeat("#", done),
 		strings.Repeat("-", width-done), pct, counts, j.Status)
 }
 
-func jobFailure(j *watchedJob) error {
+func jobFailure(j *jobs.Job) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "job %s %s", j.ID, j.Status)
 	if j.Error != nil {

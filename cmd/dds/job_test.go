@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/dds-project/dds/jobs"
 )
 
 func TestProgressLine(t *testing.T) {
@@ -21,7 +23,7 @@ func TestProgressLine(t *testing.T) {
 		{"succeeded", 10, &total, []string{"100%", "succeeded"}},
 	}
 	for _, c := range cases {
-		j := &watchedJob{Type: "import", Entity: "Product", Status: c.status}
+		j := &jobs.Job{Type: "import", Entity: "Product", Status: c.status}
 		j.Progress.Processed, j.Progress.Total = c.processed, c.total
 		got := progressLine(j)
 		for _, w := range c.want {
