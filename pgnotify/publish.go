@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Publisher sends NOTIFYs after the writes they announce have committed,
@@ -78,16 +77,37 @@ func (p *Publisher) Run(ctx context.Context) {
 	}
 }
 
-// Flush sends everything queued now, in one transaction.
+// Flush sends everything queued now, in one statement (its own
+// transaction).
+//
+// That transaction commits with synchronous_commit off: a NOTIFY assigns a
+// transaction id, so its commit would otherwise wait for a WAL flush while
+// holding the database-wide notify lock. Notifications are hints that a
+// crash may lose anyway, and nothing else is written, so there is nothing
+// to make durable.
 func (p *Publisher) Flush(ctx context.Context) {
 	p.mu.Lock()
 	batch := p.pending
 	p.pending = map[string][]string{}
+	n := p.n
 	p.n = 0
 	p.mu.Unlock()
-	for channel, payloads := range batch {
-		if _, err := p.db.ExecContext(ctx, `SELECT pg_notify($1, x) FROM unnest($2::text[]) AS x`, channel, pq.StringArray(payloads)); err != nil {
-			p.log.Warn("pgnotify: publish", "channel", channel, "count", len(payloads), "err", err)
+	if n == 0 {
+		return
+	}
+	channels := make([]string, 0, n)
+	payloads := make([]string, 0, n)
+	for channel, ps := range batch {
+		for _, x := range ps {
+			channels = append(channels, channel)
+			payloads = append(payloads, x)
 		}
 	}
+	if _, err := p.db.ExecContext(ctx, flushSQL, channels, payloads); err != nil {
+		p.log.Warn("pgnotify: publish", "count", n, "err", err)
+	}
 }
+
+// flushSQL notifies each (channel, payload) pair in order; set_config's
+// local value lasts until the statement's transaction commits.
+const flushSQL = `SELECT set_config('synchronous_commit', 'off', true), count(pg_notify(c, x)) FROM unnest($1::text[], $2::text[]) AS u(c, x)`

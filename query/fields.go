@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/schema"
@@ -103,7 +102,7 @@ func coerceScalar(r ref, v any) (any, error) {
 func elementType(r ref) string { return schema.ElementType(r.f) }
 
 // coerceArray checks a JSON array of scalars and returns a Postgres array
-// (text form) to bind with the cast elementType(r)+"[]".
+// literal (schema.ArrayLiteral) to bind with the cast elementType(r)+"[]".
 func coerceArray(r ref, v any, max int) (any, error) {
 	items, ok := v.([]any)
 	if !ok {
@@ -123,7 +122,7 @@ func coerceArray(r ref, v any, max int) (any, error) {
 		}
 		out[i] = schema.ElementText(c)
 	}
-	return pq.Array(out), nil
+	return schema.ArrayLiteral(out), nil
 }
 
 // textArg checks a string operand of $contains/$startsWith/$endsWith.

@@ -29,6 +29,7 @@ func TestTextValue(t *testing.T) {
 		{true, "true", true},
 		{ts, "2024-01-31T12:00:00.0000005+01:00", true},
 		{pq.Array([]string{"a", "b c"}), `{"a","b c"}`, true},
+		{schema.ArrayLiteral([]string{"a", "b c"}), `{"a","b c"}`, true},
 		{pgvector.NewVector([]float32{1, 2.5}), "[1,2.5]", true},
 	}
 	for _, c := range cases {

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 	"github.com/pgvector/pgvector-go"
 )
 
@@ -75,9 +74,38 @@ func CoerceValue(f *Field, v any) (any, error) {
 			}
 			out[i] = ElementText(c)
 		}
-		return pq.Array(out), nil
+		return ArrayLiteral(out), nil
 	}
 	return CoerceElement(f, v)
+}
+
+// ArrayLiteral renders elements (in their text form, none NULL) as a
+// Postgres array literal, {"a","b"}, which Postgres parses for an array of
+// any element type. A list value is bound in this form: a Go string goes to
+// Postgres as text, as it is, where a driver.Valuer array (pq.Array) would
+// make pgx try a binary encoding, fail, re-parse the text and encode it
+// again on every request.
+func ArrayLiteral(elems []string) string {
+	n := 2
+	for _, e := range elems {
+		n += len(e) + 3
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, e := range elems {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		for j := 0; j < len(e); j++ {
+			if e[j] == '"' || e[j] == '\\' {
+				b = append(b, '\\')
+			}
+			b = append(b, e[j])
+		}
+		b = append(b, '"')
+	}
+	return string(append(b, '}'))
 }
 
 // CoerceElement checks one scalar value of the field's type (ignoring List).
