@@ -99,7 +99,7 @@ func main() {
 			}
 		}
 		o.rounds = min(max(o.rounds, 1), 100)
-		sections := map[string][]string{"wrk": {"get", "list", "flat", "create"}, "go": {"get", "create"}}[o.driver]
+		sections := map[string][]string{"wrk": {"get", "list", "flat", "create", "nested"}, "go": {"get", "create"}}[o.driver]
 		if sections == nil {
 			err = fmt.Errorf("-load: %q is neither wrk nor go", o.driver)
 		}
@@ -203,6 +203,12 @@ func run(ctx context.Context, o options) error {
 	}
 	if _, err := pool.ExecContext(ctx, "ANALYZE "+b.scope.Compiler.Table(entity)); err != nil {
 		return err
+	}
+	if slices.Contains(o.only, "nested") {
+		step("seeding categories")
+		if err := b.seedNested(ctx, ids); err != nil {
+			return err
+		}
 	}
 	if w != nil {
 		return runWrkSections(ctx, o, w, env, dds, tenant.TenantID, tenant.APIKey, b, ids, tmp)
@@ -387,6 +393,12 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 		m, err = load.MinimalServer(pool.DB, b.create.sql, b.minimalCreateArgs)
 	case "flat":
 		st, lerr := b.scope.Compiler.List(flatPlan)
+		if lerr != nil {
+			return lerr
+		}
+		m, err = load.MinimalServer(pool.DB, st.SQL, func(*http.Request) []any { return append([]any{}, st.Args...) })
+	case "nested":
+		st, lerr := b.scope.Compiler.List(nestedPlan)
 		if lerr != nil {
 			return lerr
 		}

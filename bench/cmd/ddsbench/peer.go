@@ -18,14 +18,18 @@ import (
 
 // PostGraphile 5 is the peer: installed by `make bench` (npm ci in
 // bench/peer), run under the Node on PATH (the Makefile puts Node 22
-// first), over the same tables as DDS.
+// first), over the same tables as DDS, with bench/peer/graphile.config.mjs
+// (the amber preset and the connection-filter plugin).
 const peerPath = "/graphql"
 
 // Its operations doing the work of DDS's get by id and create.
 // (PostGraphile's preset names the id column rowId: id is its global node id.)
 const (
-	peerFields      = `rowId name price stock tags createdAt updatedAt`
-	peerGetQuery    = `query($id: UUID!) { productByRowId(rowId: $id) { ` + peerFields + ` } }`
+	peerFields   = `rowId name price stock tags createdAt updatedAt`
+	peerGetQuery = `query($id: UUID!) { productByRowId(rowId: $id) { ` + peerFields + ` } }`
+	// The list section's range filter comes from the connection-filter plugin;
+	// ties of createdAt are broken by id ascending, as DDS does.
+	peerListQuery   = `query($n: Float!) { allProducts(first: 20, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_ASC], filter: {price: {greaterThanOrEqualTo: $n}}) { nodes { ` + peerFields + ` } } }`
 	peerCreateQuery = `mutation($p: ProductInput!) { createProduct(input: {product: $p}) { product { ` + peerFields + ` } } }`
 )
 
@@ -45,7 +49,7 @@ func startPeer(ctx context.Context, root, databaseURL, pgSchema string) (*proc, 
 	}
 	host, port, _ := strings.Cut(addr, ":")
 	// Not CommandContext: proc.Stop and Pdeathsig end the child, as for dds serve.
-	cmd := exec.Command("node", script, "-c", databaseURL, "-s", pgSchema, "-n", host, "-p", port, "-P", "postgraphile/presets/amber") //nolint:noctx // lifetime managed by proc.Stop
+	cmd := exec.Command("node", script, "-c", databaseURL, "-s", pgSchema, "-n", host, "-p", port, "-C", "graphile.config.mjs") //nolint:noctx // lifetime managed by proc.Stop
 	cmd.Dir = filepath.Join(root, "bench", "peer")
 	cmd.Env = append(os.Environ(), "GRAPHILE_ENV=production", "NODE_ENV=production")
 	cmd.SysProcAttr = dieWithParent()

@@ -35,7 +35,19 @@ var schemaDef = map[string]any{
 			map[string]any{"name": "stock", "type": "INTEGER"},
 			map[string]any{"name": "tags", "type": "STRING", "list": true},
 		},
+	}, map[string]any{
+		// The nested section: products in categories (IN_CATEGORY).
+		"name":   "Category",
+		"fields": []any{map[string]any{"name": "name", "type": "STRING", "required": true}},
+	}, map[string]any{
+		// The vector section: documents with an embedding.
+		"name": "Doc",
+		"fields": []any{
+			map[string]any{"name": "title", "type": "STRING"},
+			map[string]any{"name": "embedding", "type": "VECTOR", "vectorDimensions": vectorDims},
+		},
 	}},
+	"relationships": []any{map[string]any{"name": "IN_CATEGORY", "from": entity, "to": "Category", "fromField": "categories", "toField": "products"}},
 }
 
 // product is a create body.

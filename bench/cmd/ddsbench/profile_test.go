@@ -3,13 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/dds-project/dds/api"
+	"github.com/dds-project/dds/api/graphql"
+	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/query"
 )
 
 // fixture is an in-process DDS server with a seeded Product tenant.
@@ -68,6 +76,56 @@ func TestCeilingsRunTheStatementsDDSRuns(t *testing.T) {
 	}
 	if events != 3 {
 		t.Fatalf("%d entity.created events, want 3 (direct, DDS, minimal handler)", events)
+	}
+}
+
+// TestNestedCeilingRunsTheStatementDDSRuns guards the nested section: the
+// statement the minimal handler compiles from nestedPlan is the one DDS's
+// GraphQL runs for gqlNestedQuery (same text, same values), and both return
+// the same 20 × 10 × 10 records.
+func TestNestedCeilingRunsTheStatementDDSRuns(t *testing.T) {
+	f := newFixture(t, 200)
+	ctx := context.Background()
+	if err := f.b.seedNested(ctx, f.ids); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.b.scope.Compiler.List(nestedPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := load.MinimalServer(f.b.db.DB, st.SQL, func(*http.Request) []any { return st.Args })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	gqlPath := "/api/v1/dynamic-gql/" + f.b.scope.TenantID
+	if err := checkSameNested(ctx, f.app.URL+gqlPath, m.URL, "", f.key); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same GraphQL front end over a store that reports what it runs.
+	var mu sync.Mutex
+	var ran []query.Statement
+	log := slog.New(slog.DiscardHandler)
+	store := f.app.Server.Records.Observed(func(s query.Statement) {
+		mu.Lock()
+		ran = append(ran, s)
+		mu.Unlock()
+	})
+	router := api.NewRouter(auth.NewAuthenticator(f.app.Server.DB, "test", []byte("bench-nested-test-secret-0123456789abcdef"), time.Minute, log), nil, 1<<20)
+	graphql.New(store, nil, graphql.Limits{}, log).Routes(router)
+	srv := httptest.NewServer(router)
+	defer srv.Close()
+	if _, err := fetch(ctx, load.Client(1), "POST", srv.URL+gqlPath, f.key, gqlBody(gqlNestedQuery, nil), http.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 {
+		t.Fatalf("DDS ran %d statements for the nested query, want 1", len(ran))
+	}
+	if ran[0].SQL != st.SQL || !reflect.DeepEqual(ran[0].Args, st.Args) {
+		t.Fatalf("DDS ran\n%s\n%v\nthe minimal handler runs\n%s\n%v", ran[0].SQL, ran[0].Args, st.SQL, st.Args)
 	}
 }
 

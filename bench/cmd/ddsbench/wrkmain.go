@@ -96,22 +96,30 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			if m, err = startMinimal(ctx, "list", tenantID, env.databaseURL, o.maxConns); err != nil {
 				return err
 			}
-			if err := checkSameList(ctx, dds.URL, gqlPath, m.URL, apiKey); err != nil {
+			peerURL := ""
+			if peer != nil {
+				peerURL = peer.URL + peerPath
+			}
+			if err := checkSameList(ctx, dds.URL, gqlPath, m.URL, peerURL, apiKey); err != nil {
 				m.Stop()
 				return err
 			}
-			var minL, restL, gqlL []string
+			var minL, restL, gqlL, peerL []string
 			for range 2000 {
 				n := listFloor()
 				minL = append(minL, reqLine("GET", fmt.Sprintf("/p?n=%g", n), nil))
 				restL = append(restL, reqLine("POST", "/api/v1/dynamic/"+entity+"/query", restListBody(n)))
 				gqlL = append(gqlL, reqLine("POST", gqlPath, gqlBody(gqlListQuery, map[string]any{"n": n})))
+				peerL = append(peerL, reqLine("POST", peerPath, gqlBody(peerListQuery, map[string]any{"n": n})))
 			}
 			ts, err = targets(tmp, section, []wrkTarget{
 				{name: "list minimal handler", pid: m.Pid(), url: m.URL},
 				{name: "list DDS REST", pid: dds.Pid(), url: dds.URL, headers: auth},
 				{name: "list DDS GraphQL", pid: dds.Pid(), url: dds.URL, headers: auth},
 			}, minL, restL, gqlL)
+			if err == nil && peer != nil {
+				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "list PostGraphile 5 (filter plugin)", pid: peer.Pid(), url: peer.URL, headers: auth[1:]}, peerL)
+			}
 		case "flat":
 			if m, err = startMinimal(ctx, "flat", tenantID, env.databaseURL, o.maxConns); err != nil {
 				return err
@@ -127,6 +135,26 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			if err == nil && peer != nil {
 				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "flat list PostGraphile 5", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
 					[]string{reqLine("POST", peerPath, gqlBody(peerFlatQuery, nil))})
+			}
+		case "nested":
+			if m, err = startMinimal(ctx, "nested", tenantID, env.databaseURL, o.maxConns); err != nil {
+				return err
+			}
+			peerURL := ""
+			if peer != nil {
+				peerURL = peer.URL + peerPath
+			}
+			if err := checkSameNested(ctx, dds.URL+gqlPath, m.URL, peerURL, apiKey); err != nil {
+				m.Stop()
+				return err
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "nested minimal handler", pid: m.Pid(), url: m.URL},
+				{name: "nested DDS GraphQL", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, []string{reqLine("GET", "/p", nil)}, []string{reqLine("POST", gqlPath, gqlBody(gqlNestedQuery, nil))})
+			if err == nil && peer != nil {
+				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "nested PostGraphile 5", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
+					[]string{reqLine("POST", peerPath, gqlBody(peerNestedQuery, nil))})
 			}
 		case "create":
 			if m, err = startMinimal(ctx, "create", tenantID, env.databaseURL, o.maxConns); err != nil {
@@ -188,6 +216,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			case "flat":
 				r := ss[1].rps / peerS.rps
 				verdict(r >= 1.2, "%-26s = %.2f× PostGraphile 5 (target ≥ 1.2×)", ss[1].name, r)
+			case "nested":
+				r := ss[1].rps / peerS.rps
+				verdict(r >= 4, "%-26s = %.2f× PostGraphile 5 (target ≥ 4×)", ss[1].name, r)
 			default:
 				fmt.Printf("  %s = %.2f× PostGraphile 5\n", ss[2].name, ss[2].rps/peerS.rps)
 			}
@@ -317,8 +348,9 @@ func checkSameFlat(ctx context.Context, gqlURL, minURL, key string) error {
 }
 
 // checkSameList asserts that the minimal handler, REST and GraphQL return
-// the same 20 records.
-func checkSameList(ctx context.Context, ddsURL, gqlPath, minURL, key string) error {
+// the same 20 records, and PostGraphile (when peerURL is set) the same ids
+// in the same order.
+func checkSameList(ctx context.Context, ddsURL, gqlPath, minURL, peerURL, key string) error {
 	c := load.Client(1)
 	viaMin, err := fetch(ctx, c, "GET", minURL+"/p?n=48", "", nil, http.StatusOK)
 	if err != nil {
@@ -345,6 +377,30 @@ func checkSameList(ctx context.Context, ddsURL, gqlPath, minURL, key string) err
 	a := items(viaMin)
 	if len(a) != 20 || !reflect.DeepEqual(a, items(viaREST)) || !reflect.DeepEqual(a, items(viaGQL)) {
 		return fmt.Errorf("the three lists differ:\n minimal: %.300s\n rest:    %.300s\n graphql: %.300s", viaMin, viaREST, viaGQL)
+	}
+	if peerURL == "" {
+		return nil
+	}
+	viaPeer, err := fetch(ctx, c, "POST", peerURL, "", gqlBody(peerListQuery, map[string]any{"n": 48}), http.StatusOK)
+	if err != nil {
+		return err
+	}
+	var p struct {
+		Data struct {
+			AllProducts struct {
+				Nodes []struct {
+					RowID string `json:"rowId"`
+				} `json:"nodes"`
+			} `json:"allProducts"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(viaPeer, &p); err != nil || len(p.Data.AllProducts.Nodes) != len(a) {
+		return fmt.Errorf("PostGraphile's list: %.300s", viaPeer)
+	}
+	for i, n := range p.Data.AllProducts.Nodes {
+		if r, _ := a[i].(map[string]any); r["id"] != n.RowID {
+			return fmt.Errorf("PostGraphile's list differs at %d:\n minimal:      %.300s\n postgraphile: %.300s", i, viaMin, viaPeer)
+		}
 	}
 	return nil
 }

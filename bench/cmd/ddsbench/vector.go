@@ -1,0 +1,4 @@
+package main
+
+// vectorDims is the dimension of the vector section's embeddings.
+const vectorDims = 128
