@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/schema"
 )
 
 // Event types. Entity events carry a record; relationship events an edge.
@@ -179,7 +179,7 @@ func MarkRelayed(ctx context.Context, ex sqlx.ExecerContext, eventIDs []string) 
 	}
 	ids := slices.Clone(eventIDs)
 	slices.Sort(ids)
-	_, err := ex.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now(), claimed_until = NULL WHERE id = ANY($1::uuid[])`, pq.StringArray(ids))
+	_, err := ex.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now(), claimed_until = NULL WHERE id = ANY($1::uuid[])`, schema.ArrayLiteral(ids))
 	return err
 }
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/outbox"
@@ -173,28 +173,28 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 	// does not set a field binds NULL there, which is its column default
 	// (Prepare already applied declared defaults).
 	fields, used := unionFields(rows)
-	ids := make([]sql.NullString, len(rows))
-	cols := make([][]sql.NullString, len(fields))
+	ids := make([]string, len(rows))
+	cols := make([][]pgtype.Text, len(fields))
 	for j := range cols {
-		cols[j] = make([]sql.NullString, len(rows))
+		cols[j] = make([]pgtype.Text, len(rows))
 	}
 	for i, r := range rows {
-		ids[i] = sql.NullString{String: uuid.Must(uuid.NewV7()).String(), Valid: true}
+		ids[i] = uuid.Must(uuid.NewV7()).String()
 		for k, f := range r.Fields {
 			t, ok, err := textValue(r.Values[k])
 			if err != nil {
 				return nil, apperr.Wrap(err, "encode batch value")
 			}
-			cols[used[f]][i] = sql.NullString{String: t, Valid: ok}
+			cols[used[f]][i] = pgtype.Text{String: t, Valid: ok}
 		}
 	}
 	var a query.Args
 	names := []string{`"id"`}
-	unnest := []string{a.Add(pq.Array(ids), "text[]")}
+	unnest := []string{a.Add(ids, "text[]")}
 	sel := []string{`u.c0::uuid`}
 	for j, f := range fields {
 		names = append(names, schema.Ident(f.Name))
-		unnest = append(unnest, a.Add(pq.Array(cols[j]), "text[]"))
+		unnest = append(unnest, a.Add(cols[j], "text[]"))
 		sel = append(sel, fmt.Sprintf("u.c%d::%s", j+1, schema.ColumnType(f)))
 	}
 	aliases := make([]string, len(unnest))
@@ -251,31 +251,29 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 	}
 
 	fields, used := unionFields(rows)
-	idCol := make([]sql.NullString, len(rows))
-	vals := make([][]sql.NullString, len(fields))
+	vals := make([][]pgtype.Text, len(fields))
 	set := make([][]bool, len(fields))
 	for j := range fields {
-		vals[j] = make([]sql.NullString, len(rows))
+		vals[j] = make([]pgtype.Text, len(rows))
 		set[j] = make([]bool, len(rows))
 	}
 	for i, r := range rows {
-		idCol[i] = sql.NullString{String: ids[i], Valid: true}
 		for k, f := range r.Fields {
 			t, ok, err := textValue(r.Values[k])
 			if err != nil {
 				return nil, apperr.Wrap(err, "encode batch value")
 			}
-			vals[used[f]][i] = sql.NullString{String: t, Valid: ok}
+			vals[used[f]][i] = pgtype.Text{String: t, Valid: ok}
 			set[used[f]][i] = true
 		}
 	}
 	var a query.Args
-	idArg := a.Add(pq.Array(idCol), "text[]")
+	idArg := a.Add(ids, "text[]")
 	unnest := []string{idArg}
 	aliases := []string{"id"}
 	sets := []string{`"updatedAt" = now()`}
 	for j, f := range fields {
-		unnest = append(unnest, a.Add(pq.Array(vals[j]), "text[]"), a.Add(pq.Array(set[j]), "boolean[]"))
+		unnest = append(unnest, a.Add(vals[j], "text[]"), a.Add(set[j], "boolean[]"))
 		aliases = append(aliases, fmt.Sprintf("v%d", j), fmt.Sprintf("p%d", j))
 		sets = append(sets, fmt.Sprintf("%s = CASE WHEN u.p%d THEN u.v%d::%s ELSE t.%s END", schema.Ident(f.Name), j, j, schema.ColumnType(f), schema.Ident(f.Name)))
 	}
@@ -315,7 +313,7 @@ func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawID
 	}
 	b.checked = time.Now()
 	var a query.Args
-	idArg := a.Add(pq.Array(ids), "text[]")
+	idArg := a.Add(ids, "text[]")
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (DELETE FROM %s AS t WHERE t."id" = ANY(%s::uuid[]) RETURNING %s),
 e AS (%s)
@@ -367,7 +365,7 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 	defer tx.Rollback()
 	if lock != nil {
 		var found []string
-		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT "id"::text FROM %s WHERE "id" = ANY($1::uuid[]) ORDER BY "id" FOR UPDATE`, sc.Compiler.Table(entity)), pq.Array(lock.ids)); err != nil {
+		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT "id"::text FROM %s WHERE "id" = ANY($1::uuid[]) ORDER BY "id" FOR UPDATE`, sc.Compiler.Table(entity)), schema.ArrayLiteral(lock.ids)); err != nil {
 			return nil, 0, MapError(sc, entity, err)
 		}
 		have := make(map[string]bool, len(found))
@@ -481,7 +479,7 @@ func (s *Store) checkUnique(ctx context.Context, sc *Scope, e *schema.Entity, it
 		t0 := time.Now()
 		var taken []string
 		q := fmt.Sprintf(`SELECT DISTINCT t.%s::text FROM %s t WHERE t.%s = ANY($1::%s[])`, schema.Ident(f.Name), sc.Compiler.Table(e.Name), schema.Ident(f.Name), schema.ColumnType(f))
-		args := []any{pq.Array(vals)}
+		args := []any{schema.ArrayLiteral(vals)}
 		if ids != nil {
 			q += ` AND NOT (t."id" = ANY($2::uuid[]))`
 			var mine []string
@@ -490,7 +488,7 @@ func (s *Store) checkUnique(ctx context.Context, sc *Scope, e *schema.Entity, it
 					mine = append(mine, id)
 				}
 			}
-			args = append(args, pq.Array(mine))
+			args = append(args, schema.ArrayLiteral(mine))
 		}
 		err := s.db.SelectContext(ctx, &taken, q, args...)
 		b.dbTime += time.Since(t0)
