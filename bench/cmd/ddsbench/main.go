@@ -99,7 +99,7 @@ func main() {
 			}
 		}
 		o.rounds = min(max(o.rounds, 1), 100)
-		sections := map[string][]string{"wrk": {"get", "list", "flat", "create", "nested"}, "go": {"get", "create"}}[o.driver]
+		sections := map[string][]string{"wrk": {"get", "list", "flat", "create", "nested", "batch"}, "go": {"get", "create"}}[o.driver]
 		if sections == nil {
 			err = fmt.Errorf("-load: %q is neither wrk nor go", o.driver)
 		}
@@ -397,6 +397,8 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 			return lerr
 		}
 		m, err = load.MinimalServer(pool.DB, st.SQL, func(*http.Request) []any { return append([]any{}, st.Args...) })
+	case "batch":
+		m, err = load.MinimalServer(pool.DB, b.batch.sql, b.batch.args)
 	case "nested":
 		st, lerr := b.scope.Compiler.List(nestedPlan)
 		if lerr != nil {

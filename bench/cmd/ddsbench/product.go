@@ -88,6 +88,7 @@ type bench struct {
 	entity *schema.Entity
 	getSQL string
 	create createStmt
+	batch  batchStmt
 }
 
 // resolve loads the tenant's active schema the way records.Store.Scope
@@ -115,7 +116,7 @@ func resolve(ctx context.Context, db *sqlx.DB, tenantID string) (*bench, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &bench{db: db, scope: sc, entity: e, getSQL: st.SQL, create: cs}, nil
+	return &bench{db: db, scope: sc, entity: e, getSQL: st.SQL, create: cs, batch: compileBatch(sc)}, nil
 }
 
 // createStmt is the INSERT + outbox statement of records.Store.Create for

@@ -26,6 +26,7 @@ type wrkTarget struct {
 	url     string // base URL
 	reqs    string // request file (see bench/wrk/requests.lua)
 	headers []string
+	conns   int // wrk connections; 0 means the runner's concurrency
 }
 
 // wrkResult is one timed wrk run, with what the server and Postgres spent.
@@ -86,7 +87,11 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 	if err != nil {
 		return r, err
 	}
-	args := []string{"-t", strconv.Itoa(w.threads), "-c", strconv.Itoa(w.concurrency), "-d", fmt.Sprintf("%ds", max(1, int(d.Round(time.Second).Seconds()))),
+	conns := w.concurrency
+	if t.conns > 0 {
+		conns = t.conns
+	}
+	args := []string{"-t", strconv.Itoa(min(w.threads, conns)), "-c", strconv.Itoa(conns), "-d", fmt.Sprintf("%ds", max(1, int(d.Round(time.Second).Seconds()))),
 		"--timeout", "10s", "-s", w.script, t.url, "--", t.reqs}
 	args = append(args, t.headers...)
 	cmd := exec.CommandContext(ctx, "wrk", args...)
