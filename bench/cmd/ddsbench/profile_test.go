@@ -77,6 +77,16 @@ func TestCeilingsRunTheStatementsDDSRuns(t *testing.T) {
 	if events != 3 {
 		t.Fatalf("%d entity.created events, want 3 (direct, DDS, minimal handler)", events)
 	}
+	// A batch through DDS and through the minimal handler's one INSERT
+	// writes the same records, each with its event.
+	batch, err := load.MinimalServer(f.b.db.DB, f.b.batch.sql, f.b.batch.args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer batch.Close()
+	if err := checkSameBatch(ctx, f.b, client, f.app.URL, batch.URL, f.key); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestNestedCeilingRunsTheStatementDDSRuns guards the nested section: the
