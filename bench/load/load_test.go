@@ -220,3 +220,24 @@ func TestMinimalServerRunsTheStatement(t *testing.T) {
 		t.Fatalf("database error: got %d, want 500", st)
 	}
 }
+
+func TestRecall(t *testing.T) {
+	exact := [][]string{{"a", "b"}, {"c", "d"}}
+	if got := Recall(exact, [][]string{{"b", "a"}, {"c", "x"}}); got != 0.75 {
+		t.Fatalf("recall = %v, want 0.75", got)
+	}
+	if got := Recall(exact, nil); got != 0 {
+		t.Fatalf("recall of nothing found = %v, want 0", got)
+	}
+}
+
+func TestWithOptions(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://u@h:1/db?sslmode=disable", "postgres://u@h:1/db?options=-c%20hnsw.ef_search%3D100&sslmode=disable"},
+		{"host=h dbname=db", "host=h dbname=db options='-c hnsw.ef_search=100'"},
+	} {
+		if got := WithOptions(tc.in, "-c hnsw.ef_search=100"); got != tc.want {
+			t.Errorf("WithOptions(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

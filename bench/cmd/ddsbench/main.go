@@ -56,6 +56,7 @@ type options struct {
 	concurrency int
 	only        []string
 	records     int
+	vectors     int
 	maxConns    int
 	rounds      int
 	driver      string
@@ -72,6 +73,7 @@ func main() {
 	flag.StringVar(&only, "only", "", "sections to run: get, list, flat, create (-load wrk; default all), get, create (-load go; default both)")
 	flag.StringVar(&o.driver, "load", "wrk", "load generator: wrk (its own process; what users see) or go (in-process, for profiling)")
 	flag.IntVar(&o.records, "records", 100000, "records seeded before the sections")
+	flag.IntVar(&o.vectors, "vectors", 100000, "vectors of the vector section (128 dimensions)")
 	flag.IntVar(&o.maxConns, "max-conns", 40, "Postgres pool size of every contender (DDS_DB_MAX_CONNS)")
 	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds each contender's -duration is split into (default 3 with -load wrk, 10 with go)")
 	flag.StringVar(&minimal, "minimal-server", "", "internal: serve the minimal handler of this section")
@@ -91,6 +93,7 @@ func main() {
 		}
 		o.concurrency = min(max(o.concurrency, 1), 1024)
 		o.records = min(max(o.records, 1), 1_000_000)
+		o.vectors = min(max(o.vectors, 1000), 1_000_000)
 		o.maxConns = max(o.maxConns, o.concurrency)
 		if o.rounds == 0 {
 			o.rounds = map[string]int{"wrk": 3}[o.driver]
@@ -99,7 +102,7 @@ func main() {
 			}
 		}
 		o.rounds = min(max(o.rounds, 1), 100)
-		sections := map[string][]string{"wrk": {"get", "list", "flat", "create", "nested", "batch"}, "go": {"get", "create"}}[o.driver]
+		sections := map[string][]string{"wrk": {"get", "list", "flat", "create", "nested", "vector", "batch"}, "go": {"get", "create"}}[o.driver]
 		if sections == nil {
 			err = fmt.Errorf("-load: %q is neither wrk nor go", o.driver)
 		}
@@ -207,6 +210,12 @@ func run(ctx context.Context, o options) error {
 	if slices.Contains(o.only, "nested") {
 		step("seeding categories")
 		if err := b.seedNested(ctx, ids); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(o.only, "vector") {
+		step(fmt.Sprintf("seeding %d × %d vectors", o.vectors, vectorDims))
+		if b.vectors, err = b.seedVectors(ctx, o.vectors); err != nil {
 			return err
 		}
 	}
@@ -397,6 +406,8 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 			return lerr
 		}
 		m, err = load.MinimalServer(pool.DB, st.SQL, func(*http.Request) []any { return append([]any{}, st.Args...) })
+	case "vector":
+		m, err = load.MinimalServer(pool.DB, rawVectorSQL(b.scope.Compiler.Table(vectorEntity)), vectorArgs)
 	case "batch":
 		m, err = load.MinimalServer(pool.DB, b.batch.sql, b.batch.args)
 	case "nested":

@@ -89,6 +89,8 @@ type bench struct {
 	getSQL string
 	create createStmt
 	batch  batchStmt
+	// vectors is the vector section's corpus (nil unless it runs).
+	vectors *vectorSet
 }
 
 // resolve loads the tenant's active schema the way records.Store.Scope

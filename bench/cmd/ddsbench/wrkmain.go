@@ -62,6 +62,7 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 	verdict := func(ok bool, format string, args ...any) {
 		verdicts = append(verdicts, fmt.Sprintf(format, args...)+": "+pass(ok))
 	}
+	var recallDDS, recallRaw float64
 	for _, section := range o.only {
 		var ts []wrkTarget
 		var m *proc
@@ -157,6 +158,35 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "nested PostGraphile 5", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
 					[]string{reqLine("POST", peerPath, gqlBody(peerNestedQuery, nil))})
 			}
+		case "vector":
+			vs := b.vectors
+			if m, err = startMinimal(ctx, "vector", tenantID, load.WithOptions(env.databaseURL, fmt.Sprintf("-c hnsw.ef_search=%d", vs.efSearch)), o.maxConns); err != nil {
+				return err
+			}
+			step("recall@10 of DDS and of the raw HNSW query")
+			if recallDDS, recallRaw, err = vectorRecall(ctx, vs, dds.URL, m.URL, apiKey); err != nil {
+				m.Stop()
+				return err
+			}
+			sweep := "raw HNSW recall@10 by ef_search:"
+			for _, ef := range []int{40, 100, 200, 400} {
+				r, err := b.rawRecallAt(ctx, vs, ef)
+				if err != nil {
+					m.Stop()
+					return err
+				}
+				sweep += fmt.Sprintf(" %d → %.3f;", ef, r)
+			}
+			fmt.Println(strings.TrimSuffix(sweep, ";"))
+			var minL, restL []string
+			for _, q := range vs.queries {
+				minL = append(minL, reqLine("POST", "/search", vectorBody(q)))
+				restL = append(restL, reqLine("POST", "/api/v1/dynamic/"+vectorEntity+"/vector-search", vectorBody(q)))
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: fmt.Sprintf("vector raw HNSW (ef_search %d)", vs.efSearch), pid: m.Pid(), url: m.URL, headers: auth[1:]},
+				{name: "vector DDS REST", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, minL, restL)
 		case "batch":
 			if m, err = startMinimal(ctx, "batch", tenantID, env.databaseURL, o.maxConns); err != nil {
 				return err
@@ -221,6 +251,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			for _, s := range ss {
 				fmt.Printf("  %-34s %10.0f rows/s\n", s.name, s.rps*batchSize)
 			}
+		}
+		if section == "vector" {
+			verdict(recallDDS >= targetRecall, "%-26s recall@10 = %.3f (raw HNSW %.3f; target ≥ %.2f)", ss[1].name, recallDDS, recallRaw, targetRecall)
 		}
 		for _, s := range ss[1:] {
 			r := s.rps / minimal.rps
