@@ -1,4 +1,8 @@
-// Command graphql benchmarks the GraphQL API on a list query with two
+// Command graphql is for profiling, not for the published figures: `make
+// bench` measures the nested query from outside the process with wrk
+// (bench/cmd/ddsbench, section nested, with PostGraphile next to it); this
+// program serves GraphQL in-process, so a CPU profile of it shows the front
+// end's work. It benchmarks the GraphQL API on a list query with two
 // nested relationship levels (20 products × 10 categories × 10 products)
 // against the minimal hand-written handler serving the very SQL statement
 // DDS compiled for that query (bench/load): the ratio is what GraphQL

@@ -316,23 +316,9 @@ func withIDs(csv []byte) bytes.Buffer {
 }
 
 func (b *bench) call(ctx context.Context, method, path string, body any, want int) (map[string]any, error) {
-	j, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, method, b.base+path, bytes.NewReader(j))
+	raw, err := load.Call(ctx, b.c, method, b.base+path, b.key, body, want, nil)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+b.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := b.c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, raw)
 	}
 	var m map[string]any
 	_ = json.Unmarshal(raw, &m)

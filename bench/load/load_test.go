@@ -3,6 +3,7 @@ package load
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -239,5 +240,37 @@ func TestWithOptions(t *testing.T) {
 		if got := WithOptions(tc.in, "-c hnsw.ef_search=100"); got != tc.want {
 			t.Errorf("WithOptions(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestCallSendsJSONAndChecksTheStatus(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/missing" {
+			w.WriteHeader(http.StatusNotFound)
+		} else {
+			w.WriteHeader(http.StatusCreated)
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"auth": r.Header.Get("Authorization"), "type": r.Header.Get("Content-Type"), "body": string(b)})
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	var got map[string]string
+	if _, err := Call(ctx, srv.Client(), "POST", srv.URL+"/x", "k", map[string]int{"a": 1}, http.StatusCreated, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["auth"] != "Bearer k" || got["type"] != "application/json" || got["body"] != `{"a":1}` {
+		t.Fatalf("value body: server saw %v", got)
+	}
+	if _, err := Call(ctx, srv.Client(), "POST", srv.URL+"/x", "", []byte(`[1]`), 0, &got); err != nil || got["body"] != "[1]" || got["auth"] != "" {
+		t.Fatalf("raw body, any 2xx: %v, server saw %v", err, got)
+	}
+	if _, err := Call(ctx, srv.Client(), "GET", srv.URL+"/x", "", []byte(nil), 0, &got); err != nil || got["type"] != "" || got["body"] != "" {
+		t.Fatalf("nil []byte is no body: %v, server saw %v", err, got)
+	}
+	_, err := Call(ctx, srv.Client(), "GET", srv.URL+"/missing", "", nil, http.StatusOK, nil)
+	if err == nil || !strings.Contains(err.Error(), "GET /missing: status 404, want 200") {
+		t.Fatalf("a wrong status: %v", err)
 	}
 }

@@ -1,6 +1,10 @@
-// Command rest benchmarks the query, batch and vector-search parts of the
-// DDS REST API (issue 3), each beside ceilings measured in the same run over
-// the same Postgres and data:
+// Command rest is for profiling, not for the published figures: `make bench`
+// measures batch create and vector search from outside the process with wrk
+// (bench/cmd/ddsbench, sections batch and vector); this program runs DDS
+// in-process (server.New), so a CPU profile of it shows the server's work.
+// It benchmarks the query, batch and vector-search parts of the DDS REST
+// API, each beside ceilings measured in the same run over the same Postgres
+// and data:
 //
 //   - filtered list (100k rows, indexed equality filter, limit 20) through
 //     POST /query with -concurrency clients, vs the same compiled SQL run
@@ -33,7 +37,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
@@ -219,30 +222,7 @@ func run(ctx context.Context, o options) error {
 
 // do sends one authenticated JSON request, expecting want.
 func (e *env) do(ctx context.Context, method, path string, body any, want int) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, e.url+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+e.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		return nil, fmt.Errorf("%s %s: status %d: %.300s", method, path, resp.StatusCode, b)
-	}
-	return b, nil
+	return load.Call(ctx, e.client, method, e.url+path, e.key, body, want, nil)
 }
 
 func pass(ok bool) string {
@@ -415,44 +395,9 @@ func sameJSON(a, b []byte) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
 }
 
-// vectors are clustered like real embeddings: 200 random unit centroids,
-// each vector a centroid plus Gaussian noise.
-type gen struct {
-	centroids [][]float32
-	rng       *rand.Rand
-	mu        sync.Mutex
-}
-
-func newGen(dims int) *gen {
-	g := &gen{rng: rand.New(rand.NewPCG(1, 2))}
-	for i := 0; i < 200; i++ {
-		g.centroids = append(g.centroids, g.noise(dims, 1))
-	}
-	return g
-}
-
-func (g *gen) noise(dims int, sd float64) []float32 {
-	v := make([]float32, dims)
-	for i := range v {
-		v[i] = float32(g.rng.NormFloat64() * sd)
-	}
-	return v
-}
-
-func (g *gen) next(dims int) []float32 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	c := g.centroids[g.rng.IntN(len(g.centroids))]
-	v := g.noise(dims, 0.35)
-	for i := range v {
-		v[i] += c[i]
-	}
-	return v
-}
-
 func (e *env) vector(ctx context.Context) error {
 	dims := e.o.dims
-	g := newGen(dims)
+	g := load.NewVectors(dims)
 	sc, err := e.srv.Records.Scope(ctx, e.tenant)
 	if err != nil {
 		return err
@@ -476,7 +421,7 @@ func (e *env) vector(ctx context.Context) error {
 		b := int(next.Add(1) - 1)
 		items := make([]any, batchSize)
 		for i := range items {
-			v := g.next(dims)
+			v := g.Next()
 			nums := make([]any, dims)
 			for j, x := range v {
 				nums[j] = json.Number(fmt.Sprint(x))
@@ -509,7 +454,7 @@ func (e *env) vector(ctx context.Context) error {
 	}
 	queries := make([][]float32, e.o.queries)
 	for i := range queries {
-		queries[i] = g.next(dims)
+		queries[i] = g.Next()
 	}
 	step("vector: exact top-10 of %d queries (sequential scans)", len(queries))
 	exact := make([]map[string]bool, len(queries))
@@ -541,12 +486,12 @@ func (e *env) vector(ctx context.Context) error {
 	default:
 	}
 	ef := query.VectorEfSearch(10)
-	rawDefault, err := sqlx.Open("postgres", dbURLWith(e.pool, "-c hnsw.ef_search=40"))
+	rawDefault, err := sqlx.Open("postgres", load.WithOptions(os.Getenv("DATABASE_URL"), "-c hnsw.ef_search=40"))
 	if err != nil {
 		return err
 	}
 	defer rawDefault.Close()
-	rawEf, err := sqlx.Open("postgres", dbURLWith(e.pool, fmt.Sprintf("-c hnsw.ef_search=%d", ef)))
+	rawEf, err := sqlx.Open("postgres", load.WithOptions(os.Getenv("DATABASE_URL"), fmt.Sprintf("-c hnsw.ef_search=%d", ef)))
 	if err != nil {
 		return err
 	}
@@ -714,22 +659,4 @@ func (e *env) exactTop(ctx context.Context, table string, q []float32) (map[stri
 		out[id] = true
 	}
 	return out, nil
-}
-
-// dbURLWith is DATABASE_URL with a libpq "options" parameter.
-func dbURLWith(_ *sqlx.DB, options string) string {
-	u := os.Getenv("DATABASE_URL")
-	if options == "" {
-		return u
-	}
-	if strings.Contains(u, "://") {
-		p, err := url.Parse(u)
-		if err == nil {
-			q := p.Query()
-			q.Set("options", options)
-			p.RawQuery = q.Encode()
-			return p.String()
-		}
-	}
-	return u + " options='" + options + "'"
 }

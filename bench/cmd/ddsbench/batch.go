@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/lib/pq"
 
+	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
@@ -97,11 +98,11 @@ func checkSameBatch(ctx context.Context, b *bench, client *http.Client, ddsURL, 
 	if err != nil {
 		return err
 	}
-	viaDDS, err := fetch(ctx, client, "POST", ddsURL+"/api/v1/dynamic/"+entity+"/batch", key, body, http.StatusCreated)
+	viaDDS, err := load.Call(ctx, client, "POST", ddsURL+"/api/v1/dynamic/"+entity+"/batch", key, body, http.StatusCreated, nil)
 	if err != nil {
 		return err
 	}
-	viaMin, err := fetch(ctx, client, "POST", minURL+"/batch", "", body, http.StatusCreated)
+	viaMin, err := load.Call(ctx, client, "POST", minURL+"/batch", "", body, http.StatusCreated, nil)
 	if err != nil {
 		return err
 	}

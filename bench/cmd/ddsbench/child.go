@@ -6,11 +6,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,39 +228,4 @@ func (p prefixed) Write(b []byte) (int, error) {
 		fmt.Fprintln(os.Stderr, p.prefix+l)
 	}
 	return len(b), nil
-}
-
-// call sends one JSON request and decodes a JSON response, expecting want.
-func call(ctx context.Context, method, url, bearer string, body any, want int, dst any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return err
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: status %d, want %d: %s", method, req.URL.Path, resp.StatusCode, want, b)
-	}
-	if dst != nil {
-		return json.Unmarshal(b, dst)
-	}
-	return nil
 }

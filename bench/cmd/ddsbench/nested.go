@@ -202,7 +202,7 @@ func nestedFromPeer(body []byte) (nestedTree, error) {
 // same 20 × 10 × 10 records.
 func checkSameNested(ctx context.Context, gqlURL, minURL, peerURL, key string) error {
 	c := load.Client(1)
-	viaGQL, err := fetch(ctx, c, "POST", gqlURL, key, gqlBody(gqlNestedQuery, nil), http.StatusOK)
+	viaGQL, err := load.Call(ctx, c, "POST", gqlURL, key, gqlBody(gqlNestedQuery, nil), http.StatusOK, nil)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func checkSameNested(ctx context.Context, gqlURL, minURL, peerURL, key string) e
 	if len(want) != 20 || want.leaves() != 2000 {
 		return fmt.Errorf("DDS's nested answer has %d products and %d leaf products, want 20 and 2,000: %.400s", len(want), want.leaves(), viaGQL)
 	}
-	viaMin, err := fetch(ctx, c, "GET", minURL+"/p", "", nil, http.StatusOK)
+	viaMin, err := load.Call(ctx, c, "GET", minURL+"/p", "", nil, http.StatusOK, nil)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func checkSameNested(ctx context.Context, gqlURL, minURL, peerURL, key string) e
 	if peerURL == "" {
 		return nil
 	}
-	viaPeer, err := fetch(ctx, c, "POST", peerURL, "", gqlBody(peerNestedQuery, nil), http.StatusOK)
+	viaPeer, err := load.Call(ctx, c, "POST", peerURL, "", gqlBody(peerNestedQuery, nil), http.StatusOK, nil)
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func startPeer(ctx context.Context, root, databaseURL, pgSchema string) (*proc, 
 	p := &proc{name: "postgraphile", cmd: cmd, URL: "http://" + addr, errs: errs}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		_, err := fetch(ctx, load.Client(1), "POST", p.URL+peerPath, "", []byte(`{"query":"{__typename}"}`), 200)
+		_, err := load.Call(ctx, load.Client(1), "POST", p.URL+peerPath, "", []byte(`{"query":"{__typename}"}`), 200, nil)
 		if err == nil {
 			return p, "", nil
 		}
@@ -98,21 +98,21 @@ func peerResult(body []byte, field string) error {
 
 // checkPeer asserts PostGraphile finds the record, lists and creates.
 func checkPeer(ctx context.Context, url, id string) error {
-	b, err := fetch(ctx, load.Client(1), "POST", url, "", gqlBody(peerFlatQuery, nil), 200)
+	b, err := load.Call(ctx, load.Client(1), "POST", url, "", gqlBody(peerFlatQuery, nil), 200, nil)
 	if err != nil {
 		return err
 	}
 	if err := peerResult(b, "allProducts"); err != nil {
 		return err
 	}
-	b, err = fetch(ctx, load.Client(1), "POST", url, "", gqlBody(peerGetQuery, map[string]any{"id": id}), 200)
+	b, err = load.Call(ctx, load.Client(1), "POST", url, "", gqlBody(peerGetQuery, map[string]any{"id": id}), 200, nil)
 	if err != nil {
 		return err
 	}
 	if err := peerResult(b, "productByRowId"); err != nil {
 		return err
 	}
-	b, err = fetch(ctx, load.Client(1), "POST", url, "", peerCreateBody(uuid.Must(uuid.NewV7()).String()), 200)
+	b, err = load.Call(ctx, load.Client(1), "POST", url, "", peerCreateBody(uuid.Must(uuid.NewV7()).String()), 200, nil)
 	if err != nil {
 		return err
 	}

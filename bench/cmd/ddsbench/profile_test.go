@@ -126,7 +126,7 @@ func TestNestedCeilingRunsTheStatementDDSRuns(t *testing.T) {
 	graphql.New(store, nil, graphql.Limits{}, log).Routes(router)
 	srv := httptest.NewServer(router)
 	defer srv.Close()
-	if _, err := fetch(ctx, load.Client(1), "POST", srv.URL+gqlPath, f.key, gqlBody(gqlNestedQuery, nil), http.StatusOK); err != nil {
+	if _, err := load.Call(ctx, load.Client(1), "POST", srv.URL+gqlPath, f.key, gqlBody(gqlNestedQuery, nil), http.StatusOK, nil); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

@@ -146,7 +146,7 @@ func vectorRecall(ctx context.Context, vs *vectorSet, ddsURL, rawURL, key string
 	var viaDDS, viaRaw [][]string
 	for _, q := range vs.queries {
 		body := vectorBody(q)
-		out, err := fetch(ctx, c, "POST", ddsURL+"/api/v1/dynamic/"+vectorEntity+"/vector-search", key, body, http.StatusOK)
+		out, err := load.Call(ctx, c, "POST", ddsURL+"/api/v1/dynamic/"+vectorEntity+"/vector-search", key, body, http.StatusOK, nil)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -163,7 +163,7 @@ func vectorRecall(ctx context.Context, vs *vectorSet, ddsURL, rawURL, key string
 			ids[i] = h.Data.ID
 		}
 		viaDDS = append(viaDDS, ids)
-		if out, err = fetch(ctx, c, "POST", rawURL+"/search", "", body, http.StatusCreated); err != nil {
+		if out, err = load.Call(ctx, c, "POST", rawURL+"/search", "", body, http.StatusCreated, nil); err != nil {
 			return 0, 0, err
 		}
 		var rows []struct {

@@ -355,7 +355,7 @@ func checkGraphQLGet(ctx context.Context, url, key string, b *bench, id string) 
 	if err != nil {
 		return err
 	}
-	got, err := fetch(ctx, load.Client(1), "POST", url, key, gqlBody(gqlGetQuery, map[string]any{"id": id}), http.StatusOK)
+	got, err := load.Call(ctx, load.Client(1), "POST", url, key, gqlBody(gqlGetQuery, map[string]any{"id": id}), http.StatusOK, nil)
 	if err != nil {
 		return err
 	}
@@ -375,11 +375,11 @@ func checkGraphQLGet(ctx context.Context, url, key string, b *bench, id string) 
 // and updatedAt, so the minimal handler sends a little more.)
 func checkSameFlat(ctx context.Context, gqlURL, minURL, key string) error {
 	c := load.Client(1)
-	viaMin, err := fetch(ctx, c, "GET", minURL+"/p", "", nil, http.StatusOK)
+	viaMin, err := load.Call(ctx, c, "GET", minURL+"/p", "", nil, http.StatusOK, nil)
 	if err != nil {
 		return err
 	}
-	viaGQL, err := fetch(ctx, c, "POST", gqlURL, key, gqlBody(gqlFlatQuery, nil), http.StatusOK)
+	viaGQL, err := load.Call(ctx, c, "POST", gqlURL, key, gqlBody(gqlFlatQuery, nil), http.StatusOK, nil)
 	if err != nil {
 		return err
 	}
@@ -411,15 +411,15 @@ func checkSameFlat(ctx context.Context, gqlURL, minURL, key string) error {
 // in the same order.
 func checkSameList(ctx context.Context, ddsURL, gqlPath, minURL, peerURL, key string) error {
 	c := load.Client(1)
-	viaMin, err := fetch(ctx, c, "GET", minURL+"/p?n=48", "", nil, http.StatusOK)
+	viaMin, err := load.Call(ctx, c, "GET", minURL+"/p?n=48", "", nil, http.StatusOK, nil)
 	if err != nil {
 		return err
 	}
-	viaREST, err := fetch(ctx, c, "POST", ddsURL+"/api/v1/dynamic/"+entity+"/query", key, restListBody(48), http.StatusOK)
+	viaREST, err := load.Call(ctx, c, "POST", ddsURL+"/api/v1/dynamic/"+entity+"/query", key, restListBody(48), http.StatusOK, nil)
 	if err != nil {
 		return err
 	}
-	viaGQL, err := fetch(ctx, c, "POST", ddsURL+gqlPath, key, gqlBody(gqlListQuery, map[string]any{"n": 48}), http.StatusOK)
+	viaGQL, err := load.Call(ctx, c, "POST", ddsURL+gqlPath, key, gqlBody(gqlListQuery, map[string]any{"n": 48}), http.StatusOK, nil)
 	if err != nil {
 		return err
 	}
@@ -440,7 +440,7 @@ func checkSameList(ctx context.Context, ddsURL, gqlPath, minURL, peerURL, key st
 	if peerURL == "" {
 		return nil
 	}
-	viaPeer, err := fetch(ctx, c, "POST", peerURL, "", gqlBody(peerListQuery, map[string]any{"n": 48}), http.StatusOK)
+	viaPeer, err := load.Call(ctx, c, "POST", peerURL, "", gqlBody(peerListQuery, map[string]any{"n": 48}), http.StatusOK, nil)
 	if err != nil {
 		return err
 	}
