@@ -36,16 +36,9 @@ func VectorEfSearch(topK int) int {
 // many exist; relaxed order is re-sorted by exact distance in the outer
 // aggregate. Records whose vector is null are never returned.
 func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
-	e, err := c.Entity(v.Entity)
+	e, f, err := c.vectorField(v)
 	if err != nil {
 		return Statement{}, err
-	}
-	f, ok := e.Field(v.Field)
-	if !ok {
-		return Statement{}, apperr.Field("field", "unknown field %q on %s", v.Field, e.Name)
-	}
-	if f.Type != schema.Vector {
-		return Statement{}, apperr.Field("field", "%q is a %s field, not a VECTOR field", v.Field, describeType(f))
 	}
 	topK := v.TopK
 	if topK == 0 {
@@ -54,12 +47,9 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 	if topK < 1 || topK > MaxTopK {
 		return Statement{}, apperr.Field("topK", "must be between 1 and %d", MaxTopK)
 	}
-	if v.Vector == nil {
-		return Statement{}, apperr.Field("vector", "is required")
-	}
-	vec, err := schema.ParseVector(v.Vector, f.VectorDimensions)
+	vec, err := vectorValue(f, v.Vector)
 	if err != nil {
-		return Statement{}, apperr.Field("vector", "%s", err.Error())
+		return Statement{}, err
 	}
 	var a Args
 	b := &builder{c: c, a: &a}
@@ -74,7 +64,7 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 		return Statement{}, err
 	}
 	col := "t." + schema.Ident(f.Name)
-	q := a.Add(pgvector.NewVector(vec), "vector")
+	q := a.Add(vec, "vector")
 	page := fmt.Sprintf(`SELECT t.*, %s <=> %s AS "_dist" FROM %s t WHERE %s ORDER BY "_dist" LIMIT %d`,
 		col, q, c.Table(e.Name), and(where, col+" IS NOT NULL"), topK)
 	from, sql := "("+page+")", ""
@@ -95,6 +85,44 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 		}
 	}
 	return st, nil
+}
+
+// VectorValue checks the query vector of v against its VECTOR field and
+// returns the value VectorSearch binds for it. A statement of a search
+// without a where filter or nested selections binds only that value, so a
+// caller may keep its text and bind VectorValue's result to it.
+func (c *Compiler) VectorValue(v VectorSearch) (any, error) {
+	_, f, err := c.vectorField(v)
+	if err != nil {
+		return nil, err
+	}
+	return vectorValue(f, v.Vector)
+}
+
+func (c *Compiler) vectorField(v VectorSearch) (*schema.Entity, *schema.Field, error) {
+	e, err := c.Entity(v.Entity)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, ok := e.Field(v.Field)
+	if !ok {
+		return nil, nil, apperr.Field("field", "unknown field %q on %s", v.Field, e.Name)
+	}
+	if f.Type != schema.Vector {
+		return nil, nil, apperr.Field("field", "%q is a %s field, not a VECTOR field", v.Field, describeType(f))
+	}
+	return e, f, nil
+}
+
+func vectorValue(f *schema.Field, v []any) (any, error) {
+	if v == nil {
+		return nil, apperr.Field("vector", "is required")
+	}
+	vec, err := schema.ParseVector(v, f.VectorDimensions)
+	if err != nil {
+		return nil, apperr.Field("vector", "%s", err.Error())
+	}
+	return pgvector.NewVector(vec), nil
 }
 
 // pgvectorDefaultEfSearch is pgvector's built-in hnsw.ef_search.

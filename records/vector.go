@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/dds-project/dds/query"
 )
@@ -13,9 +14,30 @@ import (
 // a where filter applied after ranking still yields topK matches when that
 // many exist.
 func (s *Store) VectorSearch(ctx context.Context, sc *Scope, v query.VectorSearch) (json.RawMessage, error) {
+	// Without a filter or nested selections the query vector is the only
+	// bound value: the text is built once per schema version.
+	key := ""
+	if v.Where == nil && len(v.Select.Nested) == 0 && len(v.Select.Files) == 0 {
+		key = fmt.Sprintf("vector\x00%s\x00%s\x00%d\x00%q", v.Entity, v.Field, v.TopK, v.Select.Fields)
+		if v.Select.Fields == nil {
+			key += "*"
+		}
+	}
+	if key != "" {
+		if text, ok := sc.stmts().get(key); ok {
+			vec, err := sc.Compiler.VectorValue(v)
+			if err != nil {
+				return nil, err
+			}
+			return s.Run(ctx, sc, v.Entity, query.Statement{SQL: text, Args: []any{vec}})
+		}
+	}
 	st, err := sc.Compiler.VectorSearch(v)
 	if err != nil {
 		return nil, err
+	}
+	if key != "" && len(st.Args) == 1 && len(st.Setup) == 0 {
+		sc.stmts().put(key, st.SQL)
 	}
 	return s.Run(ctx, sc, v.Entity, st)
 }

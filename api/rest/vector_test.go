@@ -38,6 +38,31 @@ func TestVectorSearch(t *testing.T) {
 		}
 	})
 
+	// The statement text of a search without a filter is kept per schema
+	// version and re-bound: each repeat ranks by its own vector, and a bad
+	// vector is still refused with the field named.
+	t.Run("repeated search binds each vector", func(t *testing.T) {
+		body := func(v string) string {
+			return `{"field": "embedding", "vector": ` + v + `, "topK": 1, "select": ["name"]}`
+		}
+		for i := 0; i < 2; i++ {
+			var hits []vectorHit
+			f.app.Must(t, 200, "POST", url, f.key, body("[1, 0, 0]")).Decode(t, &hits)
+			if len(hits) != 1 || hits[0].Data["name"] != "Oak desk" {
+				t.Fatalf("round %d, [1,0,0]: %+v", i, hits)
+			}
+			f.app.Must(t, 200, "POST", url, f.key, body("[-1, 0, 0]")).Decode(t, &hits)
+			if len(hits) != 1 || hits[0].Data["name"] == "Oak desk" {
+				t.Fatalf("round %d, [-1,0,0] ranked the closest of [1,0,0] first: %+v", i, hits)
+			}
+			r := f.app.Do(t, "POST", url, f.key, body("[1, 0]"))
+			if r.Status != 400 {
+				t.Fatalf("round %d, two dimensions: status %d: %s", i, r.Status, r.Body)
+			}
+			assertErrField(t, r, "vector")
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		for _, tc := range []struct{ body, field string }{
 			{`{"field": "name", "vector": [1, 0, 0]}`, "field"},
