@@ -18,7 +18,10 @@ import (
 // The nested section: 20 products × their categories (10) × 10 products of
 // each category, one GraphQL request. The first nestedLinked products are
 // each in 10 of the nestedCategories categories, so every category holds
-// 1,000 products. Products are ordered by id (UUIDv7, made in order);
+// 1,000 products. Products are taken oldest first (the seeded ones, in
+// seeding order: ties of createdAt are broken by id, UUIDv7 made in order;
+// records the create section adds are newer, and PostGraphile's creates
+// even have random ids, so "first by id" would not be the linked ones);
 // related records come in DDS's default order, the order their links were
 // made (link created_at, then link id), which PostGraphile expresses as the
 // IN_CATEGORY link rows' primary key order (the links are made in one
@@ -37,7 +40,7 @@ const (
 // nestedPlan is the plan DDS's GraphQL compiles gqlNestedQuery to (the
 // keys _n1, _n2 are the GraphQL engine's; TestCeilingsRunTheStatementsDDSRuns
 // checks the statement is the one DDS runs).
-var nestedPlan = query.List{Entity: entity, OrderBy: []query.Order{{Field: schema.ColID}}, Limit: 20, Select: query.Selection{
+var nestedPlan = query.List{Entity: entity, OrderBy: []query.Order{{Field: schema.ColCreatedAt}}, Limit: 20, Select: query.Selection{
 	Fields: []string{"name", "price"},
 	Nested: []query.Nested{{Key: "_n1", Relationship: relationship, Direction: query.DirOut, Limit: 10,
 		Select: query.Selection{Fields: []string{"name"}, Nested: []query.Nested{{
@@ -48,11 +51,11 @@ var nestedPlan = query.List{Entity: entity, OrderBy: []query.Order{{Field: schem
 }}
 
 const (
-	gqlNestedQuery = `{ products(limit: 20, orderBy: [{field: "id"}]) { id name price
+	gqlNestedQuery = `{ products(limit: 20, orderBy: [{field: "createdAt"}]) { id name price
   categories(limit: 10) { id name products(limit: 10) { id name price } } } }`
 	// PostGraphile sees IN_CATEGORY through its foreign keys: a Product has
 	// link rows by source_id, each naming its Category by target_id.
-	peerNestedQuery = `{ allProducts(first: 20, orderBy: [PRIMARY_KEY_ASC]) { nodes { rowId name price
+	peerNestedQuery = `{ allProducts(first: 20, orderBy: [CREATED_AT_ASC, PRIMARY_KEY_ASC]) { nodes { rowId name price
   inCategoriesBySourceId(first: 10, orderBy: [PRIMARY_KEY_ASC]) { nodes { categoryByTargetId { rowId name
     inCategoriesByTargetId(first: 10, orderBy: [PRIMARY_KEY_ASC]) { nodes { productBySourceId { rowId name price } } } } } } } } }`
 )
