@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/vektah/gqlparser/v2/ast"
-
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
@@ -191,7 +189,7 @@ func (x *execCtx) edge(rf rootField, cf *cfield, args map[string]any) ([]byte, e
 // result or a relationship event) of GraphQL type typ over an edge object
 // as records and the outbox write it: {id, sourceId, targetId, createdAt,
 // properties}.
-func (x *execCtx) edgeShape(rel *schema.Relationship, typ string, set ast.SelectionSet) *shape {
+func (x *execCtx) edgeShape(rel *schema.Relationship, typ string, set selectionSet) *shape {
 	sh := &shape{}
 	for _, f := range x.collect(set, typ) {
 		src := map[string]string{"from": "sourceId", "to": "targetId"}[f.field.Name]

@@ -6,16 +6,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 
-	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/gqlerror"
-	"github.com/vektah/gqlparser/v2/parser"
-	"github.com/vektah/gqlparser/v2/validator"
-	validatorrules "github.com/vektah/gqlparser/v2/validator/rules"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
@@ -56,20 +52,28 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// Bounds of the cache of prepared operations (per engine, so per process).
+const (
+	preparedEntries = 2048
+	preparedBytes   = 64 << 20
+)
+
 // Engine executes GraphQL documents for tenants.
 type Engine struct {
 	store  *records.Store
 	limits Limits
 	log    *slog.Logger
-	// rules are the GraphQL specification's validation rules (gqlparser's default set),
-	// built once: ValidateWithRules only reads them.
-	rules *validatorrules.Rules
+	// cache holds prepared operations; preparers and variableValidators
+	// pool the library's stateful parser, validators and normalizer.
+	cache              *opCache
+	preparers          sync.Pool
+	variableValidators sync.Pool
 }
 
 // NewEngine returns an engine reading and writing through store (the data
 // layer REST shares: tenant scope, statement timeouts, the statement cache).
 func NewEngine(store *records.Store, limits Limits, log *slog.Logger) *Engine {
-	return &Engine{store: store, limits: limits.withDefaults(), log: log, rules: validatorrules.NewDefaultRules()}
+	return &Engine{store: store, limits: limits.withDefaults(), log: log, cache: newOpCache(preparedEntries, preparedBytes)}
 }
 
 type modelMemo struct {
@@ -131,14 +135,17 @@ type Request struct {
 	OperationName string         `json:"operationName"`
 	Variables     map[string]any `json:"variables"`
 	Extensions    map[string]any `json:"extensions"`
+	// variablesJSON is the variables object as sent, when the transport
+	// has it (the library's variable validation reads JSON).
+	variablesJSON []byte
 }
 
 // Error is one GraphQL error.
 type Error struct {
-	Message    string              `json:"message"`
-	Locations  []gqlerror.Location `json:"locations,omitempty"`
-	Path       []any               `json:"path,omitempty"`
-	Extensions map[string]any      `json:"extensions,omitempty"`
+	Message    string         `json:"message"`
+	Locations  []Location     `json:"locations,omitempty"`
+	Path       []any          `json:"path,omitempty"`
+	Extensions map[string]any `json:"extensions,omitempty"`
 }
 
 // Result is an executed (or refused) request.
@@ -192,82 +199,11 @@ func errorResult(ctx context.Context, err error) *Result {
 	return requestError(ae.Code, ae.Message)
 }
 
-func fromGQL(list gqlerror.List, code apperr.Code) *Result {
-	r := &Result{RequestError: true}
-	for _, e := range list {
-		ge := Error{Message: e.Message, Locations: e.Locations, Extensions: map[string]any{"code": string(code)}}
-		for _, p := range e.Path {
-			switch x := p.(type) {
-			case ast.PathName:
-				ge.Path = append(ge.Path, string(x))
-			case ast.PathIndex:
-				ge.Path = append(ge.Path, int(x))
-			}
-		}
-		r.Errors = append(r.Errors, ge)
-	}
-	return r
-}
-
-// prepared is a parsed, validated operation ready to execute.
+// prepared is a prepared operation with one request's coerced variables.
 type prepared struct {
 	m    *Model
-	doc  *ast.QueryDocument
-	op   *ast.OperationDefinition
+	op   *operation
 	vars map[string]any
-}
-
-// Prepare parses and validates a request against the model and checks the
-// limits. allowed lists the operation types the transport accepts
-// (GET: query only).
-func (e *Engine) Prepare(ctx context.Context, m *Model, req Request) (*prepared, *Result) {
-	if req.Query == "" {
-		return nil, requestError(apperr.BadRequest, "the request has no query")
-	}
-	if len(req.Query) > e.limits.MaxDocumentBytes {
-		return nil, requestError(apperr.TooLarge, fmt.Sprintf("the query document exceeds %d bytes", e.limits.MaxDocumentBytes))
-	}
-	doc, err := parser.ParseQuery(&ast.Source{Input: req.Query})
-	if err != nil {
-		var ge *gqlerror.Error
-		if errors.As(err, &ge) {
-			return nil, fromGQL(gqlerror.List{ge}, "GRAPHQL_PARSE_FAILED")
-		}
-		return nil, requestError("GRAPHQL_PARSE_FAILED", err.Error())
-	}
-	// The limits come before validation: validation and execution expand
-	// fragments, the limiter measures each fragment once.
-	lim := limiter{ctx: ctx, lim: e.limits, schema: m.Schema, doc: doc, vars: req.Variables}
-	if r := lim.measure(); r != nil {
-		return nil, r
-	}
-	if ge := mergeDocument(doc); ge != nil {
-		return nil, fromGQL(gqlerror.List{ge}, "GRAPHQL_VALIDATION_FAILED")
-	}
-	if errs := validator.ValidateWithRules(m.Schema, doc, e.rules); len(errs) > 0 {
-		return nil, fromGQL(errs, "GRAPHQL_VALIDATION_FAILED")
-	}
-	var op *ast.OperationDefinition
-	switch {
-	case req.OperationName != "":
-		op = doc.Operations.ForName(req.OperationName)
-		if op == nil {
-			return nil, requestError(apperr.BadRequest, fmt.Sprintf("unknown operation %q", req.OperationName))
-		}
-	case len(doc.Operations) == 1:
-		op = doc.Operations[0]
-	default:
-		return nil, requestError(apperr.BadRequest, "the document has several operations: operationName is required")
-	}
-	vars, verr := validator.VariableValues(m.Schema, op, req.Variables)
-	if verr != nil {
-		var ge *gqlerror.Error
-		if errors.As(verr, &ge) {
-			return nil, fromGQL(gqlerror.List{ge}, apperr.BadRequest)
-		}
-		return nil, requestError(apperr.BadRequest, verr.Error())
-	}
-	return &prepared{m: m, doc: doc, op: op, vars: vars}, nil
 }
 
 func intArg(v any) (int, bool) {
@@ -291,20 +227,20 @@ func intArg(v any) (int, bool) {
 // Execute runs a prepared query or mutation.
 func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Principal, pr *prepared) *Result {
 	x := &execCtx{e: e, ctx: ctx, sc: sc, p: p, m: pr.m, vars: pr.vars}
-	var root *ast.Definition
-	switch pr.op.Operation {
-	case ast.Query:
-		root = pr.m.Schema.Query
-	case ast.Mutation:
-		root = pr.m.Schema.Mutation
+	root := ""
+	switch pr.op.kind {
+	case ast.OperationTypeQuery:
+		root = pr.m.queryType
+	case ast.OperationTypeMutation:
+		root = pr.m.mutationType
 	}
 	switch {
-	case root == nil && pr.op.Operation == ast.Mutation:
+	case root == "" && pr.op.kind == ast.OperationTypeMutation:
 		return requestError(apperr.Forbidden, "this credential may not write anything")
-	case root == nil:
+	case root == "":
 		return requestError(apperr.BadRequest, "subscriptions are served over graphql-transport-ws at /api/v1/dynamic-gql/ws")
 	}
-	fields := x.collect(pr.op.SelectionSet, root.Name)
+	fields := x.collect(pr.op.SelectionSet, root)
 	var b bytes.Buffer
 	b.WriteByte('{')
 	nullData := false
@@ -316,7 +252,7 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 		v, err := x.resolveRoot(root, cf)
 		if err != nil {
 			x.fieldError(cf, err)
-			if cf.field.Definition != nil && cf.field.Definition.Type.NonNull {
+			if def := pr.m.field(root, cf.field.Name); def != nil && def.nonNull {
 				nullData = true
 			}
 			b.WriteString("null")
@@ -360,8 +296,8 @@ func (x *execCtx) fieldError(cf *cfield, err error) {
 		ext["details"] = ae.Details
 	}
 	ge := Error{Message: msg, Path: []any{cf.key}, Extensions: ext}
-	if cf.field.Position != nil {
-		ge.Locations = []gqlerror.Location{{Line: cf.field.Position.Line, Column: cf.field.Position.Column}}
+	if cf.field.loc.Line > 0 {
+		ge.Locations = []Location{cf.field.loc}
 	}
 	x.errs = append(x.errs, ge)
 }
@@ -370,20 +306,20 @@ func (x *execCtx) fieldError(cf *cfield, err error) {
 // by response key.
 type cfield struct {
 	key   string
-	field *ast.Field
-	sel   ast.SelectionSet // merged sub-selections of every occurrence
+	field *fieldSel
+	sel   selectionSet // merged sub-selections of every occurrence
 }
 
 // collect expands fragments, applies @skip/@include and merges fields by
 // response key, in order of first appearance (GraphQL CollectFields).
-func (x *execCtx) collect(set ast.SelectionSet, typeName string) []*cfield {
+func (x *execCtx) collect(set selectionSet, typeName string) []*cfield {
 	var out []*cfield
 	index := map[string]*cfield{}
-	var walk func(set ast.SelectionSet)
-	walk = func(set ast.SelectionSet) {
+	var walk func(set selectionSet)
+	walk = func(set selectionSet) {
 		for _, s := range set {
 			switch s := s.(type) {
-			case *ast.Field:
+			case *fieldSel:
 				if !x.included(s.Directives) {
 					continue
 				}
@@ -392,22 +328,17 @@ func (x *execCtx) collect(set ast.SelectionSet, typeName string) []*cfield {
 					key = s.Name
 				}
 				if cf, ok := index[key]; ok {
-					cf.sel = append(cf.sel, s.SelectionSet...)
+					cf.sel = append(cf.sel[:len(cf.sel):len(cf.sel)], s.SelectionSet...) // never into the shared tree
 					continue
 				}
-				cf := &cfield{key: key, field: s, sel: append(ast.SelectionSet(nil), s.SelectionSet...)}
+				cf := &cfield{key: key, field: s, sel: s.SelectionSet}
 				index[key] = cf
 				out = append(out, cf)
-			case *ast.InlineFragment:
+			case *inlineFragment:
 				if !x.included(s.Directives) || (s.TypeCondition != "" && s.TypeCondition != typeName) {
 					continue
 				}
 				walk(s.SelectionSet)
-			case *ast.FragmentSpread:
-				if !x.included(s.Directives) || s.Definition == nil || s.Definition.TypeCondition != typeName {
-					continue
-				}
-				walk(s.Definition.SelectionSet)
 			}
 		}
 	}
@@ -415,10 +346,10 @@ func (x *execCtx) collect(set ast.SelectionSet, typeName string) []*cfield {
 	return out
 }
 
-func (x *execCtx) included(ds ast.DirectiveList) bool {
+func (x *execCtx) included(ds []directive) bool {
 	for _, d := range ds {
-		args := d.ArgumentMap(x.vars)
-		switch d.Name {
+		args := argumentMap(d.args, x.vars)
+		switch d.name {
 		case "skip":
 			if b, _ := args["if"].(bool); b {
 				return false

@@ -230,10 +230,10 @@ func TestFileFieldNameCollisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := m.Schema.Types["Doc"].Fields.ForName("scanFile"); f == nil || f.Type.String() != "File" {
+	if f := m.field("Doc", "scanFile"); f == nil || f.typ != "File" {
 		t.Errorf("Doc.scanFile = %v", f)
 	}
-	if b, _ := json.Marshal(m.Schema.Types["File"].Fields.ForName("sizeBytes").Type.String()); string(b) != `"Int!"` {
+	if b, _ := json.Marshal(m.field("File", "sizeBytes").typ); string(b) != `"Int!"` {
 		t.Errorf("File.sizeBytes: %s", b)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
@@ -140,9 +140,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.write(w, media, status, res)
 		return
 	}
-	if r.Method == http.MethodGet && pr.op.Operation != ast.Query {
+	if r.Method == http.MethodGet && pr.op.kind != ast.OperationTypeQuery {
 		w.Header().Set("Allow", "POST")
-		h.write(w, media, http.StatusMethodNotAllowed, requestError(apperr.BadRequest, "only queries may be sent with GET; use POST for "+string(pr.op.Operation)+"s"))
+		h.write(w, media, http.StatusMethodNotAllowed, requestError(apperr.BadRequest, "only queries may be sent with GET; use POST for "+opName(pr.op.kind)+"s"))
 		return
 	}
 	res = h.engine.Execute(r.Context(), sc, api.Principal(r), pr)
@@ -212,6 +212,9 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		if err := d.Decode(p.dst); err != nil || *p.dst == nil {
 			return bad(p.name + " must be a JSON object")
 		}
+	}
+	if req.Variables != nil {
+		req.variablesJSON = raw.Variables
 	}
 	return req, nil, 0
 }

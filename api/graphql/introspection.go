@@ -2,32 +2,33 @@ package graphql
 
 import (
 	"bytes"
-	"sort"
-	"strings"
 
-	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/introspection"
 )
 
-// Introspection (__schema, __type) answered from gqlparser's *ast.Schema.
-// Values are written straight into the response in selection order.
+// Introspection (__schema, __type) is answered from graphql-go-tools'
+// introspection data of the model's schema document (introspection.Generator,
+// built once per model): only the projection of that data onto the
+// request's selection is ours. Values are written straight into the
+// response in selection order.
 
 func (x *execCtx) introspect(cf *cfield) ([]byte, error) {
 	var b bytes.Buffer
-	s := x.m.Schema
+	s := x.m.intro
 	if cf.field.Name == "__schema" {
-		x.introSchema(&b, cf.sel)
+		x.introSchema(&b, s, cf.sel)
 		return b.Bytes(), nil
 	}
 	name, _ := cf.field.ArgumentMap(x.vars)["name"].(string)
-	def := s.Types[name]
-	if def == nil {
+	t := s.TypeByName(name)
+	if t == nil {
 		return []byte("null"), nil
 	}
-	x.introType(&b, &ast.Type{NamedType: name}, cf.sel)
+	x.introFull(&b, t, cf.sel)
 	return b.Bytes(), nil
 }
 
-func (x *execCtx) obj(b *bytes.Buffer, typename string, set ast.SelectionSet, field func(cf *cfield)) {
+func (x *execCtx) obj(b *bytes.Buffer, typename string, set selectionSet, field func(cf *cfield)) {
 	b.WriteByte('{')
 	for i, cf := range x.collect(set, typename) {
 		if i > 0 {
@@ -51,77 +52,53 @@ func writeNullable(b *bytes.Buffer, s string) {
 	writeString(b, s)
 }
 
-func (x *execCtx) introSchema(b *bytes.Buffer, set ast.SelectionSet) {
-	s := x.m.Schema
+func writeNullablePtr(b *bytes.Buffer, s *string) {
+	if s == nil {
+		b.WriteString("null")
+		return
+	}
+	writeString(b, *s)
+}
+
+// writeArray writes n items as a JSON array.
+func writeArray(b *bytes.Buffer, n int, item func(i int)) {
+	b.WriteByte('[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		item(i)
+	}
+	b.WriteByte(']')
+}
+
+func (x *execCtx) introSchema(b *bytes.Buffer, s *introspection.Schema, set selectionSet) {
 	x.obj(b, "__Schema", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "description":
-			writeNullable(b, s.Description)
+			writeNullablePtr(b, s.Description)
 		case "types":
-			names := make([]string, 0, len(s.Types))
-			for n := range s.Types {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			b.WriteByte('[')
-			for i, n := range names {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				x.introType(b, &ast.Type{NamedType: n}, cf.sel)
-			}
-			b.WriteByte(']')
-		case "queryType", "mutationType", "subscriptionType":
-			var d *ast.Definition
-			switch cf.field.Name {
-			case "queryType":
-				d = s.Query
-			case "mutationType":
-				d = s.Mutation
-			default:
-				d = s.Subscription
-			}
-			if d == nil {
+			writeArray(b, len(s.Types), func(i int) { x.introFull(b, s.Types[i], cf.sel) })
+		case "queryType":
+			x.introFull(b, s.TypeByName(s.QueryType.Name), cf.sel)
+		case "mutationType":
+			if s.MutationType == nil {
 				b.WriteString("null")
 				return
 			}
-			x.introType(b, &ast.Type{NamedType: d.Name}, cf.sel)
+			x.introFull(b, s.TypeByName(s.MutationType.Name), cf.sel)
+		case "subscriptionType":
+			if s.SubscriptionType == nil {
+				b.WriteString("null")
+				return
+			}
+			x.introFull(b, s.TypeByName(s.SubscriptionType.Name), cf.sel)
 		case "directives":
-			names := make([]string, 0, len(s.Directives))
-			for n := range s.Directives {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			b.WriteByte('[')
-			for i, n := range names {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				x.introDirective(b, s.Directives[n], cf.sel)
-			}
-			b.WriteByte(']')
+			writeArray(b, len(s.Directives), func(i int) { x.introDirective(b, &s.Directives[i], cf.sel) })
 		default:
 			b.WriteString("null")
 		}
 	})
-}
-
-func kindName(k ast.DefinitionKind) string {
-	switch k {
-	case ast.Scalar:
-		return "SCALAR"
-	case ast.Object:
-		return "OBJECT"
-	case ast.Interface:
-		return "INTERFACE"
-	case ast.Union:
-		return "UNION"
-	case ast.Enum:
-		return "ENUM"
-	case ast.InputObject:
-		return "INPUT_OBJECT"
-	}
-	return string(k)
 }
 
 func includeDeprecated(x *execCtx, cf *cfield) bool {
@@ -129,153 +106,105 @@ func includeDeprecated(x *execCtx, cf *cfield) bool {
 	return v
 }
 
-func deprecation(ds ast.DirectiveList) (bool, string) {
-	d := ds.ForName("deprecated")
-	if d == nil {
-		return false, ""
-	}
-	reason := "No longer supported"
-	if a := d.Arguments.ForName("reason"); a != nil && a.Value != nil {
-		reason = a.Value.Raw
-	}
-	return true, reason
-}
-
-// introType writes a __Type: wrappers (NON_NULL, LIST) or a named type.
-func (x *execCtx) introType(b *bytes.Buffer, t *ast.Type, set ast.SelectionSet) {
+// introRef writes a type reference: a wrapper (NON_NULL, LIST) or the
+// named type it ends in.
+func (x *execCtx) introRef(b *bytes.Buffer, t *introspection.TypeRef, set selectionSet) {
 	if t == nil {
 		b.WriteString("null")
 		return
 	}
-	s := x.m.Schema
-	var def *ast.Definition
-	kind := ""
-	var ofType *ast.Type
-	switch {
-	case t.NonNull:
-		kind = "NON_NULL"
-		c := *t
-		c.NonNull = false
-		ofType = &c
-	case t.Elem != nil:
-		kind = "LIST"
-		ofType = t.Elem
-	default:
-		def = s.Types[t.NamedType]
-		if def == nil {
+	if t.Kind != introspection.NONNULL && t.Kind != introspection.LIST {
+		if t.Name == nil {
 			b.WriteString("null")
 			return
 		}
-		kind = kindName(def.Kind)
+		x.introFull(b, x.m.intro.TypeByName(*t.Name), set)
+		return
 	}
 	x.obj(b, "__Type", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "kind":
-			writeString(b, kind)
+			writeString(b, t.Kind.String())
+		case "ofType":
+			x.introRef(b, t.OfType, cf.sel)
+		case "fields", "inputFields", "interfaces", "possibleTypes", "enumValues", "name", "description", "specifiedByURL":
+			b.WriteString("null")
+		case "isOneOf":
+			b.WriteString("false")
+		default:
+			b.WriteString("null")
+		}
+	})
+}
+
+// introFull writes a named __Type.
+func (x *execCtx) introFull(b *bytes.Buffer, t *introspection.FullType, set selectionSet) {
+	if t == nil {
+		b.WriteString("null")
+		return
+	}
+	object := t.Kind == introspection.OBJECT || t.Kind == introspection.INTERFACE
+	x.obj(b, "__Type", set, func(cf *cfield) {
+		switch cf.field.Name {
+		case "kind":
+			writeString(b, t.Kind.String())
 		case "name":
-			if def == nil {
-				b.WriteString("null")
-			} else {
-				writeString(b, def.Name)
-			}
+			writeString(b, t.Name)
 		case "description":
-			if def == nil {
-				b.WriteString("null")
-			} else {
-				writeNullable(b, def.Description)
-			}
+			writeNullable(b, t.Description)
 		case "specifiedByURL":
-			url := ""
-			if def != nil {
-				if d := def.Directives.ForName("specifiedBy"); d != nil {
-					if a := d.Arguments.ForName("url"); a != nil && a.Value != nil {
-						url = a.Value.Raw
+			writeNullablePtr(b, t.SpecifiedByURL)
+		case "isOneOf":
+			b.WriteString("false")
+		case "ofType":
+			b.WriteString("null")
+		case "fields":
+			if !object {
+				b.WriteString("null")
+				return
+			}
+			fields := t.Fields
+			if !includeDeprecated(x, cf) {
+				fields = make([]introspection.Field, 0, len(t.Fields))
+				for _, f := range t.Fields {
+					if !f.IsDeprecated {
+						fields = append(fields, f)
 					}
 				}
 			}
-			writeNullable(b, url)
-		case "isOneOf":
-			b.WriteString(boolJSON(def != nil && def.Directives.ForName("oneOf") != nil))
-		case "ofType":
-			x.introType(b, ofType, cf.sel)
-		case "fields":
-			if def == nil || (def.Kind != ast.Object && def.Kind != ast.Interface) {
-				b.WriteString("null")
-				return
-			}
-			incl := includeDeprecated(x, cf)
-			b.WriteByte('[')
-			n := 0
-			for _, f := range def.Fields {
-				if strings.HasPrefix(f.Name, "__") {
-					continue
-				}
-				if dep, _ := deprecation(f.Directives); dep && !incl {
-					continue
-				}
-				if n > 0 {
-					b.WriteByte(',')
-				}
-				n++
-				x.introField(b, f, cf.sel)
-			}
-			b.WriteByte(']')
+			writeArray(b, len(fields), func(i int) { x.introField(b, &fields[i], cf.sel) })
 		case "inputFields":
-			if def == nil || def.Kind != ast.InputObject {
+			if t.Kind != introspection.INPUTOBJECT {
 				b.WriteString("null")
 				return
 			}
-			b.WriteByte('[')
-			for i, f := range def.Fields {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				x.introInput(b, f.Name, f.Description, f.Type, f.DefaultValue, f.Directives, cf.sel)
-			}
-			b.WriteByte(']')
+			writeArray(b, len(t.InputFields), func(i int) { x.introInput(b, &t.InputFields[i], cf.sel) })
 		case "interfaces":
-			if def == nil || (def.Kind != ast.Object && def.Kind != ast.Interface) {
+			if !object {
 				b.WriteString("null")
 				return
 			}
-			b.WriteByte('[')
-			for i, n := range def.Interfaces {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				x.introType(b, &ast.Type{NamedType: n}, cf.sel)
-			}
-			b.WriteByte(']')
+			writeArray(b, len(t.Interfaces), func(i int) { x.introRef(b, &t.Interfaces[i], cf.sel) })
 		case "possibleTypes":
-			if def == nil || (def.Kind != ast.Interface && def.Kind != ast.Union) {
+			if t.Kind != introspection.INTERFACE && t.Kind != introspection.UNION {
 				b.WriteString("null")
 				return
 			}
-			b.WriteByte('[')
-			for i, p := range s.GetPossibleTypes(def) {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				x.introType(b, &ast.Type{NamedType: p.Name}, cf.sel)
-			}
-			b.WriteByte(']')
+			writeArray(b, len(t.PossibleTypes), func(i int) { x.introRef(b, &t.PossibleTypes[i], cf.sel) })
 		case "enumValues":
-			if def == nil || def.Kind != ast.Enum {
+			if t.Kind != introspection.ENUM {
 				b.WriteString("null")
 				return
 			}
 			incl := includeDeprecated(x, cf)
-			b.WriteByte('[')
-			n := 0
-			for _, v := range def.EnumValues {
-				dep, reason := deprecation(v.Directives)
-				if dep && !incl {
-					continue
+			vals := make([]*introspection.EnumValue, 0, len(t.EnumValues))
+			for i := range t.EnumValues {
+				if incl || !t.EnumValues[i].IsDeprecated {
+					vals = append(vals, &t.EnumValues[i])
 				}
-				if n > 0 {
-					b.WriteByte(',')
-				}
-				n++
+			}
+			writeArray(b, len(vals), func(i int) {
+				v := vals[i]
 				x.obj(b, "__EnumValue", cf.sel, func(ef *cfield) {
 					switch ef.field.Name {
 					case "name":
@@ -283,23 +212,21 @@ func (x *execCtx) introType(b *bytes.Buffer, t *ast.Type, set ast.SelectionSet) 
 					case "description":
 						writeNullable(b, v.Description)
 					case "isDeprecated":
-						b.WriteString(boolJSON(dep))
+						b.WriteString(boolJSON(v.IsDeprecated))
 					case "deprecationReason":
-						writeNullable(b, reason)
+						writeNullablePtr(b, v.DeprecationReason)
 					default:
 						b.WriteString("null")
 					}
 				})
-			}
-			b.WriteByte(']')
+			})
 		default:
 			b.WriteString("null")
 		}
 	})
 }
 
-func (x *execCtx) introField(b *bytes.Buffer, f *ast.FieldDefinition, set ast.SelectionSet) {
-	dep, reason := deprecation(f.Directives)
+func (x *execCtx) introField(b *bytes.Buffer, f *introspection.Field, set selectionSet) {
 	x.obj(b, "__Field", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "name":
@@ -307,58 +234,41 @@ func (x *execCtx) introField(b *bytes.Buffer, f *ast.FieldDefinition, set ast.Se
 		case "description":
 			writeNullable(b, f.Description)
 		case "args":
-			x.introArgs(b, f.Arguments, cf.sel)
+			writeArray(b, len(f.Args), func(i int) { x.introInput(b, &f.Args[i], cf.sel) })
 		case "type":
-			x.introType(b, f.Type, cf.sel)
+			x.introRef(b, &f.Type, cf.sel)
 		case "isDeprecated":
-			b.WriteString(boolJSON(dep))
+			b.WriteString(boolJSON(f.IsDeprecated))
 		case "deprecationReason":
-			writeNullable(b, reason)
+			writeNullablePtr(b, f.DeprecationReason)
 		default:
 			b.WriteString("null")
 		}
 	})
 }
 
-// introArgs writes a field's or directive's arguments as [__InputValue].
-func (x *execCtx) introArgs(b *bytes.Buffer, args ast.ArgumentDefinitionList, set ast.SelectionSet) {
-	b.WriteByte('[')
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		x.introInput(b, a.Name, a.Description, a.Type, a.DefaultValue, a.Directives, set)
-	}
-	b.WriteByte(']')
-}
-
-func (x *execCtx) introInput(b *bytes.Buffer, name, desc string, t *ast.Type, def *ast.Value, ds ast.DirectiveList, set ast.SelectionSet) {
-	dep, reason := deprecation(ds)
+func (x *execCtx) introInput(b *bytes.Buffer, v *introspection.InputValue, set selectionSet) {
 	x.obj(b, "__InputValue", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "name":
-			writeString(b, name)
+			writeString(b, v.Name)
 		case "description":
-			writeNullable(b, desc)
+			writeNullable(b, v.Description)
 		case "type":
-			x.introType(b, t, cf.sel)
+			x.introRef(b, &v.Type, cf.sel)
 		case "defaultValue":
-			if def == nil {
-				b.WriteString("null")
-			} else {
-				writeString(b, def.String())
-			}
+			writeNullablePtr(b, v.DefaultValue)
 		case "isDeprecated":
-			b.WriteString(boolJSON(dep))
+			b.WriteString(boolJSON(v.IsDeprecated))
 		case "deprecationReason":
-			writeNullable(b, reason)
+			writeNullablePtr(b, v.DeprecationReason)
 		default:
 			b.WriteString("null")
 		}
 	})
 }
 
-func (x *execCtx) introDirective(b *bytes.Buffer, d *ast.DirectiveDefinition, set ast.SelectionSet) {
+func (x *execCtx) introDirective(b *bytes.Buffer, d *introspection.Directive, set selectionSet) {
 	x.obj(b, "__Directive", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "name":
@@ -366,16 +276,9 @@ func (x *execCtx) introDirective(b *bytes.Buffer, d *ast.DirectiveDefinition, se
 		case "description":
 			writeNullable(b, d.Description)
 		case "locations":
-			b.WriteByte('[')
-			for i, l := range d.Locations {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				writeString(b, string(l))
-			}
-			b.WriteByte(']')
+			writeArray(b, len(d.Locations), func(i int) { writeString(b, d.Locations[i]) })
 		case "args":
-			x.introArgs(b, d.Arguments, cf.sel)
+			writeArray(b, len(d.Args), func(i int) { x.introInput(b, &d.Args[i], cf.sel) })
 		case "isRepeatable":
 			b.WriteString(boolJSON(d.IsRepeatable))
 		default:

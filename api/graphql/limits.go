@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/lexer/position"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
@@ -21,18 +21,23 @@ import (
 // complexity, aliases) memoised, so a spread costs O(1) however often it
 // occurs. A spread of a fragment being measured (a cycle) is refused here,
 // as validation would, since validation itself could not finish on a
-// cycle of doubling spreads; an unknown fragment counts nothing here and
-// is reported by validation. The walk stops
+// cycle of doubling spreads; so are an unknown fragment and an unused one
+// (which normalization would otherwise drop unread). The walk stops
 // at the first excess and checks the request's context every few thousand
 // steps.
 type limiter struct {
-	ctx    context.Context
-	lim    Limits
-	schema *ast.Schema
-	doc    *ast.QueryDocument
-	vars   map[string]any
-	frags  map[fragKey]*fragCost
-	steps  int
+	ctx   context.Context
+	lim   Limits
+	m     *Model
+	doc   *ast.Document
+	vars  map[string]any
+	names map[string]int // fragment name -> definition ref
+	used  map[string]bool
+	frags map[fragKey]*fragCost
+	steps int
+	// byVariables is set when a multiplier came from a variable: the
+	// measure then holds for this request's variables only.
+	byVariables bool
 }
 
 type fragKey struct {
@@ -56,24 +61,46 @@ func (e errLimit) Error() string { return e.res.Errors[0].Message }
 // reads all of them, whichever operation is then executed.
 func (l *limiter) measure() *Result {
 	l.frags = map[fragKey]*fragCost{}
-	for _, op := range l.doc.Operations {
-		var root *ast.Definition
-		switch op.Operation {
-		case ast.Mutation:
-			root = l.schema.Mutation
-		case ast.Subscription:
-			root = l.schema.Subscription
-		default:
-			root = l.schema.Query
+	l.used = map[string]bool{}
+	// Fragments are the document's root nodes (normalization removes the
+	// root nodes of those it inlined, not their definitions).
+	var frags []int
+	for _, n := range l.doc.RootNodes {
+		if n.Kind == ast.NodeKindFragmentDefinition {
+			frags = append(frags, n.Ref)
+		}
+	}
+	l.names = make(map[string]int, len(frags))
+	for _, i := range frags {
+		name := l.doc.FragmentDefinitionNameString(i)
+		if _, dup := l.names[name]; !dup {
+			l.names[name] = i
+		}
+	}
+	for _, n := range l.doc.RootNodes {
+		if n.Kind != ast.NodeKindOperationDefinition {
+			continue
+		}
+		op := l.doc.OperationDefinitions[n.Ref]
+		if !op.HasSelections {
+			continue
 		}
 		aliases := 0
-		if _, _, err := l.set(op.SelectionSet, typeName(root), 0, false, &aliases); err != nil {
+		if _, _, err := l.set(op.SelectionSet, l.m.rootType(op.OperationType), 0, false, &aliases); err != nil {
 			return l.result(err)
 		}
 	}
-	for _, f := range l.doc.Fragments {
-		if _, err := l.fragment(&ast.FragmentSpread{Name: f.Name, Position: f.Position}, false); err != nil {
+	for _, i := range frags {
+		if _, err := l.fragment(l.doc.FragmentDefinitionNameString(i), l.doc.FragmentDefinitions[i].FragmentLiteral, false); err != nil {
 			return l.result(err)
+		}
+	}
+	for _, i := range frags {
+		if name := l.doc.FragmentDefinitionNameString(i); !l.used[name] {
+			// Normalization drops unused fragments unread: refused here, as the
+			// specification asks.
+			return validationFailed(Error{Message: fmt.Sprintf("Fragment %q is never used.", name),
+				Locations: []Location{locationOf(l.doc.FragmentDefinitions[i].FragmentLiteral)}})
 		}
 	}
 	return nil
@@ -87,23 +114,16 @@ func (l *limiter) result(err error) *Result {
 	return errorResult(l.ctx, err)
 }
 
-func typeName(d *ast.Definition) string {
-	if d == nil {
-		return ""
-	}
-	return d.Name
-}
-
 func (l *limiter) tooDeep(depth int) error {
 	return errLimit{requestError(apperr.BadRequest, fmt.Sprintf("the query is more than %d levels deep; at most %d are allowed", depth-1, l.lim.MaxDepth))}
 }
 
-func (l *limiter) cycle(s *ast.FragmentSpread) error {
-	e := &gqlerror.Error{Message: fmt.Sprintf("Cannot spread fragment %q within itself.", s.Name)}
-	if s.Position != nil {
-		e.Locations = []gqlerror.Location{{Line: s.Position.Line, Column: s.Position.Column}}
+func (l *limiter) cycle(name string, at position.Position) error {
+	e := Error{Message: fmt.Sprintf("Cannot spread fragment %q within itself.", name)}
+	if at.LineStart > 0 {
+		e.Locations = []Location{locationOf(at)}
 	}
-	return errLimit{fromGQL(gqlerror.List{e}, "GRAPHQL_VALIDATION_FAILED")}
+	return errLimit{validationFailed(e)}
 }
 
 func (l *limiter) tooComplex() error {
@@ -125,10 +145,10 @@ func (l *limiter) step() error {
 	return nil
 }
 
-// set measures a selection set on type parent at depth: it returns the
+// set measures selection set ref on type parent at depth: it returns the
 // largest depth reached and the complexity; aliases accumulate in *aliases.
 // intro marks selections under __schema/__type, whose depth is not counted.
-func (l *limiter) set(set ast.SelectionSet, parent string, depth int, intro bool, aliases *int) (int, int, error) {
+func (l *limiter) set(ref int, parent string, depth int, intro bool, aliases *int) (int, int, error) {
 	maxD, cost := depth, 0
 	add := func(c int) error {
 		if c > l.lim.MaxComplexity-cost {
@@ -137,21 +157,25 @@ func (l *limiter) set(set ast.SelectionSet, parent string, depth int, intro bool
 		cost += c
 		return nil
 	}
-	for _, s := range set {
+	doc := l.doc
+	for _, sr := range doc.SelectionSets[ref].SelectionRefs {
 		if err := l.step(); err != nil {
 			return 0, 0, err
 		}
-		switch s := s.(type) {
-		case *ast.Field:
-			if s.Alias != "" && s.Alias != s.Name {
+		s := doc.Selections[sr]
+		switch s.Kind {
+		case ast.SelectionKindField:
+			f := &doc.Fields[s.Ref]
+			name := doc.FieldNameString(s.Ref)
+			if f.Alias.IsDefined && doc.FieldAliasString(s.Ref) != name {
 				if *aliases++; *aliases > l.lim.MaxAliases {
 					return 0, 0, l.tooManyAliases()
 				}
 			}
-			def := l.fieldDef(parent, s.Name)
-			sub, childIntro, d := "", intro || s.Name == "__schema" || s.Name == "__type", depth
+			def := l.m.field(parent, name)
+			sub, childIntro, d := "", intro || name == "__schema" || name == "__type", depth
 			if def != nil {
-				sub = def.Type.Name()
+				sub = def.named
 			}
 			if !childIntro {
 				d = depth + 1
@@ -159,14 +183,17 @@ func (l *limiter) set(set ast.SelectionSet, parent string, depth int, intro bool
 					return 0, 0, l.tooDeep(d)
 				}
 			}
-			cd, cc, err := l.set(s.SelectionSet, sub, d, childIntro, aliases)
-			if err != nil {
-				return 0, 0, err
+			cd, cc := d, 0
+			if f.HasSelections {
+				var err error
+				if cd, cc, err = l.set(f.SelectionSet, sub, d, childIntro, aliases); err != nil {
+					return 0, 0, err
+				}
 			}
 			maxD = max(maxD, cd)
 			m := 1
 			if !childIntro {
-				m = l.multiplier(s, def)
+				m = l.multiplier(s.Ref, name, def)
 			}
 			if cc > 0 && m > (l.lim.MaxComplexity-1)/cc {
 				return 0, 0, l.tooComplex()
@@ -174,12 +201,16 @@ func (l *limiter) set(set ast.SelectionSet, parent string, depth int, intro bool
 			if err := add(1 + m*cc); err != nil {
 				return 0, 0, err
 			}
-		case *ast.InlineFragment:
+		case ast.SelectionKindInlineFragment:
+			in := &doc.InlineFragments[s.Ref]
 			t := parent
-			if s.TypeCondition != "" {
-				t = s.TypeCondition
+			if in.TypeCondition.Type != -1 {
+				t = doc.InlineFragmentTypeConditionNameString(s.Ref)
 			}
-			cd, cc, err := l.set(s.SelectionSet, t, depth, intro, aliases)
+			if !in.HasSelections {
+				continue
+			}
+			cd, cc, err := l.set(in.SelectionSet, t, depth, intro, aliases)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -187,13 +218,12 @@ func (l *limiter) set(set ast.SelectionSet, parent string, depth int, intro bool
 			if err := add(cc); err != nil {
 				return 0, 0, err
 			}
-		case *ast.FragmentSpread:
-			fc, err := l.fragment(s, intro)
+		case ast.SelectionKindFragmentSpread:
+			name := doc.FragmentSpreadNameString(s.Ref)
+			l.used[name] = true
+			fc, err := l.fragment(name, doc.FragmentSpreads[s.Ref].Spread, intro)
 			if err != nil {
 				return 0, 0, err
-			}
-			if fc == nil {
-				continue // unknown fragment: validation reports it
 			}
 			if depth+fc.depth > l.lim.MaxDepth {
 				return 0, 0, l.tooDeep(depth + fc.depth)
@@ -210,66 +240,71 @@ func (l *limiter) set(set ast.SelectionSet, parent string, depth int, intro bool
 	return maxD, cost, nil
 }
 
-// fragment returns the memoised measure of the spread fragment, measuring
-// it the first time; nil for an unknown fragment. A spread reached while
-// its fragment is being measured is a cycle: a validation error.
-func (l *limiter) fragment(s *ast.FragmentSpread, intro bool) (*fragCost, error) {
-	k := fragKey{s.Name, intro}
+// fragment returns the memoised measure of the named fragment, measuring
+// it the first time; an unknown fragment is a validation error. A spread (at) reached
+// while its fragment is being measured is a cycle: a validation error.
+func (l *limiter) fragment(name string, at position.Position, intro bool) (*fragCost, error) {
+	k := fragKey{name, intro}
 	if fc, ok := l.frags[k]; ok {
 		if !fc.done {
-			return nil, l.cycle(s)
+			return nil, l.cycle(name, at)
 		}
 		return fc, nil
 	}
-	def := l.doc.Fragments.ForName(s.Name)
-	if def == nil {
-		return nil, nil
+	ref, ok := l.names[name]
+	if !ok {
+		e := Error{Message: fmt.Sprintf("Unknown fragment %q.", name)}
+		if at.LineStart > 0 {
+			e.Locations = []Location{locationOf(at)}
+		}
+		return nil, errLimit{validationFailed(e)}
 	}
 	fc := &fragCost{}
 	l.frags[k] = fc
-	d, c, err := l.set(def.SelectionSet, def.TypeCondition, 0, intro, &fc.aliases)
-	if err != nil {
-		return nil, err
+	def := &l.doc.FragmentDefinitions[ref]
+	if def.HasSelections {
+		d, c, err := l.set(def.SelectionSet, l.doc.FragmentDefinitionTypeNameString(ref), 0, intro, &fc.aliases)
+		if err != nil {
+			return nil, err
+		}
+		fc.depth, fc.cost = d, c
 	}
-	fc.depth, fc.cost, fc.done = d, c, true
+	fc.done = true
 	return fc, nil
 }
 
-func (l *limiter) fieldDef(parent, name string) *ast.FieldDefinition {
-	t := l.schema.Types[parent]
-	if t == nil {
+// argument is the value of argument name of field ref (literal or
+// variable), nil when absent or not yet validated into something usable.
+func (l *limiter) argument(ref int, name string) any {
+	f := &l.doc.Fields[ref]
+	if !f.HasArguments {
 		return nil
 	}
-	return t.Fields.ForName(name)
-}
-
-// argument is the value of argument name of f (literal or variable), nil
-// when absent or not yet validated into something usable.
-func (l *limiter) argument(f *ast.Field, name string) any {
-	a := f.Arguments.ForName(name)
-	if a == nil || a.Value == nil {
-		return nil
+	for _, a := range f.Arguments.Refs {
+		if l.doc.ArgumentNameString(a) == name {
+			v := l.doc.Arguments[a].Value
+			if l.doc.ValueContainsVariable(v) {
+				l.byVariables = true
+			}
+			return valueOf(l.doc, v).eval(l.vars)
+		}
 	}
-	v, err := a.Value.Value(l.vars)
-	if err != nil {
-		return nil
-	}
-	return v
+	return nil
 }
 
 // multiplier is how many times a field's selection may be repeated in the
 // response: its limit/first/last/topK, the default page size for lists
 // without one, 1 otherwise.
-func (l *limiter) multiplier(f *ast.Field, def *ast.FieldDefinition) int {
+func (l *limiter) multiplier(ref int, name string, def *fieldInfo) int {
 	if def == nil {
 		return 1
 	}
-	for _, name := range []string{"limit", "first", "last"} {
-		if n, ok := intArg(l.argument(f, name)); ok && n > 0 {
+	for _, arg := range []string{"limit", "first", "last"} {
+		if n, ok := intArg(l.argument(ref, arg)); ok && n > 0 {
 			return n
 		}
 	}
-	if in, ok := l.argument(f, "input").(map[string]any); ok && def.Type.Elem != nil {
+	if in, ok := l.argument(ref, "input").(map[string]any); ok && def.list {
 		if n, ok := intArg(in["topK"]); ok && n > 0 {
 			return n
 		}
@@ -277,16 +312,16 @@ func (l *limiter) multiplier(f *ast.Field, def *ast.FieldDefinition) int {
 			return query.DefaultTopK
 		}
 	}
-	if f.Name == "edges" {
+	if name == "edges" {
 		return 1 // paged by the enclosing connection
 	}
-	if def.Type.Elem != nil {
-		if len(def.Arguments) == 0 {
+	if def.list {
+		if len(def.args) == 0 {
 			return 1 // scalar lists (tags, vectors), batch results
 		}
 		return query.DefaultLimit
 	}
-	if def.Arguments.ForName("first") != nil || def.Arguments.ForName("nodeWhere") != nil {
+	if def.args["first"] || def.args["nodeWhere"] {
 		return query.DefaultLimit
 	}
 	return 1

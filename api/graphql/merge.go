@@ -3,141 +3,176 @@ package graphql
 import (
 	"strings"
 
-	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 )
 
 // mergeDocument folds repeated selections of every selection set of doc
-// into one before validation, in time linear in the document: identical
-// fields (same alias, name, arguments and directives) become one field
-// whose sub-selections are merged (recursively), repeated spreads of a
-// fragment one spread, identical inline fragments one. Validation compares
-// the fields of a set pairwise, so 20,000 repeated `id`s would cost it
-// hundreds of millions of comparisons; after merging a set holds each
-// response key once per variant. Two fields of one set under one response
-// key with different names or arguments can never merge: the first such
-// pair is refused here, as validation would, rather than compared with
-// every other.
-func mergeDocument(doc *ast.QueryDocument) *gqlerror.Error {
-	for _, op := range doc.Operations {
-		set, err := mergeSet(op.SelectionSet)
-		if err != nil {
+// into one before validation and normalization, in time linear in the
+// document: identical fields (same alias, name, arguments and directives)
+// become one field whose sub-selections are merged (recursively), repeated
+// spreads of a fragment one spread, identical inline fragments one. The
+// library's validator compares the fields of a set pairwise and its
+// normalizer deduplicates them pairwise, so 20,000 repeated `id`s would
+// cost them hundreds of millions of comparisons; after merging a set holds
+// each response key once per variant. Two fields of one set under one
+// response key with different names or arguments can never merge: the
+// first such pair is refused here, as validation would, rather than
+// compared with every other.
+func mergeDocument(doc *ast.Document) *Error {
+	mg := merger{doc: doc}
+	for _, n := range doc.RootNodes {
+		var ref int
+		var has bool
+		switch n.Kind {
+		case ast.NodeKindOperationDefinition:
+			ref, has = doc.OperationDefinitions[n.Ref].SelectionSet, doc.OperationDefinitions[n.Ref].HasSelections
+		case ast.NodeKindFragmentDefinition:
+			ref, has = doc.FragmentDefinitions[n.Ref].SelectionSet, doc.FragmentDefinitions[n.Ref].HasSelections
+		default:
+			continue
+		}
+		if !has {
+			continue
+		}
+		if err := mg.set(ref); err != nil {
 			return err
 		}
-		op.SelectionSet = set
-	}
-	for _, f := range doc.Fragments {
-		set, err := mergeSet(f.SelectionSet)
-		if err != nil {
-			return err
-		}
-		f.SelectionSet = set
 	}
 	return nil
 }
 
-func mergeSet(set ast.SelectionSet) (ast.SelectionSet, *gqlerror.Error) {
-	if len(set) == 0 {
-		return set, nil
+type merger struct {
+	doc *ast.Document
+	buf []byte
+}
+
+func (mg *merger) set(ref int) *Error {
+	doc := mg.doc
+	refs := doc.SelectionSets[ref].SelectionRefs
+	if len(refs) == 0 {
+		return nil
 	}
 	var (
-		out      = make(ast.SelectionSet, 0, len(set))
-		fields   = map[string]*ast.Field{}
-		variants = map[string]*ast.Field{} // response key -> first field (name and arguments)
+		out      = make([]int, 0, len(refs))
+		fields   = map[string]int{} // key -> field ref kept
+		variants = map[string]int{} // response key -> first field ref (name and arguments)
+		shapes   = map[int]string{}
 		spreads  = map[string]bool{}
-		inlines  = map[string]*ast.InlineFragment{}
+		inlines  = map[string]int{}
 	)
-	for _, s := range set {
-		switch s := s.(type) {
-		case *ast.Field:
-			resp := s.Alias
-			if resp == "" {
-				resp = s.Name
-			}
-			shape := s.Name + "(" + argumentsText(s.Arguments) + ")"
+	for _, sr := range refs {
+		s := doc.Selections[sr]
+		switch s.Kind {
+		case ast.SelectionKindField:
+			resp := doc.FieldAliasOrNameString(s.Ref)
+			shape := doc.FieldNameString(s.Ref) + "(" + mg.arguments(doc.Fields[s.Ref].HasArguments, doc.Fields[s.Ref].Arguments.Refs) + ")"
 			if first, ok := variants[resp]; ok {
-				if first.Name+"("+argumentsText(first.Arguments)+")" != shape {
-					return nil, conflict(resp, first, s)
+				if shapes[first] != shape {
+					return mg.conflict(resp, first, s.Ref)
 				}
 			} else {
-				variants[resp] = s
+				variants[resp] = s.Ref
+				shapes[s.Ref] = shape
 			}
-			k := resp + "|" + shape + "|" + directivesText(s.Directives)
+			f := &doc.Fields[s.Ref]
+			k := resp + "|" + shape + "|" + mg.directives(f.HasDirectives, f.Directives.Refs)
 			if kept, ok := fields[k]; ok {
-				kept.SelectionSet = append(kept.SelectionSet, s.SelectionSet...)
+				mg.absorb(&doc.Fields[kept].SelectionSet, &doc.Fields[kept].HasSelections, f.SelectionSet, f.HasSelections)
 				continue
 			}
-			fields[k] = s
-		case *ast.FragmentSpread:
-			k := s.Name + "|" + directivesText(s.Directives)
+			fields[k] = s.Ref
+		case ast.SelectionKindFragmentSpread:
+			fs := &doc.FragmentSpreads[s.Ref]
+			k := doc.FragmentSpreadNameString(s.Ref) + "|" + mg.directives(fs.HasDirectives, fs.Directives.Refs)
 			if spreads[k] {
 				continue
 			}
 			spreads[k] = true
-		case *ast.InlineFragment:
-			k := s.TypeCondition + "|" + directivesText(s.Directives)
+		case ast.SelectionKindInlineFragment:
+			in := &doc.InlineFragments[s.Ref]
+			k := "|" + mg.directives(in.HasDirectives, in.Directives.Refs)
+			if in.TypeCondition.Type != -1 {
+				k = doc.InlineFragmentTypeConditionNameString(s.Ref) + k
+			}
 			if kept, ok := inlines[k]; ok {
-				kept.SelectionSet = append(kept.SelectionSet, s.SelectionSet...)
+				mg.absorb(&doc.InlineFragments[kept].SelectionSet, &doc.InlineFragments[kept].HasSelections, in.SelectionSet, in.HasSelections)
 				continue
 			}
-			inlines[k] = s
+			inlines[k] = s.Ref
 		}
-		out = append(out, s)
+		out = append(out, sr)
 	}
-	for _, s := range out {
-		var err *gqlerror.Error
-		switch s := s.(type) {
-		case *ast.Field:
-			s.SelectionSet, err = mergeSet(s.SelectionSet)
-		case *ast.InlineFragment:
-			s.SelectionSet, err = mergeSet(s.SelectionSet)
+	doc.SelectionSets[ref].SelectionRefs = out
+	for _, sr := range out {
+		s := doc.Selections[sr]
+		var err *Error
+		switch s.Kind {
+		case ast.SelectionKindField:
+			if f := doc.Fields[s.Ref]; f.HasSelections {
+				err = mg.set(f.SelectionSet)
+			}
+		case ast.SelectionKindInlineFragment:
+			if in := doc.InlineFragments[s.Ref]; in.HasSelections {
+				err = mg.set(in.SelectionSet)
+			}
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
-func conflict(resp string, a, b *ast.Field) *gqlerror.Error {
+// absorb appends the selections of set `from` to the kept set.
+func (mg *merger) absorb(kept *int, keptHas *bool, from int, fromHas bool) {
+	if !fromHas {
+		return
+	}
+	if !*keptHas {
+		*kept, *keptHas = from, true
+		return
+	}
+	ss := &mg.doc.SelectionSets[*kept]
+	ss.SelectionRefs = append(ss.SelectionRefs, mg.doc.SelectionSets[from].SelectionRefs...)
+}
+
+func (mg *merger) conflict(resp string, a, b int) *Error {
+	doc := mg.doc
 	reason := "they have differing arguments"
-	if a.Name != b.Name {
-		reason = a.Name + " and " + b.Name + " are different fields"
+	if an, bn := doc.FieldNameString(a), doc.FieldNameString(b); an != bn {
+		reason = an + " and " + bn + " are different fields"
 	}
-	e := &gqlerror.Error{Message: `Fields "` + resp + `" conflict because ` + reason + `. Use different aliases on the fields to fetch both if this was intentional.`}
-	for _, f := range []*ast.Field{a, b} {
-		if f.Position != nil {
-			e.Locations = append(e.Locations, gqlerror.Location{Line: f.Position.Line, Column: f.Position.Column})
-		}
+	e := Error{Message: `Fields "` + resp + `" conflict because ` + reason + `. Use different aliases on the fields to fetch both if this was intentional.`}
+	for _, f := range []int{a, b} {
+		e.Locations = append(e.Locations, locationOf(doc.Fields[f].Position))
 	}
-	return e
+	return &e
 }
 
-func argumentsText(args ast.ArgumentList) string {
-	if len(args) == 0 {
+func (mg *merger) arguments(has bool, refs []int) string {
+	if !has || len(refs) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	for _, a := range args {
-		b.WriteString(a.Name)
+	for _, a := range refs {
+		b.WriteString(mg.doc.ArgumentNameString(a))
 		b.WriteByte(':')
-		if a.Value != nil {
-			b.WriteString(a.Value.String())
-		}
+		mg.buf, _ = mg.doc.PrintValueBytes(mg.doc.Arguments[a].Value, mg.buf[:0])
+		b.Write(mg.buf)
 		b.WriteByte(',')
 	}
 	return b.String()
 }
 
-func directivesText(ds ast.DirectiveList) string {
-	if len(ds) == 0 {
+func (mg *merger) directives(has bool, refs []int) string {
+	if !has || len(refs) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	for _, d := range ds {
-		b.WriteString(d.Name)
+	for _, d := range refs {
+		b.WriteString(mg.doc.DirectiveNameString(d))
 		b.WriteByte('(')
-		b.WriteString(argumentsText(d.Arguments))
+		b.WriteString(mg.arguments(mg.doc.Directives[d].HasArguments, mg.doc.Directives[d].Arguments.Refs))
 		b.WriteString(")")
 	}
 	return b.String()

@@ -1,8 +1,11 @@
 // Package graphql serves the GraphQL API generated from a tenant's active
-// schema: SDL generation (cached per schema version), introspection over
-// gqlparser's AST, validation, execution of each root field as one SQL
-// statement compiled by package query, GraphQL over HTTP, and subscriptions
-// over graphql-transport-ws fed by the events outbox (NOTIFY dds_events).
+// schema: SDL generation (cached per schema version and visibility), the
+// front end on graphql-go-tools (parsing, normalization, validation of
+// operations and variables, introspection data) behind our linear limits,
+// a bounded cache of prepared operations, execution of each root field as
+// one SQL statement compiled by package query and run through records,
+// GraphQL over HTTP, and subscriptions over graphql-transport-ws fed by
+// the events outbox (NOTIFY dds_events).
 package graphql
 
 import (
@@ -10,8 +13,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vektah/gqlparser/v2"
-	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/astparser"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/asttransform"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/astvalidation"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/introspection"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/operationreport"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
@@ -60,12 +67,24 @@ type relField struct {
 	conn   bool // <field>Connection: edges with properties
 }
 
-// Model is the GraphQL view of one schema version: the SDL, the parsed
-// schema, and what each generated field means.
+// Model is the GraphQL view of one schema version as one credential may
+// see it: the SDL, the library's schema document (the SDL merged with the
+// base schema), its introspection data, and what each generated field
+// means. A Model is immutable once built; its pointer identifies it (the
+// prepared-operation cache keys on it).
 type Model struct {
-	Def    *schema.Definition
-	SDL    string
-	Schema *ast.Schema
+	Def *schema.Definition
+	SDL string
+
+	// doc is graphql-go-tools' schema document that operations are
+	// normalized and validated against (read only once built).
+	doc *ast.Document
+	// intro is the library's introspection data of doc.
+	intro *introspection.Schema
+	// types indexes the object and input types' fields (limits, execution).
+	types map[string]*typeInfo
+	// Root type names ("" when the credential has no such operation).
+	queryType, mutationType, subscriptionType string
 
 	roots map[string]rootField
 	// rels[entity][field] are the relationship fields of an entity type;
@@ -111,16 +130,47 @@ func build(def *schema.Definition, allow Allows) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, gerr := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: sdl})
-	if gerr != nil {
-		return nil, apperr.New(apperr.Validation, "the schema cannot be exposed over GraphQL: %s", gerr.Error())
+	g.m.SDL = sdl
+	if err := g.m.load(); err != nil {
+		return nil, apperr.New(apperr.Validation, "the schema cannot be exposed over GraphQL: %s", err.Error())
 	}
-	// gqlparser's prelude declares @defer, which the executor does not
+	return g.m, nil
+}
+
+// load parses the SDL into the library's schema document, merges the base
+// schema (built-in scalars, directives, introspection types and the
+// __schema/__type fields) and builds the introspection data and the index.
+func (m *Model) load() error {
+	doc, rep := astparser.ParseGraphqlDocumentString(m.SDL)
+	if rep.HasErrors() {
+		return rep
+	}
+	if err := asttransform.MergeDefinitionWithBaseSchemaWithInternal(&doc, false); err != nil {
+		return err
+	}
+	// The base schema declares @defer, which the executor does not
 	// implement: it is dropped so introspection, validation and the SDL
 	// agree (a document using @defer is refused as an unknown directive).
-	delete(s.Directives, "defer")
-	g.m.SDL, g.m.Schema = sdl, s
-	return g.m, nil
+	for _, n := range doc.RootNodes {
+		if n.Kind == ast.NodeKindDirectiveDefinition && doc.DirectiveDefinitionNameString(n.Ref) == "defer" {
+			doc.RemoveRootNode(n)
+			doc.Index.RemoveNodeByName([]byte("defer"))
+			break
+		}
+	}
+	var vr operationreport.Report
+	astvalidation.DefaultDefinitionValidator().Validate(&doc, &vr)
+	if vr.HasErrors() {
+		return vr
+	}
+	var data introspection.Data
+	introspection.NewGenerator().Generate(&doc, &vr, &data)
+	if vr.HasErrors() {
+		return vr
+	}
+	m.doc, m.intro = &doc, &data.Schema
+	m.index()
+	return nil
 }
 
 type gen struct {

@@ -56,12 +56,12 @@ func TestRootFieldNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := m.Schema.Query.Fields
-	mu := m.Schema.Mutation.Fields
-	s := m.Schema.Subscription.Fields
+	q := m.types[m.queryType].fields
+	mu := m.types[m.mutationType].fields
+	s := m.types[m.subscriptionType].fields
 	for _, name := range []string{"products", "product", "productsCount", "productsConnection", "productVectorSearch",
 		"categories", "people", "person", "newsList", "news", "users", "groups"} {
-		if q.ForName(name) == nil {
+		if q[name] == nil {
 			t.Errorf("Query.%s missing", name)
 		}
 	}
@@ -69,31 +69,31 @@ func TestRootFieldNames(t *testing.T) {
 		"batchDeleteProduct", "updateUserGroupsMemberOfRelationshipById", "deleteUserGroupsMemberOfRelationshipById",
 		"createUserGroupsMemberOfRelationship", "createUserFollowingFollowsRelationship", "deleteUserFollowingFollowsRelationshipById",
 		"updateProductCategoriesInCategoryRelationshipById"} {
-		if mu.ForName(name) == nil {
+		if mu[name] == nil {
 			t.Errorf("Mutation.%s missing", name)
 		}
 	}
-	if mu.ForName("updateUserFollowingFollowsRelationshipById") != nil {
+	if mu["updateUserFollowingFollowsRelationshipById"] != nil {
 		t.Error("by-id update generated for a relationship without properties")
 	}
 	for _, name := range []string{"productCreated", "productUpdated", "productDeleted"} {
-		if s.ForName(name) == nil {
+		if s[name] == nil {
 			t.Errorf("Subscription.%s missing", name)
 		}
 	}
-	if q.ForName("categoryVectorSearch") != nil {
+	if q["categoryVectorSearch"] != nil {
 		t.Error("vector search generated for an entity without VECTOR fields")
 	}
-	user := m.Schema.Types["User"]
+	user := m.types["User"].fields
 	for _, f := range []string{"groups", "groupsConnection", "following", "followers"} {
-		if user.Fields.ForName(f) == nil {
+		if user[f] == nil {
 			t.Errorf("User.%s missing", f)
 		}
 	}
-	if user.Fields.ForName("followingConnection") != nil {
+	if user["followingConnection"] != nil {
 		t.Error("connection field generated for a relationship without properties")
 	}
-	if m.Schema.Types["UserWhere"].Fields.ForName("groups_every") == nil {
+	if m.field("UserWhere", "groups_every") == nil {
 		t.Error("UserWhere.groups_every missing")
 	}
 }

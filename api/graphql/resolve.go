@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
@@ -18,10 +17,10 @@ import (
 // MaxPage is the largest first/last of a connection (docs/graphql.md).
 const MaxPage = 100
 
-func (x *execCtx) resolveRoot(root *ast.Definition, cf *cfield) ([]byte, error) {
+func (x *execCtx) resolveRoot(root string, cf *cfield) ([]byte, error) {
 	switch cf.field.Name {
 	case "__typename":
-		return json.Marshal(root.Name)
+		return json.Marshal(root)
 	case "__schema", "__type":
 		return x.introspect(cf)
 	}
@@ -135,7 +134,7 @@ func isUUID(id string) bool {
 }
 
 // byID reads one record with a selection (null when absent).
-func (x *execCtx) byID(e *schema.Entity, set ast.SelectionSet, id string) ([]byte, error) {
+func (x *execCtx) byID(e *schema.Entity, set selectionSet, id string) ([]byte, error) {
 	l := query.List{Entity: e.Name, Where: query.Cond{Field: schema.ColID, Op: query.Eq, Value: id}, Limit: 1}
 	sh, err := x.record(e, set, &l.Select)
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vektah/gqlparser/v2/ast"
-
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/schema"
@@ -152,7 +150,7 @@ func addField(sel *query.Selection, name string) {
 
 // record builds the shape of a record selection over entity e, adding
 // the columns and nested relationship selections it needs to sel.
-func (x *execCtx) record(e *schema.Entity, set ast.SelectionSet, sel *query.Selection) (*shape, error) {
+func (x *execCtx) record(e *schema.Entity, set selectionSet, sel *query.Selection) (*shape, error) {
 	if sel.Fields == nil {
 		sel.Fields = []string{}
 	}
@@ -261,7 +259,7 @@ func (x *execCtx) fileMeta(sel *query.Selection, field string) string {
 
 // fileShape is the shape of a File selection; the members come from
 // query.FileMeta's JSON object under their GraphQL names.
-func (x *execCtx) fileShape(set ast.SelectionSet) *shape {
+func (x *execCtx) fileShape(set selectionSet) *shape {
 	s := &shape{}
 	for _, cf := range x.collect(set, "File") {
 		if cf.field.Name == "__typename" {

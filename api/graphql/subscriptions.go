@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
@@ -414,7 +414,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		s.errorMsg(c, id, res)
 		return
 	}
-	if pr.op.Operation != ast.Subscription {
+	if pr.op.kind != ast.OperationTypeSubscription {
 		// Queries and mutations over the socket: one result, then complete.
 		res := s.engine.Execute(ctx, sc, p, pr)
 		b, _ := res.MarshalJSON()
@@ -422,12 +422,12 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		c.send(message{ID: id, Type: "complete"})
 		return
 	}
-	if m.Schema.Subscription == nil {
+	if m.subscriptionType == "" {
 		s.errorMsg(c, id, requestError(apperr.Forbidden, "this credential may not read anything"))
 		return
 	}
 	x := &execCtx{e: s.engine, ctx: ctx, sc: sc, p: p, m: m, vars: pr.vars}
-	fields := x.collect(pr.op.SelectionSet, m.Schema.Subscription.Name)
+	fields := x.collect(pr.op.SelectionSet, m.subscriptionType)
 	if len(fields) != 1 {
 		s.errorMsg(c, id, requestError(apperr.BadRequest, "a subscription selects exactly one root field"))
 		return

@@ -1,0 +1,165 @@
+package graphql
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dds-project/dds/schema"
+)
+
+func cachingEngine() *Engine {
+	return NewEngine(nil, Limits{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// TestPreparedOperationsFollowTheModel: a document prepared for one model
+// (schema version × visibility) is never served to another: a narrower key
+// and a changed schema validate it afresh against what they may see.
+func TestPreparedOperationsFollowTheModel(t *testing.T) {
+	eng := cachingEngine()
+	def := loadDef(t, "shop.json")
+	full, err := Build(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := `{ categories { name } products { id } }`
+	first, res := eng.Prepare(context.Background(), full, Request{Query: q})
+	if res != nil {
+		t.Fatalf("full model: %+v", res.Errors)
+	}
+	again, res := eng.Prepare(context.Background(), full, Request{Query: q})
+	if res != nil || again.op != first.op {
+		t.Fatalf("the same document for the same model was prepared twice (%v)", res)
+	}
+
+	// A key that may read products only: Category is not in its schema.
+	_, allow := visibilityKey(def, principal(t, "entity:Product:read"))
+	narrow, err := build(def, allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res := eng.Prepare(context.Background(), narrow, Request{Query: q}); res == nil ||
+		res.Errors[0].Extensions["code"] != "GRAPHQL_VALIDATION_FAILED" || !strings.Contains(res.Errors[0].Message, "categories") {
+		t.Fatalf("a narrow key got the full key's plan: %+v", res)
+	}
+
+	// The next schema version drops Category.
+	var next schema.Definition
+	b, _ := json.Marshal(def)
+	_ = json.Unmarshal(b, &next)
+	next.Relationships = nil
+	for i := range next.Entities {
+		if next.Entities[i].Name == "Category" {
+			next.Entities = append(next.Entities[:i], next.Entities[i+1:]...)
+			break
+		}
+	}
+	changed, err := Build(&next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res := eng.Prepare(context.Background(), changed, Request{Query: q}); res == nil ||
+		res.Errors[0].Extensions["code"] != "GRAPHQL_VALIDATION_FAILED" {
+		t.Fatalf("a changed schema got the old version's plan: %+v", res)
+	}
+	// Refusals are not cached; the full model's entry is still there.
+	if n, _ := eng.cache.stats(); n != 1 {
+		t.Errorf("%d cached operations, want 1 (only the one that prepared)", n)
+	}
+}
+
+// TestPreparedOperationsRecheckVariables: a cached document whose limits
+// depend on its variables is measured again with each request's, and its
+// variables are validated per request.
+func TestPreparedOperationsRecheckVariables(t *testing.T) {
+	eng := cachingEngine()
+	m, err := Build(loadDef(t, "shop.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := `query($n: Int, $m: Int = 2) { products(limit: $n) { categories(limit: $m) { products(limit: $n) { id name } } } }`
+	pr, res := eng.Prepare(context.Background(), m, Request{Query: q, Variables: map[string]any{"n": json.Number("5")}})
+	if res != nil {
+		t.Fatalf("small limits: %+v", res.Errors)
+	}
+	if pr.vars["m"] != int64(2) {
+		t.Errorf("default of $m: %#v", pr.vars["m"])
+	}
+	_, res = eng.Prepare(context.Background(), m, Request{Query: q, Variables: map[string]any{"n": json.Number("100000")}})
+	if res == nil || !strings.Contains(res.Errors[0].Message, "complexity") {
+		t.Fatalf("the cached plan skipped the limits for other variables: %+v", res)
+	}
+	_, res = eng.Prepare(context.Background(), m, Request{Query: q, Variables: map[string]any{"n": "many"}})
+	if res == nil || res.Errors[0].Extensions["code"] != "BAD_REQUEST" {
+		t.Fatalf("a string for $n: Int: %+v", res)
+	}
+	if pr, res := eng.Prepare(context.Background(), m, Request{Query: q, Variables: map[string]any{"n": json.Number("3")}}); res != nil || pr.vars["n"] != json.Number("3") {
+		t.Fatalf("after refusals the document still prepares: %+v", res)
+	}
+}
+
+// TestPreparedOperationsBounded: the cache holds at most its entries and
+// bytes, evicting the least recently used.
+func TestPreparedOperationsBounded(t *testing.T) {
+	eng := cachingEngine()
+	eng.cache = newOpCache(3, 1<<30)
+	m, err := Build(loadDef(t, "shop.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		if _, res := eng.Prepare(context.Background(), m, Request{Query: fmt.Sprintf("{ a%d: productsCount }", i)}); res != nil {
+			t.Fatal(res.Errors)
+		}
+	}
+	if n, _ := eng.cache.stats(); n != 3 {
+		t.Errorf("%d entries, bound 3", n)
+	}
+	pr, _ := eng.Prepare(context.Background(), m, Request{Query: "{ a0: productsCount }"})
+	size := pr.op.size
+	eng.cache = newOpCache(100, 2*size+size/2)
+	for i := 0; i < 10; i++ {
+		eng.Prepare(context.Background(), m, Request{Query: fmt.Sprintf("{ a%d: productsCount }", i)})
+	}
+	if n, bytes := eng.cache.stats(); n != 2 || bytes > 2*size+size/2 {
+		t.Errorf("%d entries of %d bytes, bound %d bytes", n, bytes, 2*size+size/2)
+	}
+}
+
+// TestPreparedOperationsConcurrent: many goroutines preparing and
+// executing the same and different documents share plans safely (run
+// under -race by make test).
+func TestPreparedOperationsConcurrent(t *testing.T) {
+	eng := cachingEngine()
+	eng.cache = newOpCache(8, 1<<30)
+	m, err := Build(loadDef(t, "shop.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				q := fmt.Sprintf(`query($n: Int) { products(limit: $n) { id ...F } x%d: productsCount } fragment F on Product { name }`, (g+i)%12)
+				pr, res := eng.Prepare(context.Background(), m, Request{Query: q, Variables: map[string]any{"n": json.Number("2")}})
+				if res != nil {
+					t.Error(res.Errors)
+					return
+				}
+				x := &execCtx{e: eng, m: m, vars: pr.vars}
+				if fs := x.collect(pr.op.SelectionSet, m.queryType); len(fs) != 2 || fs[0].field.ArgumentMap(pr.vars)["limit"] != json.Number("2") {
+					t.Errorf("plan: %+v", fs)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

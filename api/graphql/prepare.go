@@ -1,0 +1,322 @@
+package graphql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/astnormalization"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/astparser"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/astvalidation"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/lexer/position"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/operationreport"
+	"github.com/wundergraph/graphql-go-tools/v2/pkg/variablesvalidation"
+
+	"github.com/dds-project/dds/api"
+	"github.com/dds-project/dds/apperr"
+)
+
+// The front end. A request's document goes, once per distinct (model,
+// query text, operation name), through:
+//
+//  1. graphql-go-tools' parser (astparser) into a pooled ast.Document;
+//  2. our limits (limits.go) and merge of repeated selections (merge.go),
+//     linear in the document: the library's normalizer and validator
+//     expand fragment spreads and compare fields pairwise, so a hostile
+//     document must be refused or folded before they see it;
+//  3. the library's directive rule (astvalidation) on the document as
+//     written: normalization drops @defer, which the executor does not
+//     implement, so an unknown directive is refused before it;
+//  4. the library's normalization (astnormalization: the chosen operation
+//     kept, fragments inlined, literal @skip/@include applied, fields
+//     deduplicated), without variable extraction: no argument is ever
+//     turned into a variable;
+//  5. the library's operation validation (astvalidation, its default
+//     rules) of the normalized operation, as the library intends (its
+//     fragment and field-merging rules expect inlined fragments);
+//  6. conversion of the operation into the executor's tree (tree.go).
+//
+// The result (an operation) is cached; every request then only validates
+// its variables with the library's variablesvalidation, coerces them, and
+// executes.
+
+// operation is a prepared operation: immutable, shared by the requests
+// that send the same document to the same model.
+type operation struct {
+	kind         ast.OperationType
+	SelectionSet selectionSet
+	// doc is the normalized document holding only this operation: the
+	// library's variable validation reads its variable definitions.
+	doc     *ast.Document
+	varDefs []varDef
+	// byVariables: a limit multiplier came from a variable, so the limits
+	// are measured again with each request's variables.
+	byVariables bool
+	size        int // estimated bytes held (cache accounting)
+}
+
+type varDef struct {
+	name string
+	def  *value // default value; nil when none
+	list bool   // the type is a list: a single value is coerced to a list of one
+}
+
+// opName is the operation type as clients name it.
+func opName(k ast.OperationType) string {
+	switch k {
+	case ast.OperationTypeMutation:
+		return "mutation"
+	case ast.OperationTypeSubscription:
+		return "subscription"
+	}
+	return "query"
+}
+
+// preparer is the pooled state of one preparation: the library's parser,
+// validators and normalizer keep walker state, so each goroutine borrows
+// one.
+type preparer struct {
+	doc        *ast.Document
+	parser     *astparser.Parser
+	directives *astvalidation.OperationValidator
+	validator  *astvalidation.OperationValidator
+	normalizer *astnormalization.OperationNormalizer
+	report     operationreport.Report
+}
+
+func newPreparer() *preparer {
+	return &preparer{
+		doc:        ast.NewSmallDocument(),
+		parser:     astparser.NewParser(),
+		directives: astvalidation.NewOperationValidator([]astvalidation.Rule{astvalidation.DirectivesAreDefined()}),
+		validator:  astvalidation.DefaultOperationValidator(),
+		normalizer: astnormalization.NewWithOpts(
+			astnormalization.WithRemoveNotMatchingOperationDefinitions(),
+			astnormalization.WithInlineFragmentSpreads(),
+			astnormalization.WithRemoveFragmentDefinitions(),
+		),
+	}
+}
+
+// Prepare parses and validates a request against the model and checks the
+// limits, through the cache of prepared operations; then it validates and
+// coerces the request's variables.
+func (e *Engine) Prepare(ctx context.Context, m *Model, req Request) (*prepared, *Result) {
+	if req.Query == "" {
+		return nil, requestError(apperr.BadRequest, "the request has no query")
+	}
+	if len(req.Query) > e.limits.MaxDocumentBytes {
+		return nil, requestError(apperr.TooLarge, fmt.Sprintf("the query document exceeds %d bytes", e.limits.MaxDocumentBytes))
+	}
+	key := opKey{m: m, name: req.OperationName, query: req.Query}
+	op, hit := e.cache.get(key)
+	if !hit {
+		var res *Result
+		if op, res = e.compile(ctx, m, req); res != nil {
+			return nil, res
+		}
+		e.cache.put(key, op)
+	} else if op.byVariables {
+		// The cached document passed with other variables: measure again.
+		lim := limiter{ctx: ctx, lim: e.limits, m: m, doc: op.doc, vars: req.Variables}
+		if r := lim.measure(); r != nil {
+			return nil, r
+		}
+	}
+	vars, res := e.variables(m, op, req)
+	if res != nil {
+		return nil, res
+	}
+	return &prepared{m: m, op: op, vars: vars}, nil
+}
+
+// compile runs steps 1-6 on a document not in the cache.
+func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation, *Result) {
+	p, _ := e.preparers.Get().(*preparer)
+	if p == nil {
+		p = newPreparer()
+	}
+	defer func() {
+		p.doc.Reset()
+		p.report.Reset()
+		e.preparers.Put(p)
+	}()
+	doc, rep := p.doc, &p.report
+	doc.Input.ResetInputString(req.Query)
+	p.parser.Parse(doc, rep)
+	if rep.HasErrors() {
+		return nil, reportResult(ctx, rep, "GRAPHQL_PARSE_FAILED", req.Query, nil)
+	}
+	lim := limiter{ctx: ctx, lim: e.limits, m: m, doc: doc, vars: req.Variables}
+	if r := lim.measure(); r != nil {
+		return nil, r
+	}
+	if ge := mergeDocument(doc); ge != nil {
+		return nil, validationFailed(*ge)
+	}
+	p.directives.Validate(doc, m.doc, rep)
+	if rep.HasErrors() {
+		return nil, reportResult(ctx, rep, "GRAPHQL_VALIDATION_FAILED", req.Query, doc)
+	}
+	ref, res := pickOperation(doc, req.OperationName)
+	if res != nil {
+		return nil, res
+	}
+	// The picked operation by its own name (an only operation may be named
+	// without the request naming it).
+	p.normalizer.NormalizeNamedOperation(doc, m.doc, []byte(doc.OperationDefinitionNameString(ref)), rep)
+	if !rep.HasErrors() {
+		p.validator.Validate(doc, m.doc, rep)
+	}
+	if rep.HasErrors() {
+		return nil, reportResult(ctx, rep, "GRAPHQL_VALIDATION_FAILED", req.Query, doc)
+	}
+	od := doc.OperationDefinitions[ref]
+	op := &operation{kind: od.OperationType, doc: doc, byVariables: lim.byVariables}
+	if od.HasSelections {
+		op.SelectionSet = treeOf(doc, od.SelectionSet)
+	}
+	if od.HasVariableDefinitions {
+		for _, vr := range od.VariableDefinitions.Refs {
+			vd := doc.VariableDefinitions[vr]
+			d := varDef{name: strings.Clone(doc.VariableDefinitionNameString(vr))}
+			if vd.DefaultValue.IsDefined {
+				d.def = valueOf(doc, vd.DefaultValue.Value)
+			}
+			t := doc.Types[vd.Type]
+			if t.TypeKind == ast.TypeKindNonNull {
+				t = doc.Types[t.OfType]
+			}
+			d.list = t.TypeKind == ast.TypeKindList
+			op.varDefs = append(op.varDefs, d)
+		}
+	}
+	op.size = documentBytes(doc) + len(req.Query) + len(req.OperationName)
+	// The cache keeps the document: the preparer takes a fresh one.
+	p.doc = ast.NewSmallDocument()
+	return op, nil
+}
+
+// pickOperation finds the operation to execute, as before normalization
+// keeps only it.
+func pickOperation(doc *ast.Document, name string) (int, *Result) {
+	found, count := -1, 0
+	for _, n := range doc.RootNodes {
+		if n.Kind != ast.NodeKindOperationDefinition {
+			continue
+		}
+		count++
+		if name == "" || doc.OperationDefinitionNameString(n.Ref) == name {
+			found = n.Ref
+		}
+	}
+	switch {
+	case name != "" && found < 0:
+		return 0, requestError(apperr.BadRequest, fmt.Sprintf("unknown operation %q", name))
+	case name == "" && count > 1:
+		return 0, requestError(apperr.BadRequest, "the document has several operations: operationName is required")
+	case found < 0:
+		return 0, requestError("GRAPHQL_VALIDATION_FAILED", "the document has no operation")
+	}
+	return found, nil
+}
+
+// variables validates the request's variables with the library against
+// the operation's definitions and coerces them: defaults for absent
+// variables, a single value for a list type wrapped into a list.
+func (e *Engine) variables(m *Model, op *operation, req Request) (map[string]any, *Result) {
+	if len(op.varDefs) == 0 {
+		return nil, nil
+	}
+	raw := req.variablesJSON
+	if raw == nil {
+		raw = []byte("{}")
+		if req.Variables != nil {
+			var err error
+			if raw, err = json.Marshal(req.Variables); err != nil {
+				return nil, requestError(apperr.BadRequest, "variables must be a JSON object")
+			}
+		}
+	}
+	v, _ := e.variableValidators.Get().(*variablesvalidation.VariablesValidator)
+	if v == nil {
+		v = variablesvalidation.NewVariablesValidator(variablesvalidation.VariablesValidatorOptions{})
+	}
+	err := v.Validate(op.doc, m.doc, raw)
+	e.variableValidators.Put(v)
+	if err != nil {
+		var rep operationreport.Report
+		if errors.As(err, &rep) {
+			return nil, reportResult(context.Background(), &rep, apperr.BadRequest, req.Query, nil)
+		}
+		return nil, requestError(apperr.BadRequest, err.Error())
+	}
+	vars := make(map[string]any, len(op.varDefs))
+	for _, d := range op.varDefs {
+		val, ok := req.Variables[d.name]
+		if !ok {
+			if d.def != nil {
+				vars[d.name] = d.def.eval(nil)
+			}
+			continue
+		}
+		if _, isList := val.([]any); d.list && val != nil && !isList {
+			val = []any{val}
+		}
+		vars[d.name] = val
+	}
+	return vars, nil
+}
+
+// Location is a position in the query document (1-based).
+type Location struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+}
+
+func locationOf(p position.Position) Location {
+	return Location{Line: int(p.LineStart), Column: int(p.CharStart)}
+}
+
+// endOf is the location just past the end of the document (where the
+// parser reports an unexpected end, without a position).
+func endOf(q string) Location {
+	line := 1 + strings.Count(q, "\n")
+	return Location{Line: line, Column: 1 + len(q) - (strings.LastIndexByte(q, '\n') + 1)}
+}
+
+func validationFailed(e Error) *Result {
+	e.Extensions = map[string]any{"code": "GRAPHQL_VALIDATION_FAILED"}
+	return &Result{RequestError: true, Errors: []Error{e}}
+}
+
+// reportResult turns the library's report into a request error with code:
+// each external error with its message and locations; an internal error
+// (a fault of the library or of ours, not of the document) is logged and
+// masked.
+func reportResult(ctx context.Context, rep *operationreport.Report, code apperr.Code, query string, doc *ast.Document) *Result {
+	r := &Result{RequestError: true}
+	for i := range rep.ExternalErrors {
+		ee := &rep.ExternalErrors[i]
+		ge := Error{Message: ee.Message, Extensions: map[string]any{"code": string(code)}}
+		if len(ee.Locations) == 0 && doc != nil {
+			ge.Locations = locate(doc, ee)
+		}
+		for _, l := range ee.Locations {
+			if l.Line == 0 {
+				ge.Locations = append(ge.Locations, endOf(query))
+				continue
+			}
+			ge.Locations = append(ge.Locations, Location{Line: int(l.Line), Column: int(l.Column)})
+		}
+		r.Errors = append(r.Errors, ge)
+	}
+	if len(r.Errors) == 0 {
+		api.LoggerFrom(ctx).Error("graphql document failed inside the library", "err", errors.Join(rep.InternalErrors...))
+		r.Errors = []Error{{Message: "internal error", Extensions: map[string]any{"code": string(apperr.Internal)}}}
+	}
+	return r
+}
