@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 
@@ -191,7 +192,9 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		}
 	}
 	var req Request
-	if err := json.Unmarshal(raw.Query, &req.Query); err != nil || len(raw.Query) == 0 || string(raw.Query) == "null" {
+	if q, ok := plainString(raw.Query); ok {
+		req.Query = q
+	} else if err := json.Unmarshal(raw.Query, &req.Query); err != nil || len(raw.Query) == 0 || string(raw.Query) == "null" {
 		return bad("query must be a string")
 	}
 	if len(raw.OperationName) > 0 && string(raw.OperationName) != "null" {
@@ -248,4 +251,22 @@ func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Re
 	// application/graphql-response+json (media is one of those two constants, see accepts), never
 	// as HTML, so reflected strings inside it are JSON data a browser does not render.
 	_, _ = w.Write(body) //nolint:gosec // G705: JSON body under an explicit JSON Content-Type, not HTML.
+}
+
+// plainString returns the content of a JSON string without escapes (most
+// query texts) without decoding it again; ok is false for anything else.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	return string(body), true
 }

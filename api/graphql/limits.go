@@ -48,9 +48,20 @@ type fragKey struct {
 // fragCost is the memoised measure of a fragment definition. done is false
 // while it is being measured (a spread reaching it then is a cycle).
 type fragCost struct {
-	done                 bool
-	depth, cost, aliases int
+	done        bool
+	depth, cost int
+	tally
 }
+
+// tally accumulates what is counted across a whole operation or fragment:
+// aliases; nodes, the selections it expands to (spreads inlined); copied,
+// the selections inlining its spreads copies.
+type tally struct{ aliases, nodes, copied int }
+
+// maxExpanded bounds the selections inlining an operation's fragment
+// spreads copies (inline.go): far above any real query, far below what
+// would cost tens of milliseconds.
+const maxExpanded = 20000
 
 // errLimit carries the first excess found.
 type errLimit struct{ res *Result }
@@ -85,8 +96,8 @@ func (l *limiter) measure() *Result {
 		if !op.HasSelections {
 			continue
 		}
-		aliases := 0
-		if _, _, err := l.set(op.SelectionSet, l.m.rootType(op.OperationType), 0, false, &aliases); err != nil {
+		var t tally
+		if _, _, err := l.set(op.SelectionSet, l.m.rootType(op.OperationType), 0, false, &t); err != nil {
 			return l.result(err)
 		}
 	}
@@ -130,6 +141,10 @@ func (l *limiter) tooComplex() error {
 	return errLimit{requestError(apperr.BadRequest, fmt.Sprintf("the query's estimated complexity exceeds %d, the most allowed (lower limit/first/last on list fields)", l.lim.MaxComplexity))}
 }
 
+func (l *limiter) tooLarge() error {
+	return errLimit{requestError(apperr.BadRequest, fmt.Sprintf("the query expands to more than %d selections once its fragments are inlined, the most allowed", maxExpanded))}
+}
+
 func (l *limiter) tooManyAliases() error {
 	return errLimit{requestError(apperr.BadRequest, fmt.Sprintf("the query has more than %d aliases, the most allowed", l.lim.MaxAliases))}
 }
@@ -148,7 +163,7 @@ func (l *limiter) step() error {
 // set measures selection set ref on type parent at depth: it returns the
 // largest depth reached and the complexity; aliases accumulate in *aliases.
 // intro marks selections under __schema/__type, whose depth is not counted.
-func (l *limiter) set(ref int, parent string, depth int, intro bool, aliases *int) (int, int, error) {
+func (l *limiter) set(ref int, parent string, depth int, intro bool, t *tally) (int, int, error) {
 	maxD, cost := depth, 0
 	add := func(c int) error {
 		if c > l.lim.MaxComplexity-cost {
@@ -162,13 +177,14 @@ func (l *limiter) set(ref int, parent string, depth int, intro bool, aliases *in
 		if err := l.step(); err != nil {
 			return 0, 0, err
 		}
+		t.nodes++
 		s := doc.Selections[sr]
 		switch s.Kind {
 		case ast.SelectionKindField:
 			f := &doc.Fields[s.Ref]
 			name := doc.FieldNameString(s.Ref)
 			if f.Alias.IsDefined && doc.FieldAliasString(s.Ref) != name {
-				if *aliases++; *aliases > l.lim.MaxAliases {
+				if t.aliases++; t.aliases > l.lim.MaxAliases {
 					return 0, 0, l.tooManyAliases()
 				}
 			}
@@ -186,7 +202,7 @@ func (l *limiter) set(ref int, parent string, depth int, intro bool, aliases *in
 			cd, cc := d, 0
 			if f.HasSelections {
 				var err error
-				if cd, cc, err = l.set(f.SelectionSet, sub, d, childIntro, aliases); err != nil {
+				if cd, cc, err = l.set(f.SelectionSet, sub, d, childIntro, t); err != nil {
 					return 0, 0, err
 				}
 			}
@@ -203,14 +219,14 @@ func (l *limiter) set(ref int, parent string, depth int, intro bool, aliases *in
 			}
 		case ast.SelectionKindInlineFragment:
 			in := &doc.InlineFragments[s.Ref]
-			t := parent
+			on := parent
 			if in.TypeCondition.Type != -1 {
-				t = doc.InlineFragmentTypeConditionNameString(s.Ref)
+				on = doc.InlineFragmentTypeConditionNameString(s.Ref)
 			}
 			if !in.HasSelections {
 				continue
 			}
-			cd, cc, err := l.set(in.SelectionSet, t, depth, intro, aliases)
+			cd, cc, err := l.set(in.SelectionSet, on, depth, intro, t)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -229,8 +245,12 @@ func (l *limiter) set(ref int, parent string, depth int, intro bool, aliases *in
 				return 0, 0, l.tooDeep(depth + fc.depth)
 			}
 			maxD = max(maxD, depth+fc.depth)
-			if *aliases += fc.aliases; *aliases > l.lim.MaxAliases {
+			if t.aliases += fc.aliases; t.aliases > l.lim.MaxAliases {
 				return 0, 0, l.tooManyAliases()
+			}
+			t.nodes += fc.nodes
+			if t.copied += fc.nodes; t.copied > maxExpanded {
+				return 0, 0, l.tooLarge()
 			}
 			if err := add(fc.cost); err != nil {
 				return 0, 0, err
@@ -263,7 +283,7 @@ func (l *limiter) fragment(name string, at position.Position, intro bool) (*frag
 	l.frags[k] = fc
 	def := &l.doc.FragmentDefinitions[ref]
 	if def.HasSelections {
-		d, c, err := l.set(def.SelectionSet, l.doc.FragmentDefinitionTypeNameString(ref), 0, intro, &fc.aliases)
+		d, c, err := l.set(def.SelectionSet, l.doc.FragmentDefinitionTypeNameString(ref), 0, intro, &fc.tally)
 		if err != nil {
 			return nil, err
 		}

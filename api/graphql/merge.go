@@ -6,9 +6,9 @@ import (
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 )
 
-// mergeDocument folds repeated selections of every selection set of doc
-// into one before validation and normalization, in time linear in the
-// document: identical fields (same alias, name, arguments and directives)
+// mergeDocument folds repeated selections of every selection set of doc's
+// operations (their fragment spreads inlined) into one before validation
+// and normalization, in time linear in the expanded document: identical fields (same alias, name, arguments and directives)
 // become one field whose sub-selections are merged (recursively), repeated
 // spreads of a fragment one spread, identical inline fragments one. The
 // library's validator compares the fields of a set pairwise and its
@@ -21,20 +21,10 @@ import (
 func mergeDocument(doc *ast.Document) *Error {
 	mg := merger{doc: doc}
 	for _, n := range doc.RootNodes {
-		var ref int
-		var has bool
-		switch n.Kind {
-		case ast.NodeKindOperationDefinition:
-			ref, has = doc.OperationDefinitions[n.Ref].SelectionSet, doc.OperationDefinitions[n.Ref].HasSelections
-		case ast.NodeKindFragmentDefinition:
-			ref, has = doc.FragmentDefinitions[n.Ref].SelectionSet, doc.FragmentDefinitions[n.Ref].HasSelections
-		default:
-			continue
+		if n.Kind != ast.NodeKindOperationDefinition || !doc.OperationDefinitions[n.Ref].HasSelections {
+			continue // fragments are inlined by now (inlineSpreads)
 		}
-		if !has {
-			continue
-		}
-		if err := mg.set(ref); err != nil {
+		if err := mg.set(doc.OperationDefinitions[n.Ref].SelectionSet); err != nil {
 			return err
 		}
 	}

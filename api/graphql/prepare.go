@@ -23,10 +23,12 @@ import (
 // query text, operation name), through:
 //
 //  1. graphql-go-tools' parser (astparser) into a pooled ast.Document;
-//  2. our limits (limits.go) and merge of repeated selections (merge.go),
-//     linear in the document: the library's normalizer and validator
-//     expand fragment spreads and compare fields pairwise, so a hostile
-//     document must be refused or folded before they see it;
+//  2. our limits (limits.go), linear in the document, then inlining of
+//     fragment spreads (inline.go, bounded by the limits) and merge of
+//     repeated selections (merge.go), linear in the expansion: the
+//     library's normalizer and validator expand fragment spreads and
+//     compare and deduplicate fields pairwise, so a hostile document must
+//     be refused or folded before they see it;
 //  3. the library's directive rule (astvalidation) on the document as
 //     written: normalization drops @defer, which the executor does not
 //     implement, so an unknown directive is refused before it;
@@ -154,6 +156,7 @@ func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation
 	if r := lim.measure(); r != nil {
 		return nil, r
 	}
+	inlineSpreads(doc, lim.names)
 	if ge := mergeDocument(doc); ge != nil {
 		return nil, validationFailed(*ge)
 	}
