@@ -175,7 +175,7 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 					m.Stop()
 					return err
 				}
-				sweep += fmt.Sprintf(" %d → %.3f;", ef, r)
+				sweep += fmt.Sprintf(" %d → %.4f;", ef, r)
 			}
 			fmt.Println(strings.TrimSuffix(sweep, ";"))
 			var minL, restL []string
@@ -253,7 +253,7 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			}
 		}
 		if section == "vector" {
-			verdict(recallDDS >= targetRecall, "%-26s recall@10 = %.3f (raw HNSW %.3f; target ≥ %.2f)", ss[1].name, recallDDS, recallRaw, targetRecall)
+			verdict(recallDDS >= targetRecall, "%-26s recall@10 = %.4f (raw HNSW %.4f; target ≥ %.2f)", ss[1].name, recallDDS, recallRaw, targetRecall)
 		}
 		for _, s := range ss[1:] {
 			r := s.rps / minimal.rps
