@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/outbox"
@@ -48,11 +47,11 @@ type batchStmt struct {
 
 func compileBatch(sc *records.Scope) batchStmt {
 	var a query.Args
-	cols := []string{a.Add(nil, "uuid[]"), a.Add(nil, "text[]"), a.Add(nil, "double precision[]"), a.Add(nil, "bigint[]"), a.Add(nil, "text[]")}
+	cols := []string{a.Add(nil, "text[]"), a.Add(nil, "text[]"), a.Add(nil, "double precision[]"), a.Add(nil, "bigint[]"), a.Add(nil, "text[]")}
 	e, _ := sc.Compiler.Entity(entity)
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	sqlText := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t ("id", "name", "price", "stock", "tags")
-  SELECT u.id, u.name, u.price, u.stock, u.tags::text[] FROM unnest(%s) AS u(id, name, price, stock, tags) RETURNING %s),
+  SELECT u.id::uuid, u.name, u.price, u.stock, u.tags::text[] FROM unnest(%s) AS u(id, name, price, stock, tags) RETURNING %s),
 e AS (%s)
 SELECT json_build_object('successCount', count(*), 'successful', coalesce(json_agg(w ORDER BY w."id"), '[]'::json), 'events', (SELECT count(*) FROM e)) FROM w`,
 		sc.Compiler.Table(entity), strings.Join(cols, ", "), strings.Join(ret, ", "),
@@ -61,7 +60,8 @@ SELECT json_build_object('successCount', count(*), 'successful', coalesce(json_a
 }
 
 // args decodes a batch body and binds it: a fresh UUIDv7 per row (as DDS
-// makes them), each column as one array, lists as array literals.
+// makes them), each column as one Go slice pgx encodes natively, lists as
+// their array literals.
 func (s batchStmt) args(r *http.Request) []any {
 	var body struct{ Items []product }
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Items) == 0 || len(body.Items) > batchSize {
@@ -75,13 +75,9 @@ func (s batchStmt) args(r *http.Request) []any {
 			return nil
 		}
 		ids[i], names[i], prices[i], stocks[i] = uuid.Must(uuid.NewV7()).String(), p.Name, p.Price, p.Stock
-		lit, err := pq.Array(p.Tags).Value()
-		if err != nil {
-			return nil
-		}
-		tags[i], _ = lit.(string)
+		tags[i] = schema.ArrayLiteral(p.Tags)
 	}
-	return append([]any{pq.Array(ids), pq.Array(names), pq.Array(prices), pq.Array(stocks), pq.Array(tags)}, s.outbox...)
+	return append([]any{ids, names, prices, stocks, tags}, s.outbox...)
 }
 
 // checkSameBatch sends one batch to DDS and one to the minimal handler and

@@ -163,7 +163,8 @@ func compileCreate(sc *records.Scope, e *schema.Entity) (createStmt, error) {
 // args binds a product: id, name, price, stock, tags, then the outbox values.
 func (c createStmt) args(p product) []any {
 	out := make([]any, 0, 5+len(c.outbox))
-	out = append(out, uuid.Must(uuid.NewV7()).String(), p.Name, p.Price, p.Stock, pq.Array(p.Tags))
+	// The list goes as its array literal, sent as text, as DDS binds lists.
+	out = append(out, uuid.Must(uuid.NewV7()).String(), p.Name, p.Price, p.Stock, schema.ArrayLiteral(p.Tags))
 	return append(out, c.outbox...)
 }
 
