@@ -181,6 +181,22 @@ func vectorRecall(ctx context.Context, vs *vectorSet, ddsURL, rawURL, key string
 	return load.Recall(vs.exact, viaDDS), load.Recall(vs.exact, viaRaw), nil
 }
 
+// recallSweep reports the raw query's recall@10 at a few ef_search values.
+func (b *bench) recallSweep(ctx context.Context, vs *vectorSet) (string, error) {
+	out := "raw HNSW recall@10 by ef_search:"
+	for i, ef := range []int{40, 100, 200, 400} {
+		r, err := b.rawRecallAt(ctx, vs, ef)
+		if err != nil {
+			return "", err
+		}
+		if i > 0 {
+			out += ";"
+		}
+		out += fmt.Sprintf(" %d → %.4f", ef, r)
+	}
+	return out, nil
+}
+
 // rawRecallAt is the recall@10 of the raw HNSW query at ef_search ef (so
 // the report shows which ef_search would reach the target).
 func (b *bench) rawRecallAt(ctx context.Context, vs *vectorSet, ef int) (float64, error) {

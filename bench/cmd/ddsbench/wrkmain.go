@@ -22,6 +22,7 @@ const (
 	targetDBTime    = 1.2  // DB time per request, at most this multiple of the minimal handler's
 	targetGraphQL   = 0.90 // GraphQL get/list vs REST
 	targetBatch     = 0.80 // batch create vs one multi-row INSERT with its events
+	minRequests     = 20   // fewer completed requests in a section say nothing
 )
 
 // listFloor is the N of "price ≥ N": seeded prices are spread evenly over
@@ -62,21 +63,35 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 	verdict := func(ok bool, format string, args ...any) {
 		verdicts = append(verdicts, fmt.Sprintf(format, args...)+": "+pass(ok))
 	}
+	peerURL := "" // PostGraphile's GraphQL endpoint, when it runs
+	if peer != nil {
+		peerURL = peer.URL + peerPath
+	}
+	// startChecked starts the minimal handler of a section (over dbURL) and runs
+	// the section's check against it, stopping it if the check fails.
+	startChecked := func(kind, dbURL string, check func(minURL string) error) (*proc, error) {
+		p, err := startMinimal(ctx, kind, tenantID, dbURL, o.maxConns)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(p.URL); err != nil {
+			p.Stop()
+			return nil, err
+		}
+		return p, nil
+	}
 	var recallDDS, recallRaw float64
 	for _, section := range o.only {
 		var ts []wrkTarget
 		var m *proc
 		switch section {
 		case "get":
-			if m, err = startMinimal(ctx, "get", tenantID, env.databaseURL, o.maxConns); err != nil {
-				return err
-			}
-			if err := checkSameGet(ctx, b, load.Client(1), dds.URL, m.URL, apiKey, ids[0]); err != nil {
-				m.Stop()
-				return err
-			}
-			if err := checkGraphQLGet(ctx, dds.URL+gqlPath, apiKey, b, ids[0]); err != nil {
-				m.Stop()
+			if m, err = startChecked("get", env.databaseURL, func(minURL string) error {
+				if err := checkSameGet(ctx, b, load.Client(1), dds.URL, minURL, apiKey, ids[0]); err != nil {
+					return err
+				}
+				return checkGraphQLGet(ctx, dds.URL+gqlPath, apiKey, b, ids[0])
+			}); err != nil {
 				return err
 			}
 			var minL, restL, gqlL, peerL []string
@@ -95,15 +110,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "GET PostGraphile 5 (GraphQL)", pid: peer.Pid(), url: peer.URL, headers: auth[1:]}, peerL)
 			}
 		case "list":
-			if m, err = startMinimal(ctx, "list", tenantID, env.databaseURL, o.maxConns); err != nil {
-				return err
-			}
-			peerURL := ""
-			if peer != nil {
-				peerURL = peer.URL + peerPath
-			}
-			if err := checkSameList(ctx, dds.URL, gqlPath, m.URL, peerURL, apiKey); err != nil {
-				m.Stop()
+			if m, err = startChecked("list", env.databaseURL, func(minURL string) error {
+				return checkSameList(ctx, dds.URL, gqlPath, minURL, peerURL, apiKey)
+			}); err != nil {
 				return err
 			}
 			var minL, restL, gqlL, peerL []string
@@ -123,11 +132,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "list PostGraphile 5 (filter plugin)", pid: peer.Pid(), url: peer.URL, headers: auth[1:]}, peerL)
 			}
 		case "flat":
-			if m, err = startMinimal(ctx, "flat", tenantID, env.databaseURL, o.maxConns); err != nil {
-				return err
-			}
-			if err := checkSameFlat(ctx, dds.URL+gqlPath, m.URL, apiKey); err != nil {
-				m.Stop()
+			if m, err = startChecked("flat", env.databaseURL, func(minURL string) error {
+				return checkSameFlat(ctx, dds.URL+gqlPath, minURL, apiKey)
+			}); err != nil {
 				return err
 			}
 			ts, err = targets(tmp, section, []wrkTarget{
@@ -139,15 +146,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 					[]string{reqLine("POST", peerPath, gqlBody(peerFlatQuery, nil))})
 			}
 		case "nested":
-			if m, err = startMinimal(ctx, "nested", tenantID, env.databaseURL, o.maxConns); err != nil {
-				return err
-			}
-			peerURL := ""
-			if peer != nil {
-				peerURL = peer.URL + peerPath
-			}
-			if err := checkSameNested(ctx, dds.URL+gqlPath, m.URL, peerURL, apiKey); err != nil {
-				m.Stop()
+			if m, err = startChecked("nested", env.databaseURL, func(minURL string) error {
+				return checkSameNested(ctx, dds.URL+gqlPath, minURL, peerURL, apiKey)
+			}); err != nil {
 				return err
 			}
 			ts, err = targets(tmp, section, []wrkTarget{
@@ -160,24 +161,18 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			}
 		case "vector":
 			vs := b.vectors
-			if m, err = startMinimal(ctx, "vector", tenantID, load.WithOptions(env.databaseURL, fmt.Sprintf("-c hnsw.ef_search=%d", vs.efSearch)), o.maxConns); err != nil {
-				return err
-			}
 			step("recall@10 of DDS and of the raw HNSW query")
-			if recallDDS, recallRaw, err = vectorRecall(ctx, vs, dds.URL, m.URL, apiKey); err != nil {
-				m.Stop()
+			if m, err = startChecked("vector", load.WithOptions(env.databaseURL, fmt.Sprintf("-c hnsw.ef_search=%d", vs.efSearch)), func(minURL string) (err error) {
+				recallDDS, recallRaw, err = vectorRecall(ctx, vs, dds.URL, minURL, apiKey)
+				return err
+			}); err != nil {
 				return err
 			}
-			sweep := "raw HNSW recall@10 by ef_search:"
-			for _, ef := range []int{40, 100, 200, 400} {
-				r, err := b.rawRecallAt(ctx, vs, ef)
-				if err != nil {
-					m.Stop()
-					return err
-				}
-				sweep += fmt.Sprintf(" %d → %.4f;", ef, r)
+			var sweep string
+			if sweep, err = b.recallSweep(ctx, vs); err != nil {
+				break // the switch: m is stopped below
 			}
-			fmt.Println(strings.TrimSuffix(sweep, ";"))
+			fmt.Println(sweep)
 			var minL, restL []string
 			for _, q := range vs.queries {
 				minL = append(minL, reqLine("POST", "/search", vectorBody(q)))
@@ -188,11 +183,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				{name: "vector DDS REST", pid: dds.Pid(), url: dds.URL, headers: auth},
 			}, minL, restL)
 		case "batch":
-			if m, err = startMinimal(ctx, "batch", tenantID, env.databaseURL, o.maxConns); err != nil {
-				return err
-			}
-			if err := checkSameBatch(ctx, b, load.Client(1), dds.URL, m.URL, apiKey); err != nil {
-				m.Stop()
+			if m, err = startChecked("batch", env.databaseURL, func(minURL string) error {
+				return checkSameBatch(ctx, b, load.Client(1), dds.URL, minURL, apiKey)
+			}); err != nil {
 				return err
 			}
 			var minL, restL []string
@@ -206,11 +199,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				{name: "batch DDS REST (+events)", pid: dds.Pid(), url: dds.URL, headers: auth, conns: batchConns},
 			}, minL, restL)
 		case "create":
-			if m, err = startMinimal(ctx, "create", tenantID, env.databaseURL, o.maxConns); err != nil {
-				return err
-			}
-			if err := checkSameCreate(ctx, b, load.Client(1), dds.URL, m.URL, apiKey); err != nil {
-				m.Stop()
+			if m, err = startChecked("create", env.databaseURL, func(minURL string) error {
+				return checkSameCreate(ctx, b, load.Client(1), dds.URL, minURL, apiKey)
+			}); err != nil {
 				return err
 			}
 			var minL, restL, peerL []string
@@ -239,6 +230,11 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			return err
 		}
 		printWrkTable(os.Stdout, section, ss)
+		for _, s := range ss {
+			if n := s.reqs - s.errors; n < minRequests {
+				verdict(false, "%-26s completed %d requests: too few to compare (raise -duration)", s.name, n)
+			}
+		}
 		minimal := ss[0]
 		var peerS *wrkSummary
 		if strings.Contains(ss[len(ss)-1].name, "PostGraphile") {
