@@ -48,9 +48,16 @@ func inlineSpreads(doc *ast.Document, frags map[string]int) {
 			}
 		}
 	}
+	kept := doc.RootNodes[:0]
 	for _, n := range doc.RootNodes {
 		if n.Kind == ast.NodeKindOperationDefinition && doc.OperationDefinitions[n.Ref].HasSelections {
 			walk(doc.OperationDefinitions[n.Ref].SelectionSet)
 		}
+		// The fragment definitions are copied where they are spread: the
+		// library's walkers need not walk them (unmerged) again.
+		if n.Kind != ast.NodeKindFragmentDefinition {
+			kept = append(kept, n)
+		}
 	}
+	doc.RootNodes = kept
 }

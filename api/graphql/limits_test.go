@@ -173,32 +173,28 @@ func conflicting(n int) string {
 	return b.String()
 }
 
-// manyFragments is n spreads (spreads) or n fragment definitions, each
-// selecting the same relationship with other arguments.
-func manyFragments(n int, spreads bool) string {
+// fragments is n spreads (spreads) or the n fragment definitions
+// <prefix>0... on Product, the i-th selecting body(i).
+func fragments(prefix string, n int, spreads bool, body func(i int) string) string {
 	var b strings.Builder
 	for i := 0; i < n; i++ {
 		if spreads {
-			fmt.Fprintf(&b, "...G%d ", i)
+			fmt.Fprintf(&b, "...%s%d ", prefix, i)
 		} else {
-			fmt.Fprintf(&b, " fragment G%d on Product { categories(limit: %d) { id } }", i, i+1)
+			fmt.Fprintf(&b, " fragment %s%d on Product { %s }", prefix, i, body(i))
 		}
 	}
 	return b.String()
 }
 
-// sameLeaves is n spreads (spreads) or n fragment definitions all
-// selecting the same leaf fields.
+// manyFragments: each selecting the same relationship with other arguments.
+func manyFragments(n int, spreads bool) string {
+	return fragments("G", n, spreads, func(i int) string { return fmt.Sprintf("categories(limit: %d) { id }", i+1) })
+}
+
+// sameLeaves: all selecting the same leaf fields.
 func sameLeaves(n int, spreads bool) string {
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		if spreads {
-			fmt.Fprintf(&b, "...L%d ", i)
-		} else {
-			fmt.Fprintf(&b, " fragment L%d on Product { id name price stock active tags releasedAt launchDate attributes status }", i)
-		}
-	}
-	return b.String()
+	return fragments("L", n, spreads, func(int) string { return "id name price stock active tags releasedAt launchDate attributes status" })
 }
 
 func numbered(prefix string, n int) string {
@@ -262,7 +258,7 @@ func BenchmarkLimitsWorstCase(b *testing.B) {
 	// server; wall time on a shared machine includes time others took.
 	fmt.Printf("worst document: %s, %v CPU (%v wall) for one Prepare (%d documents, each <= %d bytes)\n",
 		worstName, worst, worstWall, len(docs), DefaultLimits.MaxDocumentBytes)
-	for _, name := range []string{"doubling-40", "repeat-20000-list", "repeat-20000-single", "spreads-of-800-frags", "same-leaves-from-400-frags"} {
+	for _, name := range []string{"doubling-40", "repeat-20000-list", "repeat-20000-single", "spreads-of-800-frags", "same-leaves-from-400-frags", "repeat-5000-fragment"} {
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				eng.Prepare(context.Background(), m, Request{Query: docs[name]})

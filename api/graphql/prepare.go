@@ -128,7 +128,7 @@ func (e *Engine) Prepare(ctx context.Context, m *Model, req Request) (*prepared,
 			return nil, r
 		}
 	}
-	vars, res := e.variables(m, op, req)
+	vars, res := e.variables(ctx, m, op, req)
 	if res != nil {
 		return nil, res
 	}
@@ -230,7 +230,7 @@ func pickOperation(doc *ast.Document, name string) (int, *Result) {
 // variables validates the request's variables with the library against
 // the operation's definitions and coerces them: defaults for absent
 // variables, a single value for a list type wrapped into a list.
-func (e *Engine) variables(m *Model, op *operation, req Request) (map[string]any, *Result) {
+func (e *Engine) variables(ctx context.Context, m *Model, op *operation, req Request) (map[string]any, *Result) {
 	if len(op.varDefs) == 0 {
 		return nil, nil
 	}
@@ -253,7 +253,7 @@ func (e *Engine) variables(m *Model, op *operation, req Request) (map[string]any
 	if err != nil {
 		var rep operationreport.Report
 		if errors.As(err, &rep) {
-			return nil, reportResult(context.Background(), &rep, apperr.BadRequest, req.Query, nil)
+			return nil, reportResult(ctx, &rep, apperr.BadRequest, req.Query, nil)
 		}
 		return nil, requestError(apperr.BadRequest, err.Error())
 	}
