@@ -4,17 +4,20 @@ import (
 	"container/list"
 	"sync"
 	"unsafe"
+	"weak"
 
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 )
 
-// opKey identifies a prepared operation. The model pointer stands for the
-// tenant's schema version and the credential's visibility (ModelFor builds
-// one model per version and visibility): a schema change or a narrower key
-// looks up another entry and never reuses a plan validated against a
-// schema it may not see.
+// opKey identifies a prepared operation. The model's identity stands for
+// the tenant's schema version and the credential's visibility (ModelFor
+// builds one model per version and visibility): a schema change or a
+// narrower key looks up another entry and never reuses a plan validated
+// against a schema it may not see. The key holds the model weakly, so the
+// cache does not keep a replaced schema's models alive; a weak pointer
+// stays distinct from every other model's after its model is collected.
 type opKey struct {
-	m           *Model
+	m           weak.Pointer[Model]
 	name, query string
 }
 

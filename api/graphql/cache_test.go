@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +102,16 @@ func TestPreparedOperationsRecheckVariables(t *testing.T) {
 	if pr, res := eng.Prepare(context.Background(), m, Request{Query: q, Variables: map[string]any{"n": json.Number("3")}}); res != nil || pr.vars["n"] != json.Number("3") {
 		t.Fatalf("after refusals the document still prepares: %+v", res)
 	}
+	// A single value for a list-typed variable is a list of one; the
+	// request's own map is left as sent.
+	sent := map[string]any{"ids": "x"}
+	pr, res = eng.Prepare(context.Background(), m, Request{Query: `query($ids: [ID!]) { products(where: {id: {in: $ids}}) { id } }`, Variables: sent})
+	if res != nil {
+		t.Fatalf("single value for a list: %+v", res.Errors)
+	}
+	if l, ok := pr.vars["ids"].([]any); !ok || len(l) != 1 || l[0] != "x" || sent["ids"] != "x" {
+		t.Errorf("coerced %#v, sent %#v", pr.vars["ids"], sent["ids"])
+	}
 }
 
 // TestPreparedOperationsBounded: the cache holds at most its entries and
@@ -162,4 +173,37 @@ func TestPreparedOperationsConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestPreparedOperationsDoNotPinModels: the cache holds models weakly, so
+// the models of a replaced schema version can be collected while their
+// operations wait for eviction.
+func TestPreparedOperationsDoNotPinModels(t *testing.T) {
+	eng := cachingEngine()
+	def := loadDef(t, "shop.json")
+	prepare := func() {
+		m, err := Build(def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, res := eng.Prepare(context.Background(), m, Request{Query: "{ productsCount }"}); res != nil {
+			t.Fatal(res.Errors)
+		}
+	}
+	prepare()
+	var keys []opKey
+	eng.cache.mu.Lock()
+	for k := range eng.cache.items {
+		keys = append(keys, k)
+	}
+	eng.cache.mu.Unlock()
+	if len(keys) != 1 {
+		t.Fatalf("%d entries", len(keys))
+	}
+	for i := 0; i < 10 && keys[0].m.Value() != nil; i++ {
+		runtime.GC()
+	}
+	if keys[0].m.Value() != nil {
+		t.Error("the cache keeps an unreferenced model alive")
+	}
 }

@@ -70,8 +70,8 @@ type relField struct {
 // Model is the GraphQL view of one schema version as one credential may
 // see it: the SDL, the library's schema document (the SDL merged with the
 // base schema), its introspection data, and what each generated field
-// means. A Model is immutable once built; its pointer identifies it (the
-// prepared-operation cache keys on it).
+// means. A Model is immutable once built; its identity identifies it (the
+// prepared-operation cache keys on it, weakly).
 type Model struct {
 	Def *schema.Definition
 	SDL string

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
+	"weak"
 
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/astnormalization"
@@ -113,7 +115,7 @@ func (e *Engine) Prepare(ctx context.Context, m *Model, req Request) (*prepared,
 	if len(req.Query) > e.limits.MaxDocumentBytes {
 		return nil, requestError(apperr.TooLarge, fmt.Sprintf("the query document exceeds %d bytes", e.limits.MaxDocumentBytes))
 	}
-	key := opKey{m: m, name: req.OperationName, query: req.Query}
+	key := opKey{m: weak.Make(m), name: req.OperationName, query: req.Query}
 	op, hit := e.cache.get(key)
 	if !hit {
 		var res *Result
@@ -234,12 +236,25 @@ func (e *Engine) variables(ctx context.Context, m *Model, op *operation, req Req
 	if len(op.varDefs) == 0 {
 		return nil, nil
 	}
-	raw := req.variablesJSON
+	given, raw := req.Variables, req.variablesJSON
+	// A single value for a list-typed variable is a list of one (input
+	// coercion); the library's variable validation expects it done.
+	cloned := false
+	for _, d := range op.varDefs {
+		val, ok := given[d.name]
+		if _, isList := val.([]any); !ok || !d.list || val == nil || isList {
+			continue
+		}
+		if !cloned { // the request's map stays as sent
+			given, raw, cloned = maps.Clone(given), nil, true
+		}
+		given[d.name] = []any{val}
+	}
 	if raw == nil {
 		raw = []byte("{}")
-		if req.Variables != nil {
+		if given != nil {
 			var err error
-			if raw, err = json.Marshal(req.Variables); err != nil {
+			if raw, err = json.Marshal(given); err != nil {
 				return nil, requestError(apperr.BadRequest, "variables must be a JSON object")
 			}
 		}
@@ -259,15 +274,12 @@ func (e *Engine) variables(ctx context.Context, m *Model, op *operation, req Req
 	}
 	vars := make(map[string]any, len(op.varDefs))
 	for _, d := range op.varDefs {
-		val, ok := req.Variables[d.name]
+		val, ok := given[d.name]
 		if !ok {
 			if d.def != nil {
 				vars[d.name] = d.def.eval(nil)
 			}
 			continue
-		}
-		if _, isList := val.([]any); d.list && val != nil && !isList {
-			val = []any{val}
 		}
 		vars[d.name] = val
 	}
