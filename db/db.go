@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/XSAM/otelsql"
-	_ "github.com/jackc/pgx/v5/stdlib" // the Postgres driver, "pgx"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib" // the Postgres driver, "pgx"
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -28,19 +29,29 @@ var migrations embed.FS
 // statement once per connection and re-uses it (binary parameters, no
 // re-parse and re-plan per request), which lib/pq does not do.
 //
+// Connections run with jit off unless url sets jit: DDS's statements are
+// short, and Postgres compiles any plan whose estimated cost passes
+// jit_above_cost, which a nested selection's estimate does with a few
+// thousand related rows (half of such a statement's time was JIT
+// compilation, on every execution).
+//
 // With tracing on (obs.Tracing) the driver is wrapped for OpenTelemetry
 // (otelsql, whatever the driver): each statement of a traced request is a
 // span of its trace.
 func Open(ctx context.Context, url string, maxConns int) (*sqlx.DB, error) {
-	var sqlDB *sql.DB
-	var err error
-	if obs.Tracing() {
-		sqlDB, err = otelsql.Open("pgx", url, obs.SQLOptions()...)
-	} else {
-		sqlDB, err = sql.Open("pgx", url)
-	}
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if _, set := cfg.RuntimeParams["jit"]; !set {
+		cfg.RuntimeParams["jit"] = "off"
+	}
+	connector := stdlib.GetConnector(*cfg)
+	var sqlDB *sql.DB
+	if obs.Tracing() {
+		sqlDB = otelsql.OpenDB(connector, obs.SQLOptions()...)
+	} else {
+		sqlDB = sql.OpenDB(connector)
 	}
 	d := sqlx.NewDb(sqlDB, "pgx")
 	if maxConns <= 0 {
