@@ -14,7 +14,7 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
-// Observed returns a store that reports each statement Run executes to fn
+// Observed returns a store that reports each statement Run and Get execute to fn
 // before running it (a seam for tests counting statements per request and
 // for the benchmark replaying a request's statement); the store it is
 // made from is unchanged.

@@ -217,6 +217,9 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 			sc.stmts().put(key, st.SQL)
 		}
 	}
+	if s.observe != nil {
+		s.observe(st)
+	}
 	var out []byte
 	err := s.db.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
 	if errors.Is(err, sql.ErrNoRows) {

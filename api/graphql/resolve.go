@@ -133,26 +133,24 @@ func isUUID(id string) bool {
 	return err == nil
 }
 
-// byID reads one record with a selection (null when absent).
+// byID reads one record with a selection (null when absent) through the
+// records store's read by id, the statement REST's GET runs (its text is
+// kept per entity and selection, so only the id is bound per request).
 func (x *execCtx) byID(e *schema.Entity, set selectionSet, id string) ([]byte, error) {
-	l := query.List{Entity: e.Name, Where: query.Cond{Field: schema.ColID, Op: query.Eq, Value: id}, Limit: 1}
-	sh, err := x.record(e, set, &l.Select)
+	var sel query.Selection
+	sh, err := x.record(e, set, &sel)
 	if err != nil {
 		return nil, err
 	}
-	items, err := x.items(l)
+	raw, err := x.e.store.Get(x.ctx, x.sc, e.Name, id, sel)
 	if err != nil {
+		if apperr.As(err).Code == apperr.NotFound {
+			return []byte("null"), nil
+		}
 		return nil, err
-	}
-	list, err := arrayItems(items, nil)
-	if err != nil {
-		return nil, apperr.Wrap(err, "read result")
-	}
-	if len(list) == 0 {
-		return []byte("null"), nil
 	}
 	var b bytes.Buffer
-	if err := writeObj(&b, sh, list[0]); err != nil {
+	if err := writeObj(&b, sh, raw); err != nil {
 		return nil, apperr.Wrap(err, "reshape result")
 	}
 	return b.Bytes(), nil
