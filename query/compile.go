@@ -303,28 +303,35 @@ func (k orderKey) sql(expr string, reverse bool) string {
 	return expr + " ASC"
 }
 
-// orderKeys resolves sort keys; id is always the last key.
+// orderKeys resolves sort keys; id is always the last key: the given keys
+// up to the first id key, then an ascending id when none was given.
 func orderKeys(e *schema.Entity, keys []Order, tbl, path string) ([]orderKey, error) {
-	var out []orderKey
-	idDesc := false
-	for i, k := range keys {
-		r, ok := entityRef(e, k.Field, tbl)
-		if !ok {
-			return nil, apperr.Field(joinPath(path, "orderBy"), "unknown field %q on %s", k.Field, e.Name)
-		}
-		if r.id {
-			if i == len(keys)-1 {
-				idDesc = k.Desc
-			}
-			continue
-		}
-		if !r.f.Ordered() && r.f.Type != schema.Boolean {
-			return nil, apperr.Field(joinPath(path, "orderBy"), "cannot sort by %s field %q", describeType(r.f), k.Field)
-		}
-		out = append(out, orderKey{ref: r, desc: k.Desc})
+	out, hasID, err := givenKeys(e, keys, tbl, path)
+	if err != nil || hasID {
+		return out, err
 	}
 	idRef, _ := entityRef(e, schema.ColID, tbl)
-	return append(out, orderKey{ref: idRef, desc: idDesc}), nil
+	return append(out, orderKey{ref: idRef}), nil
+}
+
+// givenKeys resolves the sort keys given, up to and including the first id
+// key (id is unique: no key after it can ever decide an order); every key is
+// checked all the same. hasID reports whether an id key was given.
+func givenKeys(e *schema.Entity, keys []Order, tbl, path string) (out []orderKey, hasID bool, err error) {
+	for _, k := range keys {
+		r, ok := entityRef(e, k.Field, tbl)
+		if !ok {
+			return nil, false, apperr.Field(joinPath(path, "orderBy"), "unknown field %q on %s", k.Field, e.Name)
+		}
+		if !r.id && !r.f.Ordered() && r.f.Type != schema.Boolean {
+			return nil, false, apperr.Field(joinPath(path, "orderBy"), "cannot sort by %s field %q", describeType(r.f), k.Field)
+		}
+		if !hasID {
+			out = append(out, orderKey{ref: r, desc: k.Desc})
+		}
+		hasID = hasID || r.id
+	}
+	return out, hasID, nil
 }
 
 func describeType(f *schema.Field) string {

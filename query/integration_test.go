@@ -295,6 +295,83 @@ func TestListFeaturesOnPostgres(t *testing.T) {
 		}
 	})
 
+	t.Run("orderBy id orders by the record's id, at the top and nested", func(t *testing.T) {
+		// Oak desk's edges, in creation order: e1 → Office (c1), e2 → Home
+		// (c2), e3 → Office (c1). By category id: Office, Office, Home; by
+		// title: Home, Office, Office — so every case below tells the
+		// record's id apart from the edges' order and from the other key.
+		cats := func(order ...Order) string {
+			t.Helper()
+			st, err := c.List(List{Entity: "Product", Where: where(t, `{"name": "Oak desk"}`), Select: Selection{Fields: []string{"name"}, Nested: []Nested{
+				{Key: "cats", Relationship: "IN_CATEGORY", Select: Selection{Fields: []string{"title"}}, OrderBy: order, Edges: true},
+			}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p page
+			run(t, db, st, &p)
+			var out []string
+			for _, it := range toItems(p.Items[0]["cats"]) {
+				out = append(out, it["title"].(string)+"@"+strings.TrimPrefix(it["_relationship"].(map[string]any)["id"].(string), "00000000-0000-7000-8000-0000000000"))
+			}
+			return strings.Join(out, "|")
+		}
+		for _, tc := range []struct {
+			name  string
+			order []Order
+			want  string
+		}{
+			{"id", []Order{{Field: "id"}}, "Office@e1|Office@e3|Home@e2"},
+			{"id desc", []Order{{Field: "id", Desc: true}}, "Home@e2|Office@e1|Office@e3"},
+			{"id then title", []Order{{Field: "id"}, {Field: "title"}}, "Office@e1|Office@e3|Home@e2"},
+			{"id desc then title desc", []Order{{Field: "id", Desc: true}, {Field: "title", Desc: true}}, "Home@e2|Office@e1|Office@e3"},
+			{"rank desc then id", []Order{{Field: "rank", Desc: true}, {Field: "id"}}, "Home@e2|Office@e1|Office@e3"},
+			{"title, ties by edge", []Order{{Field: "title"}}, "Home@e2|Office@e1|Office@e3"},
+			{"default: edge creation", nil, "Office@e1|Home@e2|Office@e3"},
+		} {
+			if got := cats(tc.order...); got != tc.want {
+				t.Errorf("nested orderBy %s: got %s, want %s", tc.name, got, tc.want)
+			}
+		}
+		// The other direction: Home's products (edges e2 from Oak desk 01,
+		// e4 from Table 04) by product id descending.
+		st, err := c.Get("Category", "00000000-0000-7000-8000-0000000000c2", Selection{Fields: []string{"title"}, Nested: []Nested{
+			{Key: "prods", Relationship: "IN_CATEGORY", Select: Selection{Fields: []string{"name"}}, OrderBy: []Order{{Field: "id", Desc: true}}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var home map[string]any
+		run(t, db, st, &home)
+		if got := strings.Join(names(toItems(home["prods"]), "name"), "|"); got != "Table|Oak desk" {
+			t.Errorf("products of Home by id desc: %s", got)
+		}
+		// Top level: an id key that is not last decides the order (id is
+		// unique, so the keys after it never apply).
+		for _, tc := range []struct {
+			order []Order
+			want  string
+		}{
+			{[]Order{{Field: "id", Desc: true}, {Field: "name"}}, `Table|Lamp\x|50% off_chair|Oak desk`},
+			{[]Order{{Field: "id"}, {Field: "name", Desc: true}}, `Oak desk|50% off_chair|Lamp\x|Table`},
+			{[]Order{{Field: "name", Desc: true}, {Field: "id", Desc: true}}, `Table|Oak desk|Lamp\x|50% off_chair`},
+		} {
+			st, err := c.List(List{Entity: "Product", OrderBy: tc.order, Select: Selection{Fields: []string{"name"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p page
+			run(t, db, st, &p)
+			if got := strings.Join(names(p.Items, "name"), "|"); got != tc.want {
+				t.Errorf("top-level orderBy %+v: got %s, want %s", tc.order, got, tc.want)
+			}
+		}
+		keys, err := c.Keys("Product", []Order{{Field: "id", Desc: true}, {Field: "name"}})
+		if err != nil || len(keys) != 1 || keys[0] != (Order{Field: "id", Desc: true}) {
+			t.Errorf("cursor keys of id desc, name: %+v %v", keys, err)
+		}
+	})
+
 	t.Run("relationship predicates", func(t *testing.T) {
 		check := func(l List, want string) {
 			t.Helper()

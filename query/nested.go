@@ -31,7 +31,8 @@ import (
 //
 // The page is chosen before any JSON is built; the aggregate re-applies the
 // page order, so item order is deterministic (ties broken by edge id).
-// Default order is the edges' creation order.
+// Default order is the edges' creation order; an orderBy orders by the
+// related records' own fields (id included), as a top-level list does.
 func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, depth int) (string, error) {
 	c := b.c
 	rel, dirs, none, err := c.relationshipFor(pe, n.Relationship, n.Direction, path)
@@ -78,15 +79,14 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 		innerOrder = fmt.Sprintf(`%s."created_at" ASC, %s."id" ASC`, e, e)
 		aggOrder = fmt.Sprintf(`%s."_ecreated" ASC, %s."_eid" ASC`, t, t)
 	} else {
-		keys, err := orderKeys(oe, n.OrderBy, t, path)
+		// The record's own keys as given (an id key among them orders
+		// by the record's id); the edge id breaks the remaining ties, as
+		// a record may appear once per edge.
+		keys, _, err := givenKeys(oe, n.OrderBy, t, path)
 		if err != nil {
 			return "", err
 		}
-		keys = keys[:len(keys)-1] // the edge id breaks ties: a node may appear once per edge
-		parts := renderOrder(keys, false)
-		if parts != "" {
-			parts += ", "
-		}
+		parts := renderOrder(keys, false) + ", "
 		innerOrder = parts + e + `."id" ASC`
 		aggOrder = parts + t + `."_eid" ASC`
 	}
@@ -147,7 +147,8 @@ func (c *Compiler) RelationshipList(entity, id string, n Nested) (Statement, err
 }
 
 // Keys returns the sort keys a List with orderBy really uses, in order:
-// the given keys (minus any id) and then "id". A Seek's Values follow it.
+// the given keys up to the first "id", ending with an ascending "id" when
+// none was given. A Seek's Values follow it.
 func (c *Compiler) Keys(entity string, orderBy []Order) ([]Order, error) {
 	e, err := c.Entity(entity)
 	if err != nil {
