@@ -451,6 +451,23 @@ func TestListFeaturesOnPostgres(t *testing.T) {
 		if len(p.Items) != 2 || p.Items[0]["_relationship"].(map[string]any)["id"] != "00000000-0000-7000-8000-0000000000e2" {
 			t.Fatalf("creation order, offset 1: %+v", p.Items)
 		}
+		// The page is cut from the filtered edges before their records
+		// are joined: position >= 2 leaves e1 and e3, in creation order.
+		for _, tc := range []struct {
+			offset int
+			want   string
+		}{{0, "00000000-0000-7000-8000-0000000000e1"}, {1, "00000000-0000-7000-8000-0000000000e3"}, {2, ""}} {
+			st, _ = c.RelationshipList("Product", "00000000-0000-7000-8000-000000000001", Nested{Relationship: "IN_CATEGORY", Limit: 1, Offset: tc.offset,
+				EdgeWhere: where(t, `{"position": {"$gte": 2}}`)})
+			run(t, db, st, &p)
+			got := ""
+			if len(p.Items) > 0 {
+				got, _ = p.Items[0]["_relationship"].(map[string]any)["id"].(string)
+			}
+			if len(p.Items) > 1 || got != tc.want || (got != "" && p.Items[0]["title"] != "Office") {
+				t.Fatalf("edge filter, limit 1, offset %d: %+v, want %s", tc.offset, p.Items, tc.want)
+			}
+		}
 	})
 
 	t.Run("vector search re-ranks after where", func(t *testing.T) {

@@ -63,7 +63,7 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 	edges := strings.Join(branches, " UNION ALL ")
 
 	ns := &scope{b: b, path: joinPath(path, "where"), ent: oe, tbl: t, related: true}
-	where, err := ns.filter(n.Where)
+	nw, err := ns.filter(n.Where)
 	if err != nil {
 		return "", err
 	}
@@ -72,7 +72,7 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 	if err != nil {
 		return "", err
 	}
-	where = and(where, ew)
+	where := and(nw, ew)
 
 	var innerOrder, aggOrder string
 	if len(n.OrderBy) == 0 {
@@ -91,8 +91,20 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 		aggOrder = parts + t + `."_eid" ASC`
 	}
 
-	page := fmt.Sprintf(`SELECT %s.*, %s."id" AS "_eid", %s."properties" AS "_eprops", %s."created_at" AS "_ecreated", %s."_dir" AS "_edir" FROM (%s) %s JOIN %s %s ON %s."id" = %s."_other" WHERE %s ORDER BY %s LIMIT %s OFFSET %s`,
-		t, e, e, e, e, edges, e, c.Table(oe.Name), t, t, e, where, innerOrder, b.a.Add(limit, "int"), b.a.Add(n.Offset, "int"))
+	cols := fmt.Sprintf(`%s.*, %s."id" AS "_eid", %s."properties" AS "_eprops", %s."created_at" AS "_ecreated", %s."_dir" AS "_edir"`, t, e, e, e, e)
+	var page string
+	if len(n.OrderBy) == 0 && nw == "TRUE" {
+		// The page is decided by the edges alone (their filter and
+		// creation order): cut it from the edges, then join only its
+		// records. Every edge has its record (the foreign keys cascade),
+		// so the join drops none. Joining first would read the record of
+		// every edge of the parent before sorting them.
+		page = fmt.Sprintf(`SELECT %s FROM (SELECT %s.* FROM (%s) %s WHERE %s ORDER BY %s LIMIT %s OFFSET %s) %s JOIN %s %s ON %s."id" = %s."_other"`,
+			cols, e, edges, e, ew, innerOrder, b.a.Add(limit, "int"), b.a.Add(n.Offset, "int"), e, c.Table(oe.Name), t, t, e)
+	} else {
+		page = fmt.Sprintf(`SELECT %s FROM (%s) %s JOIN %s %s ON %s."id" = %s."_other" WHERE %s ORDER BY %s LIMIT %s OFFSET %s`,
+			cols, edges, e, c.Table(oe.Name), t, t, e, where, innerOrder, b.a.Add(limit, "int"), b.a.Add(n.Offset, "int"))
+	}
 	pg, j := b.alias("pg"), b.alias("j")
 	b.ctes = append(b.ctes, fmt.Sprintf(`%s AS (SELECT %s."id" AS "_pid", %s.* FROM (SELECT DISTINCT "id" FROM %s) %s CROSS JOIN LATERAL (%s) %s)`,
 		pg, p, t, src, p, page, t))
@@ -101,18 +113,18 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 	if n.Edges {
 		skip = "properties"
 	}
-	cols, joins, err := b.record(oe, n.Select, t, pg, path, skip, depth)
+	sel, joins, err := b.record(oe, n.Select, t, pg, path, skip, depth)
 	if err != nil {
 		return "", err
 	}
 	if n.Edges {
-		cols = append(cols,
+		sel = append(sel,
 			fmt.Sprintf(`json_build_object('id', %s."_eid", 'type', %s, 'direction', %s."_edir", 'createdAt', %s."_ecreated") AS "_relationship"`,
 				t, sqlString(rel.Name), t, t),
 			t+`."_eprops" AS "properties"`)
 	}
 	b.ctes = append(b.ctes, fmt.Sprintf(`%s AS (SELECT %s."_pid", json_agg(%s ORDER BY %s) AS "_json" FROM %s %s%s CROSS JOIN LATERAL (SELECT %s) %s GROUP BY %s."_pid")`,
-		j, t, r, aggOrder, pg, t, joins, strings.Join(cols, ", "), r, t))
+		j, t, r, aggOrder, pg, t, joins, strings.Join(sel, ", "), r, t))
 	return j, nil
 }
 
