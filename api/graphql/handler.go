@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/wundergraph/astjson"
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 
 	"github.com/dds-project/dds/api"
@@ -186,6 +187,15 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		if err != nil || ct != mediaJSON {
 			return Request{}, requestError(apperr.BadRequest, "Content-Type must be application/json"), http.StatusUnsupportedMediaType
 		}
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			if req, ok := decodeBody(body); ok {
+				return req, nil, 0
+			}
+		}
+		// Anything unusual takes the general decoder, which words the
+		// errors (a read error comes after the bytes read).
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errorReader{err}))
 		if err := api.DecodeJSON(r, &raw); err != nil {
 			e := apperr.As(err)
 			return Request{}, requestError(e.Code, e.Message), api.Status(e.Code)
@@ -269,4 +279,136 @@ func plainString(raw []byte) (string, bool) {
 		return "", false
 	}
 	return string(body), true
+}
+
+// errorReader returns err (io.EOF when nil).
+type errorReader struct{ err error }
+
+func (e errorReader) Read([]byte) (int, error) {
+	if e.err == nil {
+		return 0, io.EOF
+	}
+	return 0, e.err
+}
+
+// decodeBody reads a well-formed POST body ({query, operationName,
+// variables, extensions} with the right types, valid UTF-8, no repeated or
+// unknown member) in one pass; ok is false for anything else, which the
+// general decoder then refuses with its wording. Numbers in variables and
+// extensions are json.Number, as the general decoder gives them.
+func decodeBody(body []byte) (req Request, ok bool) {
+	if astjson.ValidateBytes(body) != nil { // strict: the parser alone takes 1.2.3 or NaN
+		return Request{}, false
+	}
+	var p astjson.Parser
+	v, err := p.ParseBytes(body)
+	if err != nil || v.Type() != astjson.TypeObject {
+		return Request{}, false
+	}
+	o, _ := v.Object()
+	seen := 0
+	ok = true
+	o.Visit(func(key []byte, val *astjson.Value) {
+		if !ok {
+			return
+		}
+		bit := 0
+		switch string(key) {
+		case "query":
+			bit = 1
+		case "operationName":
+			bit = 2
+		case "variables":
+			bit = 4
+		case "extensions":
+			bit = 8
+		}
+		if bit == 0 || seen&bit != 0 {
+			ok = false
+			return
+		}
+		seen |= bit
+		switch bit {
+		case 1, 2:
+			sb, err := val.StringBytes()
+			if err != nil || !utf8.Valid(sb) {
+				ok = bit == 2 && val.Type() == astjson.TypeNull
+				return
+			}
+			if bit == 1 {
+				req.Query = string(sb)
+			} else {
+				req.OperationName = string(sb)
+			}
+		case 4, 8:
+			if val.Type() == astjson.TypeNull {
+				return
+			}
+			if val.Type() != astjson.TypeObject {
+				ok = false
+				return
+			}
+			m, good := goValue(val).(map[string]any)
+			if !good {
+				ok = false
+				return
+			}
+			if bit == 4 {
+				req.Variables, req.variablesJSON = m, val.MarshalTo(nil)
+			} else {
+				req.Extensions = m
+			}
+		}
+	})
+	if !ok || seen&1 == 0 {
+		return Request{}, false
+	}
+	return req, true
+}
+
+// goValue converts a JSON value; nil (not a map) when a string or key is
+// not valid UTF-8 or an object repeats a key (the general decoder
+// handles those).
+func goValue(v *astjson.Value) any {
+	switch v.Type() {
+	case astjson.TypeObject:
+		o, _ := v.Object()
+		m := make(map[string]any, o.Len())
+		good := true
+		o.Visit(func(k []byte, item *astjson.Value) {
+			x := goValue(item)
+			_, dup := m[string(k)]
+			if !good || dup || !utf8.Valid(k) || (x == nil && item.Type() != astjson.TypeNull) {
+				good = false
+				return
+			}
+			m[string(k)] = x
+		})
+		if !good {
+			return nil
+		}
+		return m
+	case astjson.TypeArray:
+		items, _ := v.Array()
+		out := make([]any, len(items))
+		for i, item := range items {
+			if out[i] = goValue(item); out[i] == nil && item.Type() != astjson.TypeNull {
+				return nil
+			}
+		}
+		return out
+	case astjson.TypeString:
+		sb, _ := v.StringBytes()
+		if !utf8.Valid(sb) {
+			return nil
+		}
+		return string(sb)
+	case astjson.TypeNumber:
+		return json.Number(v.MarshalTo(nil))
+	case astjson.TypeTrue:
+		return true
+	case astjson.TypeFalse:
+		return false
+	}
+	return nil
 }

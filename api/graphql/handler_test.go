@@ -1,7 +1,10 @@
 package graphql
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -17,6 +20,68 @@ func TestPlainString(t *testing.T) {
 		}
 		if !ok && raw == `"{ products { id } }"` {
 			t.Errorf("%s: not taken", raw)
+		}
+	}
+}
+
+// TestDecodeBody: the one-pass reader of POST bodies gives what the
+// general decoder gives, and declines (for the general decoder to word the
+// error) whatever that one refuses or reads otherwise.
+func TestDecodeBody(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"query":"{ a }"}`, true},
+		{`{"query":"{ a }","operationName":null,"variables":null,"extensions":null}`, true},
+		{`{"query":"query($n: Int) { a(n: $n) }","operationName":"Q","variables":{"n":1.50,"s":"é\n","l":[1,null,{"x":true}],"o":{}},"extensions":{"k":[]}}`, true},
+		{` {"query":"{ a }"} `, true},
+		{`{"query":"{ a }","query":"{ b }"}`, false},
+		{`{"query":"{ a }","other":1}`, false},
+		{`{"query":1}`, false},
+		{`{"operationName":"x"}`, false},
+		{`{"query":"{ a }","variables":[]}`, false},
+		{`{"query":"{ a }","variables":{"n":1.2.3}}`, false},
+		{`{"query":"{ a }","variables":{"n":NaN}}`, false},
+		{`{"query":"{ a }","variables":{"a":1,"a":2}}`, false},
+		{`{"query":"{ a }"} {}`, false},
+		{"{\"query\":\"\xff\"}", false},
+		{`{"query":"{ a }","operationName":1}`, false},
+		{`[]`, false},
+	} {
+		got, ok := decodeBody([]byte(c.body))
+		if ok != c.ok {
+			t.Errorf("%s: ok = %v, want %v", c.body, ok, c.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var want struct {
+			Query         string         `json:"query"`
+			OperationName *string        `json:"operationName"`
+			Variables     map[string]any `json:"variables"`
+			Extensions    map[string]any `json:"extensions"`
+		}
+		d := json.NewDecoder(strings.NewReader(c.body))
+		d.UseNumber()
+		if err := d.Decode(&want); err != nil {
+			t.Fatalf("%s: %v", c.body, err)
+		}
+		name := ""
+		if want.OperationName != nil {
+			name = *want.OperationName
+		}
+		if got.Query != want.Query || got.OperationName != name || !reflect.DeepEqual(got.Variables, want.Variables) || !reflect.DeepEqual(got.Extensions, want.Extensions) {
+			t.Errorf("%s: got %+v, want %+v", c.body, got, want)
+		}
+		if want.Variables != nil {
+			var again map[string]any
+			d := json.NewDecoder(bytes.NewReader(got.variablesJSON))
+			d.UseNumber()
+			if err := d.Decode(&again); err != nil || !reflect.DeepEqual(again, want.Variables) {
+				t.Errorf("%s: variables JSON %s", c.body, got.variablesJSON)
+			}
 		}
 	}
 }
