@@ -8,6 +8,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/XSAM/otelsql"
@@ -29,7 +30,8 @@ var migrations embed.FS
 // statement once per connection and re-uses it (binary parameters, no
 // re-parse and re-plan per request), which lib/pq does not do.
 //
-// Connections run with jit off unless url sets jit: DDS's statements are
+// Connections run with jit off unless url sets jit (as a parameter or in
+// options): DDS's statements are
 // short, and Postgres compiles any plan whose estimated cost passes
 // jit_above_cost, which a nested selection's estimate does with a few
 // thousand related rows (half of such a statement's time was JIT
@@ -43,7 +45,7 @@ func Open(ctx context.Context, url string, maxConns int) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	if _, set := cfg.RuntimeParams["jit"]; !set {
+	if _, set := cfg.RuntimeParams["jit"]; !set && !strings.Contains(cfg.RuntimeParams["options"], "jit") {
 		cfg.RuntimeParams["jit"] = "off"
 	}
 	connector := stdlib.GetConnector(*cfg)

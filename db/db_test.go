@@ -22,8 +22,13 @@ func TestOpenTurnsJITOff(t *testing.T) {
 	q := withJIT.Query()
 	q.Set("jit", "on")
 	withJIT.RawQuery = q.Encode()
+	inOptions, _ := url.Parse(base)
+	if inOptions.RawQuery != "" {
+		inOptions.RawQuery += "&"
+	}
+	inOptions.RawQuery += "options=-c%20jit%3Don" // %20, not +: libpq's URL form
 	ctx := context.Background()
-	for _, tc := range []struct{ url, want string }{{base, "off"}, {withJIT.String(), "on"}} {
+	for _, tc := range []struct{ url, want string }{{base, "off"}, {withJIT.String(), "on"}, {inOptions.String(), "on"}} {
 		d, err := Open(ctx, tc.url, 2)
 		if err != nil {
 			t.Fatal(err)
