@@ -98,7 +98,9 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 		// creation order): cut it from the edges, then join only its
 		// records. Every edge has its record (the foreign keys cascade),
 		// so the join drops none. Joining first would read the record of
-		// every edge of the parent before sorting them.
+		// every edge of the parent before sorting them. Per direction the
+		// cut is the first limit + offset entries of the relationship
+		// table's (source_id or target_id, created_at, id) index.
 		page = fmt.Sprintf(`SELECT %s FROM (SELECT %s.* FROM (%s) %s WHERE %s ORDER BY %s LIMIT %s OFFSET %s) %s JOIN %s %s ON %s."id" = %s."_other"`,
 			cols, e, edges, e, ew, innerOrder, b.a.Add(limit, "int"), b.a.Add(n.Offset, "int"), e, c.Table(oe.Name), t, t, e)
 	} else {

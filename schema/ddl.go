@@ -289,7 +289,7 @@ func sameSearch(a, b *Entity) bool {
 
 func createRelationship(pg string, r *Relationship) []Step {
 	t := tableSQL(pg, RelTable(r))
-	return []Step{
+	return append([]Step{
 		{SQL: fmt.Sprintf(`CREATE TABLE %s (
   "id" uuid PRIMARY KEY,
   "source_id" uuid NOT NULL REFERENCES %s ("id") ON DELETE CASCADE,
@@ -299,8 +299,26 @@ func createRelationship(pg string, r *Relationship) []Step {
 )`, t, tableSQL(pg, r.From), tableSQL(pg, r.To)), Description: "create relationship " + r.Name},
 		{SQL: fmt.Sprintf(`CREATE INDEX %s ON %s ("source_id", "target_id")`, Ident(indexName(r.Name, "source", "bt")), t), Description: "index " + r.Name + " by source"},
 		{SQL: fmt.Sprintf(`CREATE INDEX %s ON %s ("target_id", "source_id")`, Ident(indexName(r.Name, "target", "bt")), t), Description: "index " + r.Name + " by target"},
-	}
+	}, orderIndexes(pg, r, "")...)
 }
+
+// orderIndexes index a relationship's edges per end in their default order
+// (creation, then id), so a page of one record's edges is the first rows
+// of an index scan rather than a sort of all of them. how is "" or
+// "CONCURRENTLY IF NOT EXISTS " (Upgrade).
+func orderIndexes(pg string, r *Relationship, how string) []Step {
+	var out []Step
+	for _, end := range []string{"source", "target"} {
+		out = append(out, Step{
+			SQL: fmt.Sprintf(`CREATE INDEX %s%s ON %s ("%s_id", "created_at", "id")`,
+				how, Ident(orderIndexName(r, end)), tableSQL(pg, RelTable(r)), end),
+			Description: "index " + r.Name + " by " + end + " in creation order",
+		})
+	}
+	return out
+}
+
+func orderIndexName(r *Relationship, end string) string { return indexName(r.Name, end+"_order", "bt") }
 
 // Literal renders a validated default as a SQL literal of the column type.
 // Only scalar, non-list, non-vector fields have defaults (Validate).

@@ -32,6 +32,7 @@ import (
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/obs"
+	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/worker"
 )
@@ -73,7 +74,8 @@ DDS_WORKER_HTTP_ADDR (default 127.0.0.1:8081; empty serves nothing).
 	"migrate": `usage: dds migrate
 
 Applies the pending control-plane migrations to DATABASE_URL (safe to run from several
-replicas at once: they are serialised by an advisory lock).
+replicas at once: they are serialised by an advisory lock), then builds on the tables of
+existing schemas the indexes this version's DDL adds (CONCURRENTLY: writes go on).
 `,
 	"tenant": `usage: dds tenant create --name NAME [--json]
 
@@ -122,7 +124,7 @@ func run(ctx context.Context, args []string) error {
 			return traced(ctx, "dds-worker", log, func() error { return runWorker(ctx, cfg, log) })
 		})
 	case "migrate":
-		return withConfig(func(cfg *config.Config, log *slog.Logger) error { return migrate(ctx, cfg) })
+		return withConfig(func(cfg *config.Config, log *slog.Logger) error { return migrate(ctx, cfg, log) })
 	case "tenant":
 		return tenantCmd(ctx, args[1:])
 	case "dev":
@@ -175,13 +177,18 @@ func newLogger(cfg *config.Config) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
-func migrate(ctx context.Context, cfg *config.Config) error {
+// migrate applies the control-plane migrations, then gives the tables of
+// schemas made by an earlier DDS what today's DDL adds (schema.Upgrade).
+func migrate(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	d, err := db.Open(ctx, cfg.DatabaseURL, 2)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return db.Migrate(ctx, d.DB)
+	if err := db.Migrate(ctx, d.DB); err != nil {
+		return err
+	}
+	return schema.Upgrade(ctx, d, log)
 }
 
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
@@ -252,7 +259,7 @@ func dev(ctx context.Context) error {
 }
 
 func devRun(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	if err := migrate(ctx, cfg); err != nil {
+	if err := migrate(ctx, cfg, log); err != nil {
 		return err
 	}
 	s, err := server.New(ctx, cfg, log)

@@ -50,3 +50,7 @@ CREATE TABLE "s_test"."IN_CATEGORY" (
 CREATE INDEX "ix_bt_8d0527dce35f6a67" ON "s_test"."IN_CATEGORY" ("source_id", "target_id");
 -- index IN_CATEGORY by target
 CREATE INDEX "ix_bt_6ac1232dfba44379" ON "s_test"."IN_CATEGORY" ("target_id", "source_id");
+-- index IN_CATEGORY by source in creation order
+CREATE INDEX "ix_bt_1c0622b6b7970125" ON "s_test"."IN_CATEGORY" ("source_id", "created_at", "id");
+-- index IN_CATEGORY by target in creation order
+CREATE INDEX "ix_bt_4984ea1a57a6131f" ON "s_test"."IN_CATEGORY" ("target_id", "created_at", "id");

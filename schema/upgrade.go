@@ -1,0 +1,95 @@
+package schema
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// upgradeLock is the advisory lock key that serialises Upgrade runs (two
+// replicas running `dds migrate` at once).
+const upgradeLock = 0x64647375 // "ddsu"
+
+// Upgrade gives the tables of every stored schema what the DDL of this
+// version of DDS creates and an earlier version did not: today the
+// relationships' creation-order indexes (see orderIndexes). The indexes are
+// built CONCURRENTLY, so writes go on while they build; one left invalid by
+// an interrupted build is dropped and built again. It is idempotent and
+// cheap when nothing is missing (one catalog query); `dds migrate` runs it
+// after the control-plane migrations.
+func Upgrade(ctx context.Context, d *sqlx.DB, log *slog.Logger) error {
+	conn, err := d.Connx(ctx) // one session: the advisory lock, and no transaction around CONCURRENTLY
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, upgradeLock); err != nil {
+		return fmt.Errorf("schema upgrade lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, upgradeLock) //nolint:errcheck // the session ends with conn anyway
+
+	var stored []struct {
+		PgSchema   string `db:"pg_schema"`
+		Definition []byte `db:"definition"`
+	}
+	if err := sqlx.SelectContext(ctx, conn, &stored, `SELECT pg_schema, definition FROM dds.schemas ORDER BY created_at`); err != nil {
+		return fmt.Errorf("list schemas: %w", err)
+	}
+	// Every index of the data schemas, valid or not, and every table.
+	var rels []struct {
+		Schema string `db:"nspname"`
+		Name   string `db:"relname"`
+		Kind   string `db:"relkind"`
+		Valid  *bool  `db:"indisvalid"`
+	}
+	if err := sqlx.SelectContext(ctx, conn, &rels, `SELECT n.nspname, c.relname, c.relkind::text, i.indisvalid
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_index i ON i.indexrelid = c.oid
+WHERE n.nspname IN (SELECT pg_schema FROM dds.schemas) AND c.relkind IN ('r', 'i')`); err != nil {
+		return fmt.Errorf("list tables and indexes: %w", err)
+	}
+	type rel struct{ schema, name string }
+	tables, valid, invalid := map[rel]bool{}, map[rel]bool{}, map[rel]bool{}
+	for _, r := range rels {
+		k := rel{r.Schema, r.Name}
+		switch {
+		case r.Kind == "r":
+			tables[k] = true
+		case r.Valid != nil && *r.Valid:
+			valid[k] = true
+		default:
+			invalid[k] = true
+		}
+	}
+	for _, s := range stored {
+		var def Definition
+		if err := json.Unmarshal(s.Definition, &def); err != nil {
+			return fmt.Errorf("schema %s: decode definition: %w", s.PgSchema, err)
+		}
+		for i := range def.Relationships {
+			r := &def.Relationships[i]
+			if !tables[rel{s.PgSchema, RelTable(r)}] {
+				continue
+			}
+			steps := orderIndexes(s.PgSchema, r, "CONCURRENTLY IF NOT EXISTS ")
+			for j, end := range []string{"source", "target"} {
+				name := rel{s.PgSchema, orderIndexName(r, end)}
+				if valid[name] {
+					continue
+				}
+				if invalid[name] {
+					if _, err := conn.ExecContext(ctx, fmt.Sprintf(`DROP INDEX CONCURRENTLY IF EXISTS %s.%s`, Ident(name.schema), Ident(name.name))); err != nil {
+						return fmt.Errorf("schema %s: drop invalid index %s: %w", s.PgSchema, name.name, err)
+					}
+				}
+				log.Info("schema upgrade", "schema", s.PgSchema, "step", steps[j].Description)
+				if _, err := conn.ExecContext(ctx, steps[j].SQL); err != nil {
+					return fmt.Errorf("schema %s: %s: %w", s.PgSchema, steps[j].Description, err)
+				}
+			}
+		}
+	}
+	return nil
+}
