@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -165,6 +166,20 @@ func checkPage(limit, offset int, path string) (int, error) {
 		return 0, apperr.Field(joinPath(path, "offset"), "must not be negative")
 	}
 	return limit, nil
+}
+
+// limit renders a page's LIMIT (a checked integer, written into the text)
+// and OFFSET (bound, and left out when 0). A bound LIMIT keeps Postgres from
+// using a generic plan, since it cannot know how many rows the plan must
+// produce, so the statement would be planned again on every execution; the
+// few limits clients use give few statement texts, while offsets, which
+// walk through pages, stay bound to keep the prepared statements few.
+func (b *builder) limit(limit, offset int) string {
+	s := " LIMIT " + strconv.Itoa(limit)
+	if offset > 0 {
+		s += " OFFSET " + b.a.Add(offset, "int")
+	}
+	return s
 }
 
 // MaxDepth bounds the nesting of relationship selections.
@@ -415,8 +430,8 @@ func (c *Compiler) List(l List) (Statement, error) {
 		innerOrder = `"_rank" DESC, ` + innerOrder
 		aggOrder = `t."_rank" DESC, ` + aggOrder
 	}
-	page := fmt.Sprintf("SELECT t.*%s FROM %s t WHERE %s ORDER BY %s LIMIT %s OFFSET %s",
-		extra, c.Table(e.Name), pageWhere, innerOrder, a.Add(limit, "int"), a.Add(l.Offset, "int"))
+	page := fmt.Sprintf("SELECT t.*%s FROM %s t WHERE %s ORDER BY %s%s",
+		extra, c.Table(e.Name), pageWhere, innerOrder, b.limit(limit, l.Offset))
 	from := "(" + page + ")"
 	sql := ""
 	if src != "" {

@@ -101,11 +101,11 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 		// every edge of the parent before sorting them. Per direction the
 		// cut is the first limit + offset entries of the relationship
 		// table's (source_id or target_id, created_at, id) index.
-		page = fmt.Sprintf(`SELECT %s FROM (SELECT %s.* FROM (%s) %s WHERE %s ORDER BY %s LIMIT %s OFFSET %s) %s JOIN %s %s ON %s."id" = %s."_other"`,
-			cols, e, edges, e, ew, innerOrder, b.a.Add(limit, "int"), b.a.Add(n.Offset, "int"), e, c.Table(oe.Name), t, t, e)
+		page = fmt.Sprintf(`SELECT %s FROM (SELECT %s.* FROM (%s) %s WHERE %s ORDER BY %s%s) %s JOIN %s %s ON %s."id" = %s."_other"`,
+			cols, e, edges, e, ew, innerOrder, b.limit(limit, n.Offset), e, c.Table(oe.Name), t, t, e)
 	} else {
-		page = fmt.Sprintf(`SELECT %s FROM (%s) %s JOIN %s %s ON %s."id" = %s."_other" WHERE %s ORDER BY %s LIMIT %s OFFSET %s`,
-			cols, edges, e, c.Table(oe.Name), t, t, e, where, innerOrder, b.a.Add(limit, "int"), b.a.Add(n.Offset, "int"))
+		page = fmt.Sprintf(`SELECT %s FROM (%s) %s JOIN %s %s ON %s."id" = %s."_other" WHERE %s ORDER BY %s%s`,
+			cols, edges, e, c.Table(oe.Name), t, t, e, where, innerOrder, b.limit(limit, n.Offset))
 	}
 	pg, j := b.alias("pg"), b.alias("j")
 	b.ctes = append(b.ctes, fmt.Sprintf(`%s AS (SELECT %s."id" AS "_pid", %s.* FROM (SELECT DISTINCT "id" FROM %s) %s CROSS JOIN LATERAL (%s) %s)`,
