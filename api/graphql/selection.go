@@ -38,8 +38,9 @@ type outField struct {
 	sub      *shape
 }
 
-// writeObj writes raw (a JSON object) reshaped by s.
-func writeObj(b *bytes.Buffer, s *shape, raw []byte) error {
+// reshapeObj writes raw (a JSON object) reshaped by s, member by member:
+// the path for what writeObj cannot stream.
+func reshapeObj(b *bytes.Buffer, s *shape, raw []byte) error {
 	if isNull(raw) {
 		b.WriteString("null")
 		return nil
@@ -111,8 +112,8 @@ func writeObj(b *bytes.Buffer, s *shape, raw []byte) error {
 	return nil
 }
 
-// writeList writes a JSON array of objects, each reshaped by s.
-func writeList(b *bytes.Buffer, s *shape, raw []byte) error {
+// reshapeList writes a JSON array of objects, each reshaped by s.
+func reshapeList(b *bytes.Buffer, s *shape, raw []byte) error {
 	var pool [64][]byte
 	items, err := arrayItems(raw, pool[:0])
 	if err != nil {
