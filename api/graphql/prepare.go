@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"weak"
 
@@ -63,9 +64,76 @@ type operation struct {
 }
 
 type varDef struct {
-	name string
-	def  *value // default value; nil when none
-	list bool   // the type is a list: a single value is coerced to a list of one
+	name    string
+	def     *value // default value; nil when none
+	list    bool   // the type is a list: a single value is coerced to a list of one
+	nonNull bool
+	check   varCheck
+}
+
+// varCheck is what a variable of a built-in scalar type accepts without
+// the library's walk of the operation: a value it accepts is accepted by
+// the library too; anything else goes to the library (which words the
+// errors).
+type varCheck uint8
+
+const (
+	checkLibrary varCheck = iota // the library validates
+	checkString                  // String or ID: a JSON string
+	checkBoolean                 // Boolean: true or false
+	checkFloat                   // Float: any finite JSON number
+)
+
+// checkOf is the check of a variable of named type t.
+func checkOf(t string) varCheck {
+	switch t {
+	case "String", "ID":
+		return checkString
+	case "Boolean":
+		return checkBoolean
+	case "Float":
+		return checkFloat
+	}
+	return checkLibrary
+}
+
+// scalarsValid reports whether the variables are valid by the operation's
+// definitions alone: each definition of a built-in scalar type with a
+// check, given a value of that type (or null when nullable) or left out
+// when nullable or defaulted, and nothing else given.
+func scalarsValid(defs []varDef, given map[string]any) bool {
+	n := 0
+	for i := range defs {
+		d := &defs[i]
+		if d.check == checkLibrary {
+			return false
+		}
+		v, ok := given[d.name]
+		if !ok {
+			if d.nonNull && d.def == nil {
+				return false
+			}
+			continue
+		}
+		n++
+		switch v := v.(type) {
+		case nil:
+			ok = !d.nonNull
+		case string:
+			ok = d.check == checkString
+		case bool:
+			ok = d.check == checkBoolean
+		case json.Number:
+			_, err := strconv.ParseFloat(string(v), 64)
+			ok = d.check == checkFloat && err == nil
+		default:
+			ok = false
+		}
+		if !ok {
+			return false
+		}
+	}
+	return n == len(given)
 }
 
 // opName is the operation type as clients name it.
@@ -192,10 +260,13 @@ func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation
 				d.def = valueOf(doc, vd.DefaultValue.Value)
 			}
 			t := doc.Types[vd.Type]
-			if t.TypeKind == ast.TypeKindNonNull {
+			if d.nonNull = t.TypeKind == ast.TypeKindNonNull; d.nonNull {
 				t = doc.Types[t.OfType]
 			}
 			d.list = t.TypeKind == ast.TypeKindList
+			if t.TypeKind == ast.TypeKindNamed {
+				d.check = checkOf(doc.Input.ByteSliceString(t.Name))
+			}
 			op.varDefs = append(op.varDefs, d)
 		}
 	}
@@ -232,10 +303,21 @@ func pickOperation(doc *ast.Document, name string) (int, *Result) {
 // variables validates the request's variables with the library against
 // the operation's definitions and coerces them: defaults for absent
 // variables, a single value for a list type wrapped into a list.
+// variables validates the request's variables and applies defaults: those
+// of built-in scalar types by the checks prepared with the operation (the
+// get by id's `$id: ID!`), anything else by the library's walk.
 func (e *Engine) variables(ctx context.Context, m *Model, op *operation, req Request) (map[string]any, *Result) {
 	if len(op.varDefs) == 0 {
 		return nil, nil
 	}
+	if scalarsValid(op.varDefs, req.Variables) {
+		return withDefaults(op.varDefs, req.Variables), nil
+	}
+	return e.validateVariables(ctx, m, op, req)
+}
+
+// validateVariables is the library's validation of the variables.
+func (e *Engine) validateVariables(ctx context.Context, m *Model, op *operation, req Request) (map[string]any, *Result) {
 	given, raw := req.Variables, req.variablesJSON
 	// A single value for a list-typed variable is a list of one (input
 	// coercion); the library's variable validation expects it done.
@@ -272,8 +354,14 @@ func (e *Engine) variables(ctx context.Context, m *Model, op *operation, req Req
 		}
 		return nil, requestError(apperr.BadRequest, err.Error())
 	}
-	vars := make(map[string]any, len(op.varDefs))
-	for _, d := range op.varDefs {
+	return withDefaults(op.varDefs, given), nil
+}
+
+// withDefaults is the operation's variables: the given values, and the
+// defaults of those left out.
+func withDefaults(defs []varDef, given map[string]any) map[string]any {
+	vars := make(map[string]any, len(defs))
+	for _, d := range defs {
 		val, ok := given[d.name]
 		if !ok {
 			if d.def != nil {
@@ -283,7 +371,7 @@ func (e *Engine) variables(ctx context.Context, m *Model, op *operation, req Req
 		}
 		vars[d.name] = val
 	}
-	return vars, nil
+	return vars
 }
 
 // Location is a position in the query document (1-based).
