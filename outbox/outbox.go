@@ -11,13 +11,13 @@ package outbox
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/query"
@@ -43,13 +43,20 @@ func ValidType(t string) bool { return slices.Contains(Types, t) }
 // IsRelationship reports whether t is a relationship (edge) event type.
 func IsRelationship(t string) bool { return strings.HasPrefix(t, "relationship.") }
 
-// Channel is the NOTIFY channel a committed event wakes (payload
-// "<tenant id>:<event id>"). It is a latency hint only.
+// Channel is the NOTIFY channel committed events wake. A payload is
+// "<tenant id>:<event id>,<event id>,..." — the events of one tenant
+// committed since the writer's previous flush, oldest first, cut to stay
+// under Postgres' payload limit (pgnotify.Publisher.PublishList). It is a
+// latency hint only.
 const Channel = "dds_events"
 
-// ParseNotification splits a Channel payload into tenant and event id.
-func ParseNotification(payload string) (tenantID, eventID string, ok bool) {
-	return strings.Cut(payload, ":")
+// ParseNotification splits a Channel payload into its tenant and event ids.
+func ParseNotification(payload string) (tenantID string, eventIDs []string, ok bool) {
+	tenantID, ids, ok := strings.Cut(payload, ":")
+	if !ok || tenantID == "" || ids == "" {
+		return "", nil, false
+	}
+	return tenantID, strings.Split(ids, ","), true
 }
 
 // Event is one row of dds.events plus its tenant's name. For entity events
@@ -183,19 +190,23 @@ func MarkRelayed(ctx context.Context, ex sqlx.ExecerContext, eventIDs []string) 
 	return err
 }
 
-// RowQuerier runs a one-row query (*sql.DB, *sqlx.DB, a transaction).
-type RowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// Read reads one event of a tenant (subscriptions read each notified event
-// once); another tenant's event is sql.ErrNoRows. TenantName is left empty.
-func Read(ctx context.Context, q RowQuerier, tenantID, eventID string) (Event, error) {
-	e := Event{ID: eventID, TenantID: tenantID}
-	err := q.QueryRowContext(ctx, `SELECT schema_name, type, entity_name, entity_id, record, created_at
-		FROM dds.events WHERE id = $1 AND tenant_id = $2`, eventID, tenantID).
-		Scan(&e.SchemaName, &e.Type, &e.Name, &e.SubjectID, &e.Record, &e.CreatedAt)
-	return e, err
+// ReadMany reads the events of a tenant among ids, in outbox order (seq);
+// ids of other tenants, of pruned events and malformed ids are skipped.
+// TenantName is left empty.
+func ReadMany(ctx context.Context, q sqlx.QueryerContext, tenantID string, ids []string) ([]Event, error) {
+	valid := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if u, err := uuid.Parse(id); err == nil {
+			valid = append(valid, u.String())
+		}
+	}
+	if len(valid) == 0 {
+		return nil, nil
+	}
+	var out []Event
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, tenant_id, '' AS tenant_name, schema_name, type, entity_name, entity_id, record, created_at
+		FROM dds.events WHERE id = ANY($1::uuid[]) AND tenant_id = $2 ORDER BY seq`, schema.ArrayLiteral(valid), tenantID)
+	return out, err
 }
 
 // Prune deletes events relayed more than age ago, at most batch rows per

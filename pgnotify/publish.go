@@ -3,6 +3,7 @@ package pgnotify
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,11 @@ import (
 // everything queued in one transaction (while one is in flight the next
 // batch gathers), so concurrent writers never wait on each other.
 //
+// Receiving costs every listening process a wake-up per notification, so
+// lists (PublishList) are sent coarse: everything queued under one key of a
+// channel goes out as one comma-joined payload per flush (more only when it
+// would exceed MaxPayload).
+//
 // Notifications are a latency hint: a process that dies between a commit
 // and the flush loses them, so listeners must not depend on them for
 // correctness (the relay polls; subscriptions are a live feed).
@@ -28,9 +34,17 @@ type Publisher struct {
 
 	mu      sync.Mutex
 	pending map[string][]string // channel -> payloads
+	lists   map[listKey][]string
+	keys    []listKey // lists' keys in first-publish order
 	n       int
 	kick    chan struct{}
 }
+
+type listKey struct{ channel, key string }
+
+// MaxPayload is the longest payload Postgres accepts in a NOTIFY (it
+// refuses 8000 bytes and more, failing the whole statement).
+const MaxPayload = 7999
 
 // maxPending bounds the payloads queued while Postgres is slow or away;
 // past it new ones are dropped (and logged once per flush).
@@ -38,7 +52,7 @@ const maxPending = 100_000
 
 // NewPublisher returns a publisher over db. Call Run to start sending.
 func NewPublisher(db *sqlx.DB, log *slog.Logger) *Publisher {
-	return &Publisher{db: db, log: log, pending: map[string][]string{}, kick: make(chan struct{}, 1)}
+	return &Publisher{db: db, log: log, pending: map[string][]string{}, lists: map[listKey][]string{}, kick: make(chan struct{}, 1)}
 }
 
 // Publish queues payloads for channel; it never blocks on the database.
@@ -56,10 +70,68 @@ func (p *Publisher) Publish(channel string, payloads ...string) {
 	p.pending[channel] = append(p.pending[channel], payloads...)
 	p.n += len(payloads)
 	p.mu.Unlock()
+	p.wake()
+}
+
+// PublishList queues items (which must not contain ',') under key of
+// channel. A flush sends all the items queued under one key, in order, as
+// "<key>:<item>,<item>,..." payloads of at most MaxPayload bytes each, so
+// a listener wakes once per key and flush rather than once per item. An
+// item that cannot fit a payload on its own is dropped (and logged). A nil
+// Publisher drops them.
+func (p *Publisher) PublishList(channel, key string, items ...string) {
+	if p == nil || len(items) == 0 {
+		return
+	}
+	p.mu.Lock()
+	if p.n+len(items) > maxPending {
+		p.mu.Unlock()
+		p.log.Warn("pgnotify: publish queue full, notifications dropped", "channel", channel, "count", len(items))
+		return
+	}
+	k := listKey{channel, key}
+	if _, ok := p.lists[k]; !ok {
+		p.keys = append(p.keys, k)
+	}
+	p.lists[k] = append(p.lists[k], items...)
+	p.n += len(items)
+	p.mu.Unlock()
+	p.wake()
+}
+
+func (p *Publisher) wake() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
 	}
+}
+
+// JoinList cuts items into "<key>:<item>,<item>,..." payloads of at most
+// max bytes each, keeping their order. It returns the items too long to
+// fit any payload apart.
+func JoinList(key string, items []string, max int) (payloads, tooLong []string) {
+	var b strings.Builder
+	for _, it := range items {
+		if len(key)+1+len(it) > max {
+			tooLong = append(tooLong, it)
+			continue
+		}
+		if b.Len() > 0 && b.Len()+1+len(it) > max {
+			payloads = append(payloads, b.String())
+			b.Reset()
+		}
+		if b.Len() == 0 {
+			b.WriteString(key)
+			b.WriteByte(':')
+		} else {
+			b.WriteByte(',')
+		}
+		b.WriteString(it)
+	}
+	if b.Len() > 0 {
+		payloads = append(payloads, b.String())
+	}
+	return payloads, tooLong
 }
 
 // Run sends queued notifications until ctx ends, then sends what is left.
@@ -87,21 +159,33 @@ func (p *Publisher) Run(ctx context.Context) {
 // to make durable.
 func (p *Publisher) Flush(ctx context.Context) {
 	p.mu.Lock()
-	batch := p.pending
-	p.pending = map[string][]string{}
+	batch, lists, keys := p.pending, p.lists, p.keys
+	p.pending, p.lists, p.keys = map[string][]string{}, map[listKey][]string{}, nil
 	n := p.n
 	p.n = 0
 	p.mu.Unlock()
 	if n == 0 {
 		return
 	}
-	channels := make([]string, 0, n)
-	payloads := make([]string, 0, n)
+	var channels, payloads []string
 	for channel, ps := range batch {
 		for _, x := range ps {
 			channels = append(channels, channel)
 			payloads = append(payloads, x)
 		}
+	}
+	for _, k := range keys {
+		ps, tooLong := JoinList(k.key, lists[k], MaxPayload)
+		if len(tooLong) > 0 {
+			p.log.Warn("pgnotify: items too long for a notification, dropped", "channel", k.channel, "count", len(tooLong))
+		}
+		for _, x := range ps {
+			channels = append(channels, k.channel)
+			payloads = append(payloads, x)
+		}
+	}
+	if len(payloads) == 0 {
+		return
 	}
 	if _, err := p.db.ExecContext(ctx, flushSQL, channels, payloads); err != nil {
 		p.log.Warn("pgnotify: publish", "count", n, "err", err)

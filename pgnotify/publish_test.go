@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,91 @@ func TestPublisherDeliversEveryPayloadInOrder(t *testing.T) {
 		if fmt.Sprint(seen[ch]) != fmt.Sprint(w) {
 			t.Errorf("%s: got %v, want %v", ch, seen[ch], w)
 		}
+	}
+}
+
+// TestJoinList: items are joined under their key, in order, into as few
+// payloads as fit the bound; an item that cannot fit alone is returned.
+func TestJoinList(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		items         []string
+		max           int
+		want, tooLong []string
+	}{
+		{"none", nil, 20, nil, nil},
+		{"one payload", []string{"a", "bb", "c"}, 20, []string{"k:a,bb,c"}, nil},
+		{"exactly the bound", []string{"aaa", "bbb"}, 9, []string{"k:aaa,bbb"}, nil},
+		{"one byte over the bound", []string{"aaa", "bbbb"}, 9, []string{"k:aaa", "k:bbbb"}, nil},
+		{"item too long alone", []string{"a", "0123456789", "b"}, 9, []string{"k:a,b"}, []string{"0123456789"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, tooLong := pgnotify.JoinList("k", tc.items, tc.max)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) || fmt.Sprint(tooLong) != fmt.Sprint(tc.tooLong) {
+				t.Errorf("got %q (too long %q), want %q (too long %q)", got, tooLong, tc.want, tc.tooLong)
+			}
+		})
+	}
+}
+
+// TestPublishListIsCoarseAndBounded: thousands of ids queued under one key
+// reach a listener as a few payloads that Postgres accepted (each under
+// its limit), carrying every id once, in order; ids of another key travel
+// apart.
+func TestPublishListIsCoarseAndBounded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	hub := pgnotify.New(testenv.DatabaseURL(t), log)
+	ch := "test_list_" + uuid.NewString()[:8]
+	got := make(chan string, 1000)
+	if err := hub.Subscribe(ch, func(p string) { got <- p }); err != nil {
+		t.Fatal(err)
+	}
+	go hub.Run(ctx)
+
+	pub := pgnotify.NewPublisher(testenv.DB(t), log)
+	const n = 2000 // 2000 uuids: about 74 kB, ten times the payload limit
+	want := map[string][]string{}
+	for i := range n {
+		key := "tenant-a"
+		if i%10 == 0 {
+			key = "tenant-b"
+		}
+		id := uuid.NewString()
+		want[key] = append(want[key], id)
+		pub.PublishList(ch, key, id)
+	}
+	pub.Flush(ctx)
+
+	seen := map[string][]string{}
+	payloads := 0
+	for total := 0; total < n; {
+		select {
+		case p := <-got:
+			payloads++
+			if len(p) > pgnotify.MaxPayload {
+				t.Errorf("payload of %d bytes, over %d", len(p), pgnotify.MaxPayload)
+			}
+			key, ids, ok := strings.Cut(p, ":")
+			if !ok {
+				t.Fatalf("payload %q has no key", p)
+			}
+			for _, id := range strings.Split(ids, ",") {
+				seen[key] = append(seen[key], id)
+				total++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d payloads; ids so far: %d of %d", payloads, len(seen["tenant-a"])+len(seen["tenant-b"]), n)
+		}
+	}
+	for key, w := range want {
+		if fmt.Sprint(seen[key]) != fmt.Sprint(w) {
+			t.Errorf("%s: ids differ or are out of order (got %d, want %d)", key, len(seen[key]), len(w))
+		}
+	}
+	// 2000 × 37 bytes in payloads under 8000 bytes: about ten, not 2000.
+	if payloads > 20 {
+		t.Errorf("%d notifications for %d ids: not coarse", payloads, n)
 	}
 }

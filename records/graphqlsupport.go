@@ -44,9 +44,10 @@ func (s *Store) EdgeSource(ctx context.Context, sc *Scope, rel *schema.Relations
 	return source, nil
 }
 
-// Event reads outbox event id of the tenant (for subscriptions).
-func (s *Store) Event(ctx context.Context, tenantID, id string) (outbox.Event, error) {
-	return outbox.Read(ctx, s.db, tenantID, id)
+// Events reads the events of a tenant among ids, in outbox order, in one
+// statement (a notification announces many; for subscriptions).
+func (s *Store) Events(ctx context.Context, tenantID string, ids []string) ([]outbox.Event, error) {
+	return outbox.ReadMany(ctx, s.db, tenantID, ids)
 }
 
 // Match is a where filter compiled once to test records of an entity that

@@ -49,8 +49,9 @@ type Store struct {
 // Option configures a Store.
 type Option func(*Store)
 
-// WithEventNotifications makes the store announce each committed event on
-// outbox.Channel ("<tenant id>:<event id>") through p, after commit.
+// WithEventNotifications makes the store announce the committed events on
+// outbox.Channel through p, after commit: p gathers the ids of a tenant
+// into one "<tenant id>:<id>,<id>,..." notification per flush.
 func WithEventNotifications(p *pgnotify.Publisher) Option {
 	return func(s *Store) { s.events = p }
 }
@@ -71,11 +72,7 @@ func (s *Store) announce(tenantID, eventIDs string) {
 	if s.events == nil || eventIDs == "" {
 		return
 	}
-	ids := strings.Split(eventIDs, ",")
-	for i, id := range ids {
-		ids[i] = tenantID + ":" + id
-	}
-	s.events.Publish(outbox.Channel, ids...)
+	s.events.PublishList(outbox.Channel, tenantID, strings.Split(eventIDs, ",")...)
 }
 
 // Scope is a tenant's view of its active schema.

@@ -24,8 +24,10 @@ import (
 
 // Subscriptions serves graphql-transport-ws at /api/v1/dynamic-gql/ws.
 // One LISTEN connection per process (the pgnotify hub) feeds every socket:
-// each NOTIFY dds_events ("<tenant>:<event>") of a tenant with subscribers
-// is read once from dds.events and fanned out in memory; each subscriber's
+// each NOTIFY dds_events of a tenant with subscribers names that tenant's
+// events committed since the writer's previous flush ("<tenant>:<id>,..."),
+// which are read in one statement from dds.events, in outbox order, and
+// fanned out in memory; each subscriber's
 // where is compiled by the query compiler and evaluated against the event's
 // record in Postgres (jsonb_populate_record), so filters mean exactly what
 // they mean in queries.
@@ -59,7 +61,7 @@ func NewSubscriptions(authn api.Authenticator, store *records.Store, limits Limi
 }
 
 // Notify receives a dds_events payload. It never blocks the listener: when
-// the dispatch queue is full the event is dropped for subscribers (and
+// the dispatch queue is full the events are dropped for subscribers (and
 // logged); subscriptions are a live feed, webhooks are the durable one.
 func (s *Subscriptions) Notify(payload string) {
 	tenant, _, ok := outbox.ParseNotification(payload)
@@ -75,7 +77,7 @@ func (s *Subscriptions) Notify(payload string) {
 	select {
 	case s.events <- payload:
 	default:
-		s.log.Warn("graphql subscriptions: dispatch queue full, event dropped", "event", payload)
+		s.log.Warn("graphql subscriptions: dispatch queue full, events dropped", "tenant", tenant)
 	}
 }
 
@@ -92,7 +94,7 @@ func (s *Subscriptions) Run(ctx context.Context) {
 }
 
 func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
-	tenant, eventID, _ := outbox.ParseNotification(payload)
+	tenant, eventIDs, _ := outbox.ParseNotification(payload)
 	s.mu.RLock()
 	var targets []*subscriber
 	for sub := range s.subs[tenant] {
@@ -102,11 +104,20 @@ func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 	if len(targets) == 0 {
 		return
 	}
-	ev, err := s.store.Event(ctx, tenant, eventID)
+	evs, err := s.store.Events(ctx, tenant, eventIDs)
 	if err != nil {
-		s.log.Warn("graphql subscriptions: read event", "event", eventID, "err", err)
+		s.log.Warn("graphql subscriptions: read events", "tenant", tenant, "count", len(eventIDs), "err", err)
 		return
 	}
+	for i := range evs {
+		s.deliver(ctx, &evs[i], targets)
+	}
+}
+
+// deliver sends ev to each of targets that follows it and whose where it
+// matches.
+func (s *Subscriptions) deliver(ctx context.Context, ev *outbox.Event, targets []*subscriber) {
+	eventID := ev.ID
 	for _, sub := range targets {
 		if sub.name != ev.Name || sub.eventType != ev.Type {
 			continue

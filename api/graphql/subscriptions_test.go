@@ -3,8 +3,10 @@ package graphql
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,4 +267,99 @@ func TestRelationshipSubscriptions(t *testing.T) {
 		t.Fatalf("deleted: %v", m)
 	}
 	jsonEq(t, m["payload"], strings.Replace(want, "%s", "8", 1))
+}
+
+// TestSubscriptionBurst: a subscriber sees every event of a burst, once:
+// creates one after another arrive in creation order, and creates from
+// many writers at once all arrive, although each notification announces
+// many events.
+func TestSubscriptionBurst(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	p, err := e.Authn.Authenticate(t.Context(), "Bearer "+s.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwt, _, err := e.Authn.Mint(p, p.Scopes, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := dialWS(t, e)
+	w.send(map[string]any{"type": "connection_init", "payload": map[string]any{"authorization": "Bearer " + jwt}})
+	if m := w.read(); m["type"] != "connection_ack" {
+		t.Fatalf("%v", m)
+	}
+	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query": `subscription { productCreated { id name } }`}})
+	w.send(map[string]any{"type": "ping"})
+	if m := w.read(); m["type"] != "pong" {
+		t.Fatalf("%v", m)
+	}
+	const n = 120
+	next := func() (id, name string) {
+		t.Helper()
+		m := w.read()
+		var x struct {
+			Type    string
+			Payload struct {
+				Data struct{ ProductCreated struct{ ID, Name string } }
+			}
+		}
+		b, _ := json.Marshal(m)
+		if err := json.Unmarshal(b, &x); err != nil || x.Type != "next" {
+			t.Fatalf("got %s", b)
+		}
+		return x.Payload.Data.ProductCreated.ID, x.Payload.Data.ProductCreated.Name
+	}
+
+	// One writer: creation order.
+	var want []string
+	for i := range n {
+		want = append(want, e.create(t, s.tenant, "Product", map[string]any{"name": fmt.Sprint("seq", i), "price": i}))
+	}
+	for i, id := range want {
+		if got, name := next(); got != id || name != fmt.Sprint("seq", i) {
+			t.Fatalf("event %d is %s (%s), want %s (seq%d)", i, got, name, id, i)
+		}
+	}
+
+	// Eight writers at once: every event, each once.
+	var wg sync.WaitGroup
+	ids := make(chan string, n)
+	sc := e.scope(t, s.tenant)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n / 8 {
+				raw, err := e.Store.Create(t.Context(), sc, "Product", normAll(t, map[string]any{"name": fmt.Sprint("par", g, "-", i), "price": i}))
+				var rec struct{ ID string }
+				if err == nil {
+					err = json.Unmarshal(raw, &rec)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids <- rec.ID
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	if t.Failed() {
+		return
+	}
+	pending := map[string]bool{}
+	for id := range ids {
+		pending[id] = true
+	}
+	for range n {
+		id, _ := next()
+		if !pending[id] {
+			t.Fatalf("event for %s: not created in the burst, or seen twice", id)
+		}
+		delete(pending, id)
+	}
 }
