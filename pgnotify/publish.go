@@ -46,6 +46,12 @@ type listKey struct{ channel, key string }
 // refuses 8000 bytes and more, failing the whole statement).
 const MaxPayload = 7999
 
+// gather is how long a flush waits after the first payload queued since
+// the previous one: at a thousand writes a second, one flush per 5 ms
+// carries five or more writes' events in one transaction, for 5 ms more
+// latency on a hint.
+const gather = 5 * time.Millisecond
+
 // maxPending bounds the payloads queued while Postgres is slow or away;
 // past it new ones are dropped (and logged once per flush).
 const maxPending = 100_000
@@ -144,6 +150,14 @@ func (p *Publisher) Run(ctx context.Context) {
 			cancel()
 			return
 		case <-p.kick:
+			// Let a moment's writes gather: every flush is a notifying
+			// transaction, and each wakes every listener.
+			t := time.NewTimer(gather)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
 			p.Flush(ctx)
 		}
 	}
