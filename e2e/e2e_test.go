@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -124,6 +125,23 @@ func TestSubscriptionsOverWebSocket(t *testing.T) {
 		n := e.Payload.Data["noteDeleted"]
 		return e.Sub == 2 && n != nil && n["id"] == rec.ID && n["title"] == "second"
 	})
+
+	// A burst of REST creates: the server announces them a flush (many
+	// events) at a time, and the subscriber still gets each, in order (a
+	// line out of order would be skipped, and its await time out).
+	var burst []string
+	for i := range 60 {
+		var r struct{ ID string }
+		d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Note", key, map[string]any{"title": fmt.Sprint("burst ", i)}).decode(t, &r)
+		burst = append(burst, r.ID)
+	}
+	for i, id := range burst {
+		events.await(t, 15*time.Second, fmt.Sprint("noteCreated for burst create ", i, " in order"), func(l json.RawMessage) bool {
+			e := parse(l)
+			n := e.Payload.Data["noteCreated"]
+			return e.Sub == 0 && n != nil && n["id"] == id && n["title"] == fmt.Sprint("burst ", i)
+		})
+	}
 }
 
 // graphql-http's server audit, against the binary.
