@@ -67,16 +67,25 @@ func (p *Publisher) Publish(channel string, payloads ...string) {
 	if p == nil || len(payloads) == 0 {
 		return
 	}
-	p.mu.Lock()
-	if p.n+len(payloads) > maxPending {
-		p.mu.Unlock()
-		p.log.Warn("pgnotify: publish queue full, notifications dropped", "channel", channel, "count", len(payloads))
+	if !p.reserve(channel, len(payloads)) {
 		return
 	}
 	p.pending[channel] = append(p.pending[channel], payloads...)
-	p.n += len(payloads)
 	p.mu.Unlock()
 	p.wake()
+}
+
+// reserve locks p and counts n more queued payloads, or, when that would
+// pass maxPending, logs the drop and returns false with p unlocked.
+func (p *Publisher) reserve(channel string, n int) bool {
+	p.mu.Lock()
+	if p.n+n > maxPending {
+		p.mu.Unlock()
+		p.log.Warn("pgnotify: publish queue full, notifications dropped", "channel", channel, "count", n)
+		return false
+	}
+	p.n += n
+	return true
 }
 
 // PublishList queues items (which must not contain ',') under key of
@@ -89,10 +98,7 @@ func (p *Publisher) PublishList(channel, key string, items ...string) {
 	if p == nil || len(items) == 0 {
 		return
 	}
-	p.mu.Lock()
-	if p.n+len(items) > maxPending {
-		p.mu.Unlock()
-		p.log.Warn("pgnotify: publish queue full, notifications dropped", "channel", channel, "count", len(items))
+	if !p.reserve(channel, len(items)) {
 		return
 	}
 	k := listKey{channel, key}
@@ -100,7 +106,6 @@ func (p *Publisher) PublishList(channel, key string, items ...string) {
 		p.keys = append(p.keys, k)
 	}
 	p.lists[k] = append(p.lists[k], items...)
-	p.n += len(items)
 	p.mu.Unlock()
 	p.wake()
 }

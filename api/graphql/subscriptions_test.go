@@ -67,11 +67,11 @@ func (w *wsClient) closeCode() int {
 	}
 }
 
-func TestSubscriptions(t *testing.T) {
-	t.Parallel()
-	e := testEnv(t)
-	s := newShop(t)
-	p, err := e.Authn.Authenticate(t.Context(), "Bearer "+s.key)
+// connectWS opens a socket authenticated with a token minted for key and
+// waits for its connection_ack.
+func connectWS(t *testing.T, e *env, key string) *wsClient {
+	t.Helper()
+	p, err := e.Authn.Authenticate(t.Context(), "Bearer "+key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +84,14 @@ func TestSubscriptions(t *testing.T) {
 	if m := w.read(); m["type"] != "connection_ack" {
 		t.Fatalf("%v", m)
 	}
+	return w
+}
+
+func TestSubscriptions(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	w := connectWS(t, e, s.key)
 	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
 		"query":     `subscription($w: ProductWhere) { productCreated(where: $w) { __typename name price } }`,
 		"variables": map[string]any{"w": map[string]any{"price": map[string]any{"gt": 10}}}}})
@@ -277,19 +285,7 @@ func TestSubscriptionBurst(t *testing.T) {
 	t.Parallel()
 	e := testEnv(t)
 	s := newShop(t)
-	p, err := e.Authn.Authenticate(t.Context(), "Bearer "+s.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwt, _, err := e.Authn.Mint(p, p.Scopes, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := dialWS(t, e)
-	w.send(map[string]any{"type": "connection_init", "payload": map[string]any{"authorization": "Bearer " + jwt}})
-	if m := w.read(); m["type"] != "connection_ack" {
-		t.Fatalf("%v", m)
-	}
+	w := connectWS(t, e, s.key)
 	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
 		"query": `subscription { productCreated { id name } }`}})
 	w.send(map[string]any{"type": "ping"})
