@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/dds-project/dds/db"
 )
 
 // Config is the whole configuration of the server and worker processes.
@@ -36,6 +38,9 @@ type Config struct {
 	WorkerHTTPAddr string `env:"DDS_WORKER_HTTP_ADDR" envDefault:"127.0.0.1:8081"`
 	MaxBodyBytes   int64  `env:"DDS_MAX_BODY_BYTES" envDefault:"16777216"`
 	DBMaxConns     int    `env:"DDS_DB_MAX_CONNS" envDefault:"40"`
+	// VectorEfSearch is the hnsw.ef_search every connection runs with
+	// (db.WithVectorEfSearch); 400 is db.DefaultVectorEfSearch.
+	VectorEfSearch int `env:"DDS_VECTOR_EF_SEARCH" envDefault:"400"`
 
 	// Rate limits per minute; 0 disables a layer.
 	RateGlobal int  `env:"DDS_RATE_GLOBAL" envDefault:"500"`
@@ -123,6 +128,9 @@ func Load() (*Config, error) {
 	}
 	if c.FileStorageDriver != "local" && c.FileStorageDriver != "s3" {
 		problems = append(problems, fmt.Errorf(`FILE_STORAGE_DRIVER must be "local" or "s3", got %q`, c.FileStorageDriver))
+	}
+	if c.VectorEfSearch < 1 || c.VectorEfSearch > db.MaxVectorEfSearch {
+		problems = append(problems, fmt.Errorf("DDS_VECTOR_EF_SEARCH must be between 1 and %d (pgvector's limit), got %d", db.MaxVectorEfSearch, c.VectorEfSearch))
 	}
 	if c.JWTSecret != "" && len(c.JWTSecret) < 32 {
 		problems = append(problems, errors.New("DDS_JWT_SECRET must be at least 32 characters"))

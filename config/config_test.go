@@ -1,8 +1,11 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/dds-project/dds/db"
 )
 
 func TestCORSOrigins(t *testing.T) {
@@ -77,5 +80,33 @@ func TestBadListenAddressIsReported(t *testing.T) {
 	t.Setenv("DDS_PUBLIC_URL", "")
 	if _, err := Load(); err == nil {
 		t.Fatal("DDS_HTTP_ADDR without a port was accepted")
+	}
+}
+
+// DDS_VECTOR_EF_SEARCH defaults to the value db.Open uses without it and
+// is refused outside pgvector's 1 to 1000.
+func TestVectorEfSearch(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want int // 0: refused
+	}{{"", db.DefaultVectorEfSearch}, {"250", 250}, {"1000", 1000}, {"0", 0}, {"1001", 0}, {"-3", 0}, {"many", 0}} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", "postgres://x")
+			t.Setenv("DDS_JWT_SECRET", strings.Repeat("s", 32))
+			t.Setenv("DDS_VECTOR_EF_SEARCH", c.env)
+			if c.env == "" {
+				os.Unsetenv("DDS_VECTOR_EF_SEARCH")
+			}
+			cfg, err := Load()
+			if c.want == 0 {
+				if err == nil || !strings.Contains(err.Error(), "DDS_VECTOR_EF_SEARCH") {
+					t.Fatalf("got %v, want an error naming DDS_VECTOR_EF_SEARCH", err)
+				}
+				return
+			}
+			if err != nil || cfg.VectorEfSearch != c.want {
+				t.Fatalf("got %v (%v), want %d", cfg, err, c.want)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,30 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// DefaultVectorEfSearch is the HNSW candidate list size connections run with
+// (pgvector's own default is 40). Measured on 100k × 128-dim vectors, top 10
+// (bench/cmd/ddsbench's vector section), it keeps recall@10 at or above 0.99,
+// which 100 and 200 do not reliably.
+const DefaultVectorEfSearch = 400
+
+// MaxVectorEfSearch is pgvector's upper bound for hnsw.ef_search.
+const MaxVectorEfSearch = 1000
+
+// Option configures Open.
+type Option func(*openOptions)
+
+type openOptions struct{ efSearch int }
+
+// WithVectorEfSearch makes connections run with hnsw.ef_search = ef (1 to
+// MaxVectorEfSearch; config validates it) instead of DefaultVectorEfSearch.
+func WithVectorEfSearch(ef int) Option {
+	return func(o *openOptions) {
+		if ef > 0 {
+			o.efSearch = ef
+		}
+	}
+}
+
 // Open connects to url, checks the connection and sizes the pool.
 //
 // The driver is pgx's database/sql adapter: it prepares each distinct
@@ -37,16 +62,31 @@ var migrations embed.FS
 // thousand related rows (half of such a statement's time was JIT
 // compilation, on every execution).
 //
+// Connections run with hnsw.ef_search = DefaultVectorEfSearch (or
+// WithVectorEfSearch's) unless url sets it, so a vector search meets its
+// recall without a SET LOCAL and the transaction it needs.
+//
 // With tracing on (obs.Tracing) the driver is wrapped for OpenTelemetry
 // (otelsql, whatever the driver): each statement of a traced request is a
 // span of its trace.
-func Open(ctx context.Context, url string, maxConns int) (*sqlx.DB, error) {
+func Open(ctx context.Context, url string, maxConns int, opts ...Option) (*sqlx.DB, error) {
+	o := openOptions{efSearch: DefaultVectorEfSearch}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	if _, set := cfg.RuntimeParams["jit"]; !set && !strings.Contains(cfg.RuntimeParams["options"], "jit") {
 		cfg.RuntimeParams["jit"] = "off"
+	}
+	// Sent in the startup packet: Postgres keeps it as a placeholder until
+	// pgvector loads in the session, which then takes it (a plain SET after
+	// connecting would cost a round trip per connection, SET LOCAL one per
+	// search). A value in url (parameter or options) stays.
+	if _, set := cfg.RuntimeParams["hnsw.ef_search"]; !set && !strings.Contains(cfg.RuntimeParams["options"], "hnsw.ef_search") {
+		cfg.RuntimeParams["hnsw.ef_search"] = strconv.Itoa(o.efSearch)
 	}
 	connector := stdlib.GetConnector(*cfg)
 	var sqlDB *sql.DB

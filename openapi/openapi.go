@@ -568,12 +568,15 @@ func (b *builder) entity(e *schema.Entity) {
 		vec.MinItems = 1
 		topK := integer("number of matches")
 		topK.Min, topK.Max, topK.Default = fptr(1), fptr(query.MaxTopK), query.DefaultTopK
+		ef := integer("HNSW candidate list size for this search (topK to 1000); larger finds more of the true nearest neighbours and takes longer. Absent: the server's DDS_VECTOR_EF_SEARCH")
+		ef.Min, ef.Max = fptr(1), fptr(query.MaxEfSearch)
 		b.schemas[n+".VectorSearch"] = val(closed(object(openapi3.Schemas{
-			"field":  val(field),
-			"vector": val(vec),
-			"topK":   val(topK),
-			"where":  val(withDesc(&openapi3.Schema{AllOf: openapi3.SchemaRefs{ref(n + ".Filter")}}, "filter applied after similarity ranking")),
-			"select": val(sel),
+			"field":    val(field),
+			"vector":   val(vec),
+			"topK":     val(topK),
+			"efSearch": val(ef),
+			"where":    val(withDesc(&openapi3.Schema{AllOf: openapi3.SchemaRefs{ref(n + ".Filter")}}, "filter applied after similarity ranking")),
+			"select":   val(sel),
 		}, "field", "vector")))
 		score := typed("number")
 		score.Min, score.Max = fptr(0), fptr(1)

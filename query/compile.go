@@ -14,12 +14,21 @@ import (
 // Compiler compiles plans against one schema version stored in one Postgres
 // schema. It is immutable and safe for concurrent use.
 type Compiler struct {
-	def *schema.Definition
-	pg  string
+	def      *schema.Definition
+	pg       string
+	vectorEf int // the connections' hnsw.ef_search; 0 means db.DefaultVectorEfSearch
 }
 
 // New returns a compiler for def, whose tables live in Postgres schema pg.
 func New(def *schema.Definition, pg string) *Compiler { return &Compiler{def: def, pg: pg} }
+
+// WithVectorEfSearch returns a copy of c for connections that run with
+// hnsw.ef_search = ef (db.WithVectorEfSearch); 0 means db.DefaultVectorEfSearch.
+func (c *Compiler) WithVectorEfSearch(ef int) *Compiler {
+	cc := *c
+	cc.vectorEf = ef
+	return &cc
+}
 
 // Table is the quoted, schema-qualified table of an entity or relationship.
 func (c *Compiler) Table(name string) string { return schema.QualifiedIdent(c.pg, name) }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/schema"
 )
 
@@ -326,6 +328,18 @@ func TestRejected(t *testing.T) {
 			_, err := c.VectorSearch(VectorSearch{Entity: "Product", Field: "embedding", Vector: []any{1.0, 2.0, 3.0}, TopK: 101})
 			return err
 		}, "topK"},
+		{"vector efSearch below topK", func() error {
+			_, err := c.VectorSearch(VectorSearch{Entity: "Product", Field: "embedding", Vector: []any{1.0, 2.0, 3.0}, TopK: 20, EfSearch: 19})
+			return err
+		}, "efSearch"},
+		{"vector efSearch above 1000", func() error {
+			_, err := c.VectorSearch(VectorSearch{Entity: "Product", Field: "embedding", Vector: []any{1.0, 2.0, 3.0}, EfSearch: 1001})
+			return err
+		}, "efSearch"},
+		{"vector efSearch negative", func() error {
+			_, err := c.VectorSearch(VectorSearch{Entity: "Product", Field: "embedding", Vector: []any{1.0, 2.0, 3.0}, EfSearch: -5})
+			return err
+		}, "efSearch"},
 	}
 	for _, tc := range other {
 		t.Run(tc.name, func(t *testing.T) { assertField(t, tc.err(), tc.field) })
@@ -387,6 +401,50 @@ func TestFileMetaRejected(t *testing.T) {
 			}
 			if got := apperr.As(err).Code; got != tc.code {
 				t.Errorf("code %s, want %s: %v", got, tc.code, err)
+			}
+		})
+	}
+}
+
+// TestVectorEfSearchSetup: a search runs at its own efSearch, else at the
+// larger of the connections' hnsw.ef_search and VectorEfSearch(topK); it
+// needs SET LOCAL (and so a transaction) only when that differs from the
+// connections' value or a where filter needs the iterative scan.
+func TestVectorEfSearchSetup(t *testing.T) {
+	base := testCompiler(t)
+	for _, tc := range []struct {
+		name              string
+		session, topK, ef int
+		where             bool
+		want              int // the SET LOCAL hnsw.ef_search value; 0: no Setup
+	}{
+		{"default connections, top 10", 0, 10, 0, false, 0},
+		{"default connections, top 100", 0, 100, 0, false, 0},
+		{"default connections, filter", 0, 10, 0, true, db.DefaultVectorEfSearch},
+		{"own efSearch", 0, 10, 50, false, 50},
+		{"own efSearch equal to the connections'", 0, 10, db.DefaultVectorEfSearch, false, 0},
+		{"own efSearch with a filter", 0, 10, 600, true, 600},
+		{"low connections, top 10", 40, 10, 0, false, 100},
+		{"connections at 100, top 50", 100, 50, 0, false, 0},
+		{"connections at 100, top 60", 100, 60, 0, false, 120},
+		{"connections at 800, filter", 800, 60, 0, true, 800},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base.WithVectorEfSearch(tc.session)
+			v := VectorSearch{Entity: "Product", Field: "embedding", Vector: []any{1.0, 0.0, 0.5}, TopK: tc.topK, EfSearch: tc.ef}
+			if tc.where {
+				v.Where = where(t, `{"active": true}`)
+			}
+			st, err := c.VectorSearch(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if tc.want != 0 {
+				want = []string{"SET LOCAL hnsw.iterative_scan = relaxed_order", fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", tc.want)}
+			}
+			if !reflect.DeepEqual(st.Setup, want) {
+				t.Errorf("Setup = %q, want %q", st.Setup, want)
 			}
 		})
 	}

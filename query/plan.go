@@ -166,14 +166,18 @@ type VectorSearch struct {
 	Field  string
 	Vector []any // JSON numbers (UseNumber) or float64s
 	TopK   int   // 0 means DefaultTopK
-	Where  Filter
-	Select Selection
+	// EfSearch is the request's own HNSW candidate list size (topK to
+	// MaxEfSearch); 0 means the connections' (see Compiler.WithVectorEfSearch).
+	EfSearch int
+	Where    Filter
+	Select   Selection
 }
 
 // Vector search limits (docs/rest.md, Vector search).
 const (
 	DefaultTopK = 10
 	MaxTopK     = 100
+	MaxEfSearch = 1000 // pgvector's limit for hnsw.ef_search (db.MaxVectorEfSearch)
 )
 
 // Paging limits.

@@ -7,19 +7,21 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/schema"
 )
 
 // VectorEfSearch is the HNSW candidate list size for a search of topK: at
-// least 100 and at least 2×topK, capped at pgvector's 1000. Measured on
-// 100k × 128-dim vectors (bench/rest) this keeps recall@10 above 0.95.
+// least 100 and at least 2×topK, capped at pgvector's 1000. A search without
+// its own efSearch runs at the larger of this and the connections'
+// hnsw.ef_search (db.DefaultVectorEfSearch unless configured).
 func VectorEfSearch(topK int) int {
 	ef := 2 * topK
 	if ef < 100 {
 		ef = 100
 	}
-	if ef > 1000 {
-		ef = 1000
+	if ef > MaxEfSearch {
+		ef = MaxEfSearch
 	}
 	return ef
 }
@@ -28,8 +30,9 @@ func VectorEfSearch(topK int) int {
 // {"data": {...selected fields}, "score": s} ordered by similarity, where s
 // is the cosine similarity 1 - (v <=> query) clamped to [0, 1].
 //
-// With a where filter (or topK above 40) the statement must run in a
-// transaction after its Setup statements:
+// With a where filter, an own efSearch or a topK above half the
+// connections' hnsw.ef_search the statement must run in a transaction after
+// its Setup statements (SET LOCAL hnsw.ef_search, and):
 // "SET LOCAL hnsw.iterative_scan = relaxed_order" makes pgvector (≥ 0.8)
 // continue the HNSW scan until topK rows pass Where, so a selective filter
 // applied after ranking does not return fewer than topK matches when that
@@ -46,6 +49,9 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 	}
 	if topK < 1 || topK > MaxTopK {
 		return Statement{}, apperr.Field("topK", "must be between 1 and %d", MaxTopK)
+	}
+	if v.EfSearch != 0 && (v.EfSearch < topK || v.EfSearch > MaxEfSearch) {
+		return Statement{}, apperr.Field("efSearch", "must be between topK (%d) and %d", topK, MaxEfSearch)
 	}
 	vec, err := vectorValue(f, v.Vector)
 	if err != nil {
@@ -74,14 +80,22 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 	sql += fmt.Sprintf(`SELECT coalesce(json_agg(json_build_object('data', r, 'score', greatest(0, least(1, 1 - t."_dist"))) ORDER BY t."_dist", t."id"), '[]'::json) FROM %s t%s CROSS JOIN LATERAL (SELECT %s) r`,
 		from, joins, strings.Join(cols, ", "))
 	st := Statement{SQL: sql, Args: a.List()}
-	// Without a filter and within pgvector's default candidate list (40) a
-	// plain HNSW scan already returns topK rows: no transaction, one round
-	// trip (recall then follows the session's hnsw.ef_search, which
-	// migration 00005 raises to 100 where the role may).
-	if v.Where != nil || topK > pgvectorDefaultEfSearch {
+	// Connections run with hnsw.ef_search = session (db.Open sets it when
+	// it connects): without a filter, an own efSearch or a topK whose
+	// VectorEfSearch passes it, a plain HNSW scan needs no transaction (one
+	// round trip).
+	session := c.vectorEf
+	if session == 0 {
+		session = db.DefaultVectorEfSearch
+	}
+	ef := max(session, VectorEfSearch(topK))
+	if v.EfSearch != 0 {
+		ef = v.EfSearch
+	}
+	if v.Where != nil || ef != session {
 		st.Setup = []string{
 			"SET LOCAL hnsw.iterative_scan = relaxed_order",
-			fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", VectorEfSearch(topK)),
+			fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", ef),
 		}
 	}
 	return st, nil
@@ -124,6 +138,3 @@ func vectorValue(f *schema.Field, v []any) (any, error) {
 	}
 	return pgvector.NewVector(vec), nil
 }
-
-// pgvectorDefaultEfSearch is pgvector's built-in hnsw.ef_search.
-const pgvectorDefaultEfSearch = 40

@@ -39,11 +39,12 @@ type Files interface {
 
 // Store reads and writes records.
 type Store struct {
-	db      *sqlx.DB
-	schemas *schema.Service
-	files   Files
-	events  *pgnotify.Publisher
-	observe func(query.Statement) // see Observed; nil in production
+	db       *sqlx.DB
+	schemas  *schema.Service
+	files    Files
+	events   *pgnotify.Publisher
+	observe  func(query.Statement) // see Observed; nil in production
+	efSearch int                   // the connections' hnsw.ef_search; 0: db.DefaultVectorEfSearch
 }
 
 // Option configures a Store.
@@ -54,6 +55,13 @@ type Option func(*Store)
 // into one "<tenant id>:<id>,<id>,..." notification per flush.
 func WithEventNotifications(p *pgnotify.Publisher) Option {
 	return func(s *Store) { s.events = p }
+}
+
+// WithVectorEfSearch tells the store its connections run with
+// hnsw.ef_search = ef (the value given to db.WithVectorEfSearch), so vector
+// searches that need no other candidate list size run without SET LOCAL.
+func WithVectorEfSearch(ef int) Option {
+	return func(s *Store) { s.efSearch = ef }
 }
 
 // NewStore returns a store. files may be nil (FILE fields then only need a
@@ -88,7 +96,9 @@ func (s *Store) Scope(ctx context.Context, tenantID string) (*Scope, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := a.Memo("query.Compiler", func() any { return query.New(a.Def, a.PgSchema) }).(*query.Compiler)
+	c := a.Memo(fmt.Sprintf("query.Compiler/ef=%d", s.efSearch), func() any {
+		return query.New(a.Def, a.PgSchema).WithVectorEfSearch(s.efSearch)
+	}).(*query.Compiler)
 	return &Scope{TenantID: tenantID, Schema: a, Compiler: c}, nil
 }
 

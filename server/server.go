@@ -68,7 +68,7 @@ type Server struct {
 // New builds the server: connects to Postgres and wires every surface.
 // Migrations are not applied here (`dds migrate` or `dds dev` do that).
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
-	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, db.WithVectorEfSearch(cfg.VectorEfSearch))
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	}
 	s.Files = files.New(d, fileStore, temporal, files.OptionsFrom(cfg, log))
 
-	s.Records = records.NewStore(d, s.Schemas, s.Files, records.WithEventNotifications(s.events))
+	s.Records = records.NewStore(d, s.Schemas, s.Files, records.WithEventNotifications(s.events),
+		records.WithVectorEfSearch(cfg.VectorEfSearch))
 
 	router := api.NewRouter(s.authn, ratelimit.New(cfg.RateTenant, time.Minute), cfg.MaxBodyBytes)
 	restAPI := rest.New(s.Records, s.Files)

@@ -52,7 +52,7 @@ type Worker struct {
 // New connects to Postgres and Temporal and registers workflows and
 // activities.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, error) {
-	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, db.WithVectorEfSearch(cfg.VectorEfSearch))
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (w *Worker) register(ctx context.Context) error {
 	}
 	w.Hub.OnReconnect(schemas.Flush)
 	w.tw.RegisterWorkflow(workflows.Job)
-	w.tw.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schemas, nil), fileStore, w.JobProgress, log)})
+	w.tw.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schemas, nil, records.WithVectorEfSearch(cfg.VectorEfSearch)), fileStore, w.JobProgress, log)})
 	// Webhooks: the outbox relay (first attempts), the retry workflow, pruning.
 	rl, err := relay.Setup(ctx, d, tc, w.tw, relay.SetupOptions{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
 		HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue, Namespace: cfg.TemporalNamespace,

@@ -563,7 +563,9 @@ func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
 	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!]", n.Where, n.OrderBy)
 	if hasVector(e) {
 		g.typ("input", n.VectorInput, "", []string{"  \"A VECTOR field of " + e.Name + ".\"", "  field: String!", "  vector: [Float!]!",
-			"  \"1 to 100.\"", "  topK: Int = 10", "  where: " + n.Where})
+			"  \"1 to 100.\"", "  topK: Int = 10",
+			"  \"HNSW candidate list size for this search, topK to 1000 (default: the server's).\"", "  efSearch: Int",
+			"  where: " + n.Where})
 		g.typ("type", n.VectorResult, "", []string{"  \"Cosine similarity, 1 = exact match.\"", "  score: Float!", "  data: " + n.Type + "!"})
 	}
 	if g.can("entity", e.Name, "read") {

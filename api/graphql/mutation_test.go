@@ -1,6 +1,7 @@
 package graphql
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 )
@@ -64,6 +65,15 @@ func TestVectorSearch(t *testing.T) {
 	r := e.gql(t, tenant, key, `{ productVectorSearch(input: {field: "embedding", vector: [1, 0]}) { score } }`, nil)
 	if r.code(0) != "VALIDATION_ERROR" {
 		t.Errorf("dimension mismatch: %s", r.Body)
+	}
+	// A search's own HNSW candidate list size: topK to 1000.
+	d = e.gql(t, tenant, key, `{ productVectorSearch(input: {field: "embedding", vector: [1, 0, 0], topK: 2, efSearch: 500}) { data { name } } }`, nil).ok(t)
+	jsonEq(t, d, `{"productVectorSearch": [{"data": {"name": "x"}}, {"data": {"name": "z"}}]}`)
+	for _, ef := range []string{"0", "1", "1001"} {
+		r := e.gql(t, tenant, key, `{ productVectorSearch(input: {field: "embedding", vector: [1, 0, 0], topK: 2, efSearch: `+ef+`}) { score } }`, nil)
+		if r.code(0) != "VALIDATION_ERROR" || !bytes.Contains(r.Body, []byte("efSearch")) {
+			t.Errorf("efSearch %s: %s", ef, r.Body)
+		}
 	}
 }
 

@@ -445,6 +445,12 @@ func (x *execCtx) vectorSearch(e *schema.Entity, cf *cfield, args map[string]any
 	vec, _ := norm(in["vector"]).([]any)
 	v.Vector = vec
 	v.TopK, _ = intArg(in["topK"])
+	if ef, ok := intArg(in["efSearch"]); ok {
+		if ef < 1 {
+			return nil, apperr.Field("efSearch", "must be between topK and %d", query.MaxEfSearch)
+		}
+		v.EfSearch = ef
+	}
 	var err error
 	if v.Where, err = x.where(e, in["where"]); err != nil {
 		return nil, err

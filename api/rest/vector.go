@@ -10,11 +10,12 @@ import (
 
 // vectorBody is the vector-search request (docs/rest.md, Vector search).
 type vectorBody struct {
-	Field  string         `json:"field"`
-	Vector []any          `json:"vector"`
-	TopK   *int           `json:"topK"`
-	Where  map[string]any `json:"where"`
-	Select []string       `json:"select"`
+	Field    string         `json:"field"`
+	Vector   []any          `json:"vector"`
+	TopK     *int           `json:"topK"`
+	EfSearch *int           `json:"efSearch"`
+	Where    map[string]any `json:"where"`
+	Select   []string       `json:"select"`
 }
 
 // vectorSearch serves POST /api/v1/dynamic/{Entity}/vector-search:
@@ -37,6 +38,12 @@ func (h *Handler) vectorSearch(r *http.Request) (int, any, error) {
 			return 0, nil, apperr.Field("topK", "must be between 1 and %d", query.MaxTopK)
 		}
 		v.TopK = *b.TopK
+	}
+	if b.EfSearch != nil {
+		if *b.EfSearch < 1 {
+			return 0, nil, apperr.Field("efSearch", "must be between topK and %d", query.MaxEfSearch)
+		}
+		v.EfSearch = *b.EfSearch // the compiler checks it against topK
 	}
 	if v.Where, err = query.ParseWhere(b.Where); err != nil {
 		return 0, nil, err

@@ -63,6 +63,22 @@ func TestVectorSearch(t *testing.T) {
 		}
 	})
 
+	// A request's own efSearch runs (in its own transaction) and ranks as
+	// the default does; a repeat without it still uses the kept text.
+	t.Run("own efSearch", func(t *testing.T) {
+		for _, body := range []string{
+			`{"field": "embedding", "vector": [1, 0, 0], "topK": 2, "efSearch": 2, "select": ["name"]}`,
+			`{"field": "embedding", "vector": [1, 0, 0], "topK": 2, "efSearch": 1000, "select": ["name"]}`,
+			`{"field": "embedding", "vector": [1, 0, 0], "topK": 2, "select": ["name"]}`,
+		} {
+			var hits []vectorHit
+			f.app.Must(t, 200, "POST", url, f.key, body).Decode(t, &hits)
+			if len(hits) != 2 || hits[0].Data["name"] != "Oak desk" || hits[1].Data["name"] != "Oak table" {
+				t.Fatalf("%s: %+v", body, hits)
+			}
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		for _, tc := range []struct{ body, field string }{
 			{`{"field": "name", "vector": [1, 0, 0]}`, "field"},
@@ -74,6 +90,10 @@ func TestVectorSearch(t *testing.T) {
 			{`{"field": "embedding", "vector": [1, 0, 0], "topK": 0}`, "topK"},
 			{`{"field": "embedding", "vector": [1, 0, 0], "topK": 101}`, "topK"},
 			{`{"field": "embedding", "vector": [1, 0, 0], "topK": "ten"}`, "topK"},
+			{`{"field": "embedding", "vector": [1, 0, 0], "efSearch": 0}`, "efSearch"},
+			{`{"field": "embedding", "vector": [1, 0, 0], "efSearch": 1001}`, "efSearch"},
+			{`{"field": "embedding", "vector": [1, 0, 0], "topK": 20, "efSearch": 19}`, "efSearch"},
+			{`{"field": "embedding", "vector": [1, 0, 0], "efSearch": "max"}`, "efSearch"},
 			{`{"field": "embedding", "vector": [1, 0, 0], "where": {"nope": 1}}`, "where.nope"},
 			{`{"field": "embedding", "vector": [1, 0, 0], "select": ["nope"]}`, "select"},
 		} {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/dds-project/dds/bench/load"
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/query"
 )
 
 // The vector section: top-10 cosine search over -vectors × 128 clustered
@@ -118,11 +122,17 @@ SELECT u.id, 'doc ' || (u.n + %d), u.v::vector FROM unnest($1::uuid[], $2::text[
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("exact search: %w", err)
 	}
-	// DDS's unfiltered top-10 search sets nothing: it runs at the session's
-	// ef_search, the database default its migration sets.
-	if err := b.db.GetContext(ctx, &vs.efSearch, `SELECT current_setting('hnsw.ef_search')::int`); err != nil {
-		return nil, err
+	// DDS's unfiltered top-10 search runs at the hnsw.ef_search its
+	// connections get from its configuration (DDS_VECTOR_EF_SEARCH in the
+	// environment dds serve inherits, else db.DefaultVectorEfSearch), or at
+	// VectorEfSearch(10) when that is larger.
+	ef := db.DefaultVectorEfSearch
+	if v := os.Getenv("DDS_VECTOR_EF_SEARCH"); v != "" {
+		if ef, err = strconv.Atoi(v); err != nil {
+			return nil, fmt.Errorf("DDS_VECTOR_EF_SEARCH: %w", err)
+		}
 	}
+	vs.efSearch = max(ef, query.VectorEfSearch(10))
 	return vs, nil
 }
 
@@ -184,7 +194,7 @@ func vectorRecall(ctx context.Context, vs *vectorSet, ddsURL, rawURL, key string
 // recallSweep reports the raw query's recall@10 at a few ef_search values.
 func (b *bench) recallSweep(ctx context.Context, vs *vectorSet) (string, error) {
 	out := "raw HNSW recall@10 by ef_search:"
-	for i, ef := range []int{40, 100, 200, 400} {
+	for i, ef := range []int{40, 100, 200, 300, 400} {
 		r, err := b.rawRecallAt(ctx, vs, ef)
 		if err != nil {
 			return "", err
