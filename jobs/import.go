@@ -563,7 +563,7 @@ func (x *Executor) checkStaged(ctx context.Context, sc *records.Scope, e *schema
 
 // applyImport inserts the staged rows, in file order, with one
 // entity.created event each when asked.
-func applyImport(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, id string, events bool) (int64, string, error) {
+func applyImport(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, id string, events bool) (int64, eventSpan, error) {
 	table := stageTable(id)
 	names := []string{`"id"`}
 	sel := []string{`s."_id"::uuid`}

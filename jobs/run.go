@@ -281,12 +281,12 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 		return x.Finish(ctx, id, Cancelled, "")
 	}
 	var n int64
-	var event string
+	var events eventSpan
 	switch j.Type {
 	case TypeImport:
-		n, event, err = applyImport(ctx, tx, sc, e, id, spec.EmitEvents)
+		n, events, err = applyImport(ctx, tx, sc, e, id, spec.EmitEvents)
 	default:
-		n, event, err = applyFilter(ctx, tx, sc, e, j.Type, spec)
+		n, events, err = applyFilter(ctx, tx, sc, e, j.Type, spec)
 	}
 	if err != nil {
 		_ = tx.Rollback()
@@ -301,11 +301,11 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 		return "", records.MapError(sc, e.Name, err)
 	}
 	x.gauges.Done(j.Type, id)
-	if event != "" {
-		// One notification wakes the outbox relay, which then claims every
-		// event of the job from the table (announcing each of a million
-		// events would flood the channel).
-		if _, err := x.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, outbox.Channel, j.TenantID+":"+event); err != nil {
+	if events.First.Valid {
+		// Every event of the job is announced, a few hundred ids per
+		// notification, so live subscribers see all of them; the relay
+		// claims them from the table however many wake-ups it gets.
+		if err := outbox.AnnounceRange(ctx, x.db, j.TenantID, events.First.Int64, events.Last.Int64, events.At.Time); err != nil {
 			x.log.Warn("announce job events; the relay's poll finds them", "job", id, "err", err)
 		}
 	}
@@ -319,10 +319,10 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 // one statement, with one event per record when asked. A delete marks the
 // files its records held deleted in the same statement (the worker's
 // sweeper removes their objects).
-func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, typ string, spec Spec) (int64, string, error) {
+func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, typ string, spec Spec) (int64, eventSpan, error) {
 	w, a, err := compileWhere(sc, e.Name, spec.Where)
 	if err != nil {
-		return 0, "", err
+		return 0, eventSpan{}, err
 	}
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
 	var write string
@@ -330,7 +330,7 @@ func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.
 	case TypeUpdate:
 		row, errs := records.Prepare(e, spec.Set, records.Patch)
 		if err := apperr.Fields(errs); err != nil {
-			return 0, "", err
+			return 0, eventSpan{}, err
 		}
 		sets := []string{`"updatedAt" = now()`}
 		for i, f := range row.Fields {
@@ -357,20 +357,28 @@ func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.
 	return written(ctx, tx, "WITH "+strings.Join(ctes, ",\n"), spec.EmitEvents, a.List())
 }
 
+// eventSpan is the span of the events a job's write inserted (see
+// outbox.Range); First is NULL when it inserted none.
+type eventSpan struct {
+	First sql.NullInt64 `db:"first_seq"`
+	Last  sql.NullInt64 `db:"last_seq"`
+	At    sql.NullTime  `db:"written_at"`
+}
+
 // written runs a write whose CTEs end with the records in w (and their
-// events in e when events) and returns how many records it wrote and one of
-// its event ids (empty without events).
-func written(ctx context.Context, tx *sqlx.Tx, with string, events bool, args []any) (int64, string, error) {
+// events in e when events) and returns how many records it wrote and the
+// span of its events.
+func written(ctx context.Context, tx *sqlx.Tx, with string, events bool, args []any) (int64, eventSpan, error) {
 	var r struct {
-		N     int64          `db:"n"`
-		Event sql.NullString `db:"event"`
+		N int64 `db:"n"`
+		eventSpan
 	}
-	event := "NULL::text"
+	span := "NULL::bigint AS first_seq, NULL::bigint AS last_seq, NULL::timestamptz AS written_at"
 	if events {
-		event = "(SELECT id::text FROM e LIMIT 1)"
+		span = outbox.Range
 	}
-	err := tx.GetContext(ctx, &r, with+"\nSELECT count(*) AS n, "+event+" AS event FROM w", args...)
-	return r.N, r.Event.String, err
+	err := tx.GetContext(ctx, &r, with+"\nSELECT count(*) AS n, "+span+" FROM w", args...)
+	return r.N, r.eventSpan, err
 }
 
 // fileIDs is a query of the file ids held by the FILE fields of the

@@ -118,7 +118,7 @@ type Origin struct {
 // InsertCTE renders the body of a data-modifying CTE that inserts one event
 // of eventType per row of the CTE src (alias w) into dds.events, so the
 // write and its events commit in one statement; it returns the event ids
-// (see EventIDs). For entity events name is
+// (see EventIDs), their seq and created_at (see Range). For entity events name is
 // the entity and the src rows are its records; for relationship events use
 // InsertEdgeCTE. It binds, in order: tenant, schema id, schema name, type,
 // name (callers caching statement text rely on that order).
@@ -144,7 +144,7 @@ func insert(a *query.Args, o Origin, eventType, name, src string, record func(na
 	t, sid, sn, ty, n := a.Add(o.TenantID, "uuid"), a.Add(o.SchemaID, "uuid"), a.Add(o.SchemaName, "text"),
 		a.Add(eventType, "text"), a.Add(name, "text")
 	return fmt.Sprintf(`INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
-  SELECT %s, %s, %s, %s, %s, w."id", %s FROM %s w RETURNING id`, t, sid, sn, ty, n, record(n), src)
+  SELECT %s, %s, %s, %s, %s, w."id", %s FROM %s w RETURNING id, seq, created_at`, t, sid, sn, ty, n, record(n), src)
 }
 
 // EventIDs is the select-list expression of the ids of the events a
@@ -152,6 +152,32 @@ func insert(a *query.Args, o Origin, eventType, name, src string, record func(na
 // comma-separated text (NULL when none), so the writer can announce them on
 // Channel after commit.
 const EventIDs = `(SELECT string_agg(id::text, ',') FROM e)`
+
+// Range is the select-list of the span of the events a statement inserted
+// through InsertCTE into the CTE named e: the lowest and highest seq and
+// their created_at (the writing transaction's start), NULLs when none. A
+// large write (a job) hands it to AnnounceRange after commit rather than
+// carrying every id out of the statement.
+const Range = `(SELECT min(seq) FROM e) AS first_seq, (SELECT max(seq) FROM e) AS last_seq, (SELECT min(created_at) FROM e) AS written_at`
+
+// idsPerPayload ids of 36 characters, their commas and a tenant id fit
+// well under Postgres' 8000-byte NOTIFY payload.
+const idsPerPayload = 200
+
+// AnnounceRange announces on Channel, after the commit of a large write,
+// every event of tenant inserted by that write: those between seq first
+// and last written at its transaction's start (at, which keeps other
+// writers' events interleaved in the seq span out), idsPerPayload ids per
+// notification, in outbox order. It runs in its own transaction, with
+// synchronous_commit off like every announcement.
+func AnnounceRange(ctx context.Context, ex sqlx.ExecerContext, tenantID string, first, last int64, at time.Time) error {
+	_, err := ex.ExecContext(ctx, `SELECT set_config('synchronous_commit', 'off', true), count(pg_notify($1, $2::text || ':' || ids))
+		FROM (SELECT string_agg(id::text, ',' ORDER BY seq) AS ids
+			FROM (SELECT id, seq, (row_number() OVER (ORDER BY seq) - 1) / $6 AS g FROM dds.events
+				WHERE tenant_id = $2 AND seq BETWEEN $3 AND $4 AND created_at = $5) x
+			GROUP BY g) y`, Channel, tenantID, first, last, at, idsPerPayload)
+	return err
+}
 
 // Store reads and updates dds.events.
 type Store struct{ db *sqlx.DB }
