@@ -2,17 +2,17 @@ package server_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/outbox"
 )
 
-// Every committed event is announced on dds_events exactly once, as
-// "<tenant>:<event id>", by the server after commit (the writes themselves
+// Every committed event is announced on dds_events exactly once, in a
+// "<tenant>:<event id>,..." payload, by the server after commit (the writes themselves
 // do not NOTIFY, which would serialise their commits).
 func TestCommittedEventsAreAnnouncedOnce(t *testing.T) {
 	app := testenv.Server(t)
@@ -50,8 +50,10 @@ func TestCommittedEventsAreAnnouncedOnce(t *testing.T) {
 			if err != nil {
 				t.Fatalf("waiting for notifications (got %v): %v", got, err)
 			}
-			if tenant, ev, _ := strings.Cut(n.Payload, ":"); tenant == tenantID {
-				got[ev]++
+			if tenant, evs, _ := outbox.ParseNotification(n.Payload); tenant == tenantID {
+				for _, ev := range evs {
+					got[ev]++
+				}
 			} else if n.Payload == "sentinel" {
 				got["sentinel"]++
 			}
