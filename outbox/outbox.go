@@ -73,6 +73,8 @@ type Event struct {
 	SubjectID  string          `db:"entity_id"`
 	Record     json.RawMessage `db:"record"`
 	CreatedAt  time.Time       `db:"created_at"`
+	// Seq is the event's position in the outbox (read by ReadMany only).
+	Seq int64 `db:"seq"`
 }
 
 // Edge is the record of a relationship event.
@@ -230,9 +232,17 @@ func ReadMany(ctx context.Context, q sqlx.QueryerContext, tenantID string, ids [
 		return nil, nil
 	}
 	var out []Event
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, tenant_id, '' AS tenant_name, schema_name, type, entity_name, entity_id, record, created_at
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, tenant_id, '' AS tenant_name, schema_name, type, entity_name, entity_id, record, created_at, seq
 		FROM dds.events WHERE id = ANY($1::uuid[]) AND tenant_id = $2 ORDER BY seq`, schema.ArrayLiteral(valid), tenantID)
 	return out, err
+}
+
+// HighWater is the position of the tenant's newest event in the outbox (0
+// when it has none): a reader that starts now wants only events after it.
+func HighWater(ctx context.Context, q sqlx.QueryerContext, tenantID string) (int64, error) {
+	var seq int64
+	err := sqlx.GetContext(ctx, q, &seq, `SELECT coalesce(max(seq), 0) FROM dds.events WHERE tenant_id = $1`, tenantID)
+	return seq, err
 }
 
 // Prune deletes events relayed more than age ago, at most batch rows per

@@ -50,6 +50,12 @@ func (s *Store) Events(ctx context.Context, tenantID string, ids []string) ([]ou
 	return outbox.ReadMany(ctx, s.db, tenantID, ids)
 }
 
+// EventsHighWater is the outbox position of the tenant's newest event: a
+// subscription set up now follows only the events after it.
+func (s *Store) EventsHighWater(ctx context.Context, tenantID string) (int64, error) {
+	return outbox.HighWater(ctx, s.db, tenantID)
+}
+
 // Match is a where filter compiled once to test records of an entity that
 // are not rows of its table (an event's record), bound as JSON.
 type Match struct {

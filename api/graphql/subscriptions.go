@@ -119,7 +119,7 @@ func (s *Subscriptions) dispatch(ctx context.Context, payload string) {
 func (s *Subscriptions) deliver(ctx context.Context, ev *outbox.Event, targets []*subscriber) {
 	eventID := ev.ID
 	for _, sub := range targets {
-		if sub.name != ev.Name || sub.eventType != ev.Type {
+		if sub.name != ev.Name || sub.eventType != ev.Type || ev.Seq <= sub.after {
 			continue
 		}
 		ok, err := s.matches(ctx, sub, ev.Record)
@@ -228,6 +228,10 @@ type subscriber struct {
 	// match evaluates the where on an event's record; nil when there is
 	// no where.
 	match *records.Match
+	// after is the outbox position when the subscription was set up: an
+	// event written before it (announced late, since announcements follow
+	// commits in batches) is not the subscription's.
+	after int64
 }
 
 type message struct {
@@ -455,6 +459,10 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		return
 	}
 	sub.id, sub.conn = id, c
+	if sub.after, err = s.store.EventsHighWater(ctx, p.TenantID); err != nil {
+		s.errorMsg(c, id, errorResult(ctx, err))
+		return
+	}
 	c.mu.Lock()
 	c.subs[id] = sub
 	c.mu.Unlock()

@@ -359,3 +359,31 @@ func TestSubscriptionBurst(t *testing.T) {
 		delete(pending, id)
 	}
 }
+
+// TestSubscriptionSkipsEventsWrittenBefore: announcements follow commits in
+// batches, so one may arrive after a subscription was set up for an event
+// written before it. The subscription follows only what is written after
+// it starts.
+func TestSubscriptionSkipsEventsWrittenBefore(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	var early string
+	if err := e.DB.Get(&early, `SELECT id FROM dds.events WHERE tenant_id = $1 AND type = 'entity.created' ORDER BY seq LIMIT 1`, s.tenant); err != nil {
+		t.Fatal(err)
+	}
+	w := connectWS(t, e, s.key)
+	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query": `subscription { productCreated { id name } }`}})
+	w.send(map[string]any{"type": "ping"})
+	if m := w.read(); m["type"] != "pong" {
+		t.Fatalf("%v", m)
+	}
+	e.Subs.Notify(s.tenant + ":" + early) // a late announcement of Apple's creation
+	late := e.create(t, s.tenant, "Product", map[string]any{"name": "Late", "price": 1})
+	m := w.read()
+	b, _ := json.Marshal(m)
+	if m["type"] != "next" || !strings.Contains(string(b), late) || strings.Contains(string(b), "Apple") {
+		t.Fatalf("first message = %s, want the event of %s written after subscribing", b, late)
+	}
+}
