@@ -150,9 +150,7 @@ func (p *Publisher) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			p.Flush(fctx)
-			cancel()
+			p.flushDetached(ctx)
 			return
 		case <-p.kick:
 			// Let a moment's writes gather: every flush is a notifying
@@ -163,9 +161,18 @@ func (p *Publisher) Run(ctx context.Context) {
 				t.Stop()
 			case <-t.C:
 			}
-			p.Flush(ctx)
+			p.flushDetached(ctx)
 		}
 	}
+}
+
+// flushDetached flushes with a deadline of its own: a shutdown cancels
+// ctx, and a flush cancelled half-way would lose what it took from the
+// queue (the writes were committed; only their announcement is left).
+func (p *Publisher) flushDetached(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	p.Flush(fctx)
 }
 
 // Flush sends everything queued now, in one statement (its own

@@ -150,3 +150,40 @@ func TestPublishListIsCoarseAndBounded(t *testing.T) {
 		t.Errorf("%d notifications for %d ids: not coarse", payloads, n)
 	}
 }
+
+// TestRunFlushesWhatShutdownInterrupts: a shutdown that comes while Run
+// lets writes gather still announces them (the flush must not run on the
+// cancelled context, which would take the batch and fail). Whether Run
+// first sees the publish or the shutdown is up to the scheduler, so the
+// race is run many times; each round's payload must arrive.
+func TestRunFlushesWhatShutdownInterrupts(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	hub := pgnotify.New(testenv.DatabaseURL(t), log)
+	ch := "test_shutdown_" + uuid.NewString()[:8]
+	got := make(chan string, 10)
+	if err := hub.Subscribe(ch, func(p string) { got <- p }); err != nil {
+		t.Fatal(err)
+	}
+	go hub.Run(ctx)
+
+	db := testenv.DB(t)
+	for i := range 20 {
+		pub := pgnotify.NewPublisher(db, log)
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		pub.Publish(ch, fmt.Sprint("last words ", i))
+		go func() { pub.Run(runCtx); close(done) }()
+		stop()
+		<-done
+		select {
+		case p := <-got:
+			if want := fmt.Sprint("last words ", i); p != want {
+				t.Fatalf("got %q, want %q", p, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the payload published just before shutdown was never announced", i)
+		}
+	}
+}
