@@ -27,10 +27,6 @@ import (
 // IN_CATEGORY link rows' primary key order (the links are made in one
 // statement, so created_at ties). PostGraphile can order link rows by their
 // own indexed columns only, not by a column of the record at the other end.
-//
-// (The nested levels do not ask for orderBy id: DDS's compiler drops an id
-// sort key of a nested selection and orders by the link id instead, which
-// would not be the order asked for.)
 const (
 	nestedCategories = 20
 	nestedLinked     = 2000
