@@ -1,6 +1,7 @@
 package graphql
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -244,4 +245,84 @@ func TestIntrospection(t *testing.T) {
 	  {"name": "field", "defaultValue": null, "type": {"kind": "NON_NULL", "ofType": {"name": "String"}}},
 	  {"name": "direction", "defaultValue": "ASC", "type": {"kind": "ENUM", "ofType": null}}]},
 	  "enum": {"enumValues": [{"name": "draft"}, {"name": "live"}]}, "missing": null}`)
+}
+
+// TestIntrospectionTypesIntrospect: the introspection system's own types are
+// part of the schema, as the GraphQL specification and graphql-js have it:
+// listed by __schema and answered by __type.
+func TestIntrospectionTypesIntrospect(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	d := e.gql(t, s.tenant, s.key, `{
+	  __schema { types { name } }
+	  t: __type(name: "__Type") { kind name fields { name type { kind name ofType { kind name } } } }
+	  k: __type(name: "__TypeKind") { kind fields { name } enumValues { name } }
+	  f: __type(name: "__Field") { fields { name args { name } } }
+	}`, nil).ok(t)
+	b, _ := json.Marshal(d)
+	var got struct {
+		Schema struct{ Types []struct{ Name string } } `json:"__schema"`
+		T      struct {
+			Kind, Name string
+			Fields     []struct {
+				Name string
+				Type struct {
+					Kind, Name string
+					OfType     *struct{ Kind, Name string }
+				}
+			}
+		}
+		K struct {
+			Kind       string
+			Fields     []any
+			EnumValues []struct{ Name string }
+		}
+		F struct {
+			Fields []struct {
+				Name string
+				Args []struct{ Name string }
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, ty := range got.Schema.Types {
+		names[ty.Name] = true
+	}
+	for _, n := range []string{"__Schema", "__Type", "__TypeKind", "__Field", "__InputValue", "__EnumValue", "__Directive", "__DirectiveLocation", "Product"} {
+		if !names[n] {
+			t.Errorf("__schema.types lacks %s", n)
+		}
+	}
+	if strings.Contains(string(b), introStandIn) {
+		t.Errorf("a stand-in name leaked: %s", b)
+	}
+	fields := map[string]string{}
+	for _, f := range got.T.Fields {
+		ref := f.Type.Kind + " " + f.Type.Name
+		if f.Type.OfType != nil {
+			ref += " of " + f.Type.OfType.Kind + " " + f.Type.OfType.Name
+		}
+		fields[f.Name] = ref
+	}
+	if got.T.Kind != "OBJECT" || got.T.Name != "__Type" || fields["kind"] != "NON_NULL  of ENUM __TypeKind" || fields["ofType"] != "OBJECT __Type" {
+		t.Errorf("__Type = %s %s, fields %v", got.T.Kind, got.T.Name, fields)
+	}
+	kinds := map[string]bool{}
+	for _, v := range got.K.EnumValues {
+		kinds[v.Name] = true
+	}
+	if got.K.Kind != "ENUM" || got.K.Fields != nil || !kinds["NON_NULL"] || !kinds["INPUT_OBJECT"] {
+		t.Errorf("__TypeKind = %+v", got.K)
+	}
+	args := map[string]int{}
+	for _, f := range got.F.Fields {
+		args[f.Name] = len(f.Args)
+	}
+	if _, ok := args["isDeprecated"]; !ok || args["type"] != 0 {
+		t.Errorf("__Field fields = %v", args)
+	}
 }

@@ -168,6 +168,13 @@ func (m *Model) load() error {
 	if vr.HasErrors() {
 		return vr
 	}
+	intro, err := introspectionTypes()
+	if err != nil {
+		return err
+	}
+	for _, t := range intro {
+		data.Schema.AddType(t)
+	}
 	m.doc, m.intro = &doc, &data.Schema
 	m.index()
 	return nil
