@@ -87,6 +87,19 @@ func connectWS(t *testing.T, e *env, key string) *wsClient {
 	return w
 }
 
+// subscribed connects, subscribes (id "1") to query and returns once the
+// server has set the subscription up (a ping sent after it is answered).
+func subscribed(t *testing.T, e *env, key, query string) *wsClient {
+	t.Helper()
+	w := connectWS(t, e, key)
+	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": query}})
+	w.send(map[string]any{"type": "ping"})
+	if m := w.read(); m["type"] != "pong" {
+		t.Fatalf("%v", m)
+	}
+	return w
+}
+
 func TestSubscriptions(t *testing.T) {
 	t.Parallel()
 	e := testEnv(t)
@@ -285,13 +298,7 @@ func TestSubscriptionBurst(t *testing.T) {
 	t.Parallel()
 	e := testEnv(t)
 	s := newShop(t)
-	w := connectWS(t, e, s.key)
-	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query": `subscription { productCreated { id name } }`}})
-	w.send(map[string]any{"type": "ping"})
-	if m := w.read(); m["type"] != "pong" {
-		t.Fatalf("%v", m)
-	}
+	w := subscribed(t, e, s.key, `subscription { productCreated { id name } }`)
 	const n = 120
 	next := func() (id, name string) {
 		t.Helper()
@@ -372,13 +379,7 @@ func TestSubscriptionSkipsEventsWrittenBefore(t *testing.T) {
 	if err := e.DB.Get(&early, `SELECT id FROM dds.events WHERE tenant_id = $1 AND type = 'entity.created' ORDER BY seq LIMIT 1`, s.tenant); err != nil {
 		t.Fatal(err)
 	}
-	w := connectWS(t, e, s.key)
-	w.send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query": `subscription { productCreated { id name } }`}})
-	w.send(map[string]any{"type": "ping"})
-	if m := w.read(); m["type"] != "pong" {
-		t.Fatalf("%v", m)
-	}
+	w := subscribed(t, e, s.key, `subscription { productCreated { id name } }`)
 	e.Subs.Notify(s.tenant + ":" + early) // a late announcement of Apple's creation
 	late := e.create(t, s.tenant, "Product", map[string]any{"name": "Late", "price": 1})
 	m := w.read()
