@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -168,6 +169,33 @@ func TestGraphQLHTTPAudit(t *testing.T) {
 	}
 	if musts < 10 {
 		t.Fatalf("only %d MUST audits ran: %s", musts, out)
+	}
+}
+
+// GraphiQL and graphql-codegen introspect with graphql-js: the library's
+// introspection data, as the binary serves it, builds a valid client schema
+// holding the tenant's types and the introspection types themselves.
+func TestGraphQLIntrospectionBuildsClientSchema(t *testing.T) {
+	t.Parallel()
+	d := local
+	tenantID, key, _ := tenantWithSchema(t, d)
+	var got struct {
+		Types []string
+		SDL   string
+	}
+	if err := json.Unmarshal(node(t, nil, filepath.Join("clients", "introspect.mjs"), d.URL+"/api/v1/dynamic-gql/"+tenantID, key), &got); err != nil {
+		t.Fatal(err)
+	}
+	listed := strings.Join(got.Types, " ")
+	for _, want := range []string{"Note", "NoteWhere", "__Schema", "__Type", "__TypeKind"} {
+		if !slices.Contains(got.Types, want) {
+			t.Errorf("__schema.types lacks %s: %s", want, listed)
+		}
+	}
+	for _, want := range []string{"type Note {", "notes(", "createNote(", "noteCreated("} {
+		if !strings.Contains(got.SDL, want) {
+			t.Errorf("graphql-js printed no %q:\n%s", want, got.SDL)
+		}
 	}
 }
 

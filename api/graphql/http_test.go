@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 )
@@ -324,5 +325,25 @@ func TestIntrospectionTypesIntrospect(t *testing.T) {
 	}
 	if _, ok := args["isDeprecated"]; !ok || args["type"] != 0 {
 		t.Errorf("__Field fields = %v", args)
+	}
+}
+
+// TestGraphiQLIntrospectionQueryAccepted: the query GraphiQL and
+// graphql-codegen send (graphql-js 16 getIntrospectionQuery, its TypeRef
+// fragment nests ofType nine levels) is not refused by the depth limit,
+// which does not count introspection, also where a fragment on __Type is
+// measured on its own.
+func TestGraphiQLIntrospectionQueryAccepted(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	q, err := os.ReadFile("testdata/graphiql-introspection.graphql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := e.gql(t, s.tenant, s.key, string(q), nil).ok(t)
+	sc, _ := d["__schema"].(map[string]any)
+	if types, _ := sc["types"].([]any); len(types) < 10 {
+		t.Fatalf("__schema = %.300v", d)
 	}
 }

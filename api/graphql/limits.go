@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/lexer/position"
@@ -189,7 +190,9 @@ func (l *limiter) set(ref int, parent string, depth int, intro bool, t *tally) (
 				}
 			}
 			def := l.m.field(parent, name)
-			sub, childIntro, d := "", intro || name == "__schema" || name == "__type", depth
+			// Introspection's depth is not counted: below __schema/__type,
+			// and in a fragment on an introspection type measured on its own.
+			sub, childIntro, d := "", intro || name == "__schema" || name == "__type" || strings.HasPrefix(parent, "__"), depth
 			if def != nil {
 				sub = def.named
 			}
