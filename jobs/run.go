@@ -292,6 +292,11 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 		_ = tx.Rollback()
 		return x.failed(ctx, id, records.MapError(sc, e.Name, err), nil)
 	}
+	// The staging table goes with the commit that applies it: a worker
+	// that dies after the commit leaves nothing behind for a retry to miss.
+	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+stageTable(id)); err != nil {
+		return "", fmt.Errorf("drop staging table: %w", err)
+	}
 	res, _ := json.Marshal(Result{SuccessCount: n, Failed: []records.BatchFailure{}})
 	if _, err := tx.ExecContext(ctx, `UPDATE dds.jobs SET status = 'succeeded', applied_at = now(), finished_at = now(),
 		processed = $2, total = $2, result = $3 WHERE id = $1`, id, n, string(res)); err != nil {
@@ -308,9 +313,6 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 		if err := outbox.AnnounceRange(ctx, x.db, j.TenantID, events.First.Int64, events.Last.Int64, events.At.Time); err != nil {
 			x.log.Warn("announce job events; the relay's poll finds them", "job", id, "err", err)
 		}
-	}
-	if err := x.Cleanup(ctx, id); err != nil {
-		x.log.Warn("drop staging table", "job", id, "err", err)
 	}
 	return Succeeded, nil
 }
