@@ -88,12 +88,9 @@ func (f *failures) merge(o *failures) {
 // and against the stored records, and FILE references to the tenant's
 // confirmed files. It returns the failures (none: the job may be applied).
 func (x *Executor) stage(ctx context.Context, j *jobRow, spec Spec, sc *records.Scope, e *schema.Entity, beat Beat) (*Result, error) {
-	f, err := loadFile(ctx, x.db, j.TenantID, spec.FileID)
+	f, err := loadConfirmedFile(ctx, x.db, j.TenantID, spec.FileID)
 	if err != nil {
 		return nil, err
-	}
-	if f.Status != "confirmed" {
-		return nil, apperr.Field("fileId", "file %s is %s; an import needs a confirmed file", spec.FileID, f.Status)
 	}
 	// A first pass counts the lines, so progress has a total (a CSV field
 	// holding line breaks makes it an upper bound until staging ends).

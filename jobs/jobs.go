@@ -87,12 +87,7 @@ type Job struct {
 	Progress   Progress            `json:"progress"`
 	Result     *Result             `json:"result"`
 	Error      *records.BatchError `json:"error"`
-	FileID     string              `json:"fileId,omitempty"`
-	Format     string              `json:"format,omitempty"`
-	Where      map[string]any      `json:"where,omitempty"`
-	Set        map[string]any      `json:"set,omitempty"`
-	All        bool                `json:"all,omitempty"`
-	EmitEvents bool                `json:"emitEvents"`
+	Spec                           // what it was asked to do, its members inline
 	CreatedAt  time.Time           `json:"createdAt"`
 	StartedAt  *time.Time          `json:"startedAt"`
 	FinishedAt *time.Time          `json:"finishedAt"`
@@ -243,12 +238,8 @@ func (s *Service) Create(ctx context.Context, tenantID string, r *Request) (*Job
 	}
 	switch r.Type {
 	case TypeImport:
-		f, err := loadFile(ctx, s.db, tenantID, r.FileID)
-		if err != nil {
+		if _, err := loadConfirmedFile(ctx, s.db, tenantID, r.FileID); err != nil {
 			return nil, err
-		}
-		if f.Status != "confirmed" {
-			return nil, apperr.Field("fileId", "file %s is %s; an import needs a confirmed file", r.FileID, f.Status)
 		}
 	case TypeUpdate, TypeDelete:
 		if _, _, err := compileWhere(sc, r.Entity, r.Where); err != nil {
@@ -322,7 +313,7 @@ func (r *jobRow) job() (*Job, error) {
 	if err != nil {
 		return nil, apperr.Wrap(err, "decode job spec")
 	}
-	j.FileID, j.Format, j.Where, j.Set, j.All, j.EmitEvents = spec.FileID, spec.Format, spec.Where, spec.Set, spec.All, spec.EmitEvents
+	j.Spec = spec
 	if len(r.Result) > 0 {
 		j.Result = &Result{}
 		if err := json.Unmarshal(r.Result, j.Result); err != nil {
@@ -443,9 +434,10 @@ type fileRow struct {
 	Size       int64  `db:"size_bytes"`
 }
 
-// loadFile reads a file of the tenant; another tenant's or an unknown file
-// is NOT_FOUND.
-func loadFile(ctx context.Context, q sqlx.QueryerContext, tenantID, id string) (*fileRow, error) {
+// loadConfirmedFile reads a file of the tenant that an import may read:
+// another tenant's or an unknown file is NOT_FOUND, one not confirmed a
+// VALIDATION_ERROR naming fileId.
+func loadConfirmedFile(ctx context.Context, q sqlx.QueryerContext, tenantID, id string) (*fileRow, error) {
 	var f fileRow
 	err := sqlx.GetContext(ctx, q, &f, `SELECT storage_key, status, size_bytes FROM dds.files
 		WHERE id = $1 AND tenant_id = $2 AND status <> 'deleted'`, id, tenantID)
@@ -454,6 +446,9 @@ func loadFile(ctx context.Context, q sqlx.QueryerContext, tenantID, id string) (
 	}
 	if err != nil {
 		return nil, apperr.Wrap(err, "could not read the file")
+	}
+	if f.Status != "confirmed" {
+		return nil, apperr.Field("fileId", "file %s is %s; an import needs a confirmed file", id, f.Status)
 	}
 	return &f, nil
 }
