@@ -38,14 +38,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	tworker "go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/config"
-	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/storage"
-	"github.com/dds-project/dds/tenant"
 )
 
 const taskQueue = "bench-files"
@@ -116,23 +113,11 @@ func run(ctx context.Context, size int64, runs int) error {
 		return err
 	}
 
-	d, err := db.Open(ctx, dbURL, 4)
+	d, created, drop, err := load.Tenant(ctx, dbURL, "bench-files", 4)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	if err := db.Migrate(ctx, d.DB); err != nil {
-		return err
-	}
-	created, err := tenant.NewService(d, auth.NewKeys(d, "live")).Create(ctx, "bench-files")
-	if err != nil {
-		return err
-	}
-	defer func() { // without ctx: the bench tenant goes even when the run was interrupted
-		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, created.TenantID); err != nil {
-			fmt.Fprintln(os.Stderr, "bench/files: cleanup: delete tenant:", err)
-		}
-	}()
+	defer drop()
 
 	tAddr, err := freeAddr(ctx)
 	if err != nil {

@@ -38,10 +38,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/bench/load"
-	"github.com/dds-project/dds/db"
-	"github.com/dds-project/dds/tenant"
 )
 
 func main() {
@@ -92,26 +89,11 @@ func run(ctx context.Context, n int) error {
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dds").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	d, err := db.Open(ctx, dbURL, 4)
+	d, created, drop, err := load.Tenant(ctx, dbURL, "bench-jobs", 4)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	if err := db.Migrate(ctx, d.DB); err != nil {
-		return err
-	}
-	created, err := tenant.NewService(d, auth.NewKeys(d, "live")).Create(ctx, "bench-jobs")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if _, err := d.Exec(`DELETE FROM dds.events WHERE tenant_id = $1`, created.TenantID); err != nil {
-			fmt.Fprintln(os.Stderr, "bench/jobs: cleanup events:", err)
-		}
-		if _, err := d.Exec(`DELETE FROM dds.tenants WHERE id = $1`, created.TenantID); err != nil {
-			fmt.Fprintln(os.Stderr, "bench/jobs: cleanup tenant:", err)
-		}
-	}()
+	defer drop()
 
 	tAddr, err := freeAddr()
 	if err != nil {
