@@ -158,11 +158,20 @@ type Result struct {
 	// validation, variables, limits): HTTP 400 under
 	// application/graphql-response+json.
 	RequestError bool
+	// body is the whole response, {"data":Data}, when Execute wrote it
+	// around Data (Data is a slice of it) and there are no errors:
+	// MarshalJSON returns it rather than copying Data once more.
+	body []byte
 }
 
 // MarshalJSON renders {"errors": [...], "data": ...}.
 func (r *Result) MarshalJSON() ([]byte, error) {
+	if r.body != nil && len(r.Errors) == 0 && len(r.body) == len(dataPrefix)+len(r.Data)+1 &&
+		len(r.Data) > 0 && &r.body[len(dataPrefix)] == &r.Data[0] {
+		return r.body, nil
+	}
 	var b bytes.Buffer
+	b.Grow(len(r.Data) + len(dataPrefix) + 1)
 	b.WriteByte('{')
 	if len(r.Errors) > 0 {
 		b.WriteString(`"errors":`)
@@ -241,7 +250,11 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 		return requestError(apperr.BadRequest, "subscriptions are served over graphql-transport-ws at /api/v1/dynamic-gql/ws")
 	}
 	fields := x.collect(pr.op.SelectionSet, root)
+	// The whole response is written into one buffer, {"data": first, so
+	// that a result without errors is sent as it stands (see body): the
+	// resolvers write their values into it rather than returning copies.
 	var b bytes.Buffer
+	b.WriteString(dataPrefix)
 	b.WriteByte('{')
 	nullData := false
 	for i, cf := range fields {
@@ -249,8 +262,9 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 			b.WriteByte(',')
 		}
 		writeKey(&b, cf.key)
-		v, err := x.resolveRoot(root, cf)
-		if err != nil {
+		mark := b.Len()
+		if err := x.resolveRoot(&b, root, cf); err != nil {
+			b.Truncate(mark)
 			x.fieldError(cf, err)
 			if def := pr.m.field(root, cf.field.Name); def != nil && def.nonNull {
 				nullData = true
@@ -258,15 +272,21 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 			b.WriteString("null")
 			continue
 		}
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	res := &Result{Data: b.Bytes(), Errors: x.errs}
-	if nullData {
+	b.WriteString("}}")
+	full := b.Bytes()
+	res := &Result{Data: full[len(dataPrefix) : len(full)-1], Errors: x.errs}
+	switch {
+	case nullData:
 		res.Data = []byte("null")
+	case len(x.errs) == 0:
+		res.body = full
 	}
 	return res
 }
+
+// dataPrefix starts a response holding data and no errors.
+const dataPrefix = `{"data":`
 
 // execCtx is the state of one execution.
 type execCtx struct {

@@ -1,6 +1,7 @@
 package graphql
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 )
@@ -63,19 +64,69 @@ func skipValue(b []byte, i int) (int, error) {
 	}
 }
 
+// skipString returns the index just past the string starting at b[i]: the
+// first quote after it not escaped, that is not preceded by an odd run of
+// backslashes (found with bytes.IndexByte, not byte by byte).
 func skipString(b []byte, i int) (int, error) {
 	i++ // opening quote
-	for i < len(b) {
-		switch b[i] {
-		case '\\':
-			i += 2
-			continue
-		case '"':
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return 0, errBadJSON
+		}
+		i += j
+		k := i - 1
+		for b[k] == '\\' { // stops at the opening quote at the latest
+			k--
+		}
+		if (i-1-k)%2 == 0 {
 			return i + 1, nil
 		}
 		i++
 	}
-	return 0, errBadJSON
+}
+
+// memberAt returns the index of the value of member key of the JSON
+// object b (-1 when it has none), skipping the values of the members
+// before it.
+func memberAt(b []byte, key string) (int, error) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return 0, errBadJSON
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return -1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, errBadJSON
+		}
+		end, err := skipString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		k := b[i+1 : end-1]
+		i = skipWS(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return 0, errBadJSON
+		}
+		i = skipWS(b, i+1)
+		if string(k) == key {
+			return i, nil
+		}
+		if i, err = skipValue(b, i); err != nil {
+			return 0, err
+		}
+		i = skipWS(b, i)
+		if i < len(b) && b[i] == '}' {
+			return -1, nil
+		}
+		if i >= len(b) || b[i] != ',' {
+			return 0, errBadJSON
+		}
+		i = skipWS(b, i+1)
+	}
 }
 
 // objectMembers splits a JSON object into members, appending to dst.

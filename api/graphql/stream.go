@@ -35,16 +35,27 @@ func writeObj(b *bytes.Buffer, s *shape, raw []byte) error {
 // writeList writes a JSON array of objects (null is an empty array), each
 // reshaped by s.
 func writeList(b *bytes.Buffer, s *shape, raw []byte) error {
-	mark := b.Len()
-	end, ok, err := streamList(b, s, raw, skipWS(raw, 0))
-	if err != nil {
-		return err
+	end, err := writeListAt(b, s, raw, 0)
+	if err == nil && skipWS(raw, end) != len(raw) {
+		return errBadJSON
 	}
-	if ok && skipWS(raw, end) == len(raw) {
-		return nil
+	return err
+}
+
+// writeListAt writes the JSON array of objects at raw[i] (null, or nothing,
+// is an empty array), each reshaped by s, and returns the index past it.
+func writeListAt(b *bytes.Buffer, s *shape, raw []byte, i int) (int, error) {
+	mark := b.Len()
+	i = skipWS(raw, i)
+	end, ok, err := streamList(b, s, raw, i)
+	if err != nil || ok {
+		return end, err
 	}
 	b.Truncate(mark)
-	return reshapeList(b, s, raw)
+	if end, err = skipValue(raw, i); err != nil {
+		return 0, err
+	}
+	return end, reshapeList(b, s, raw[i:end])
 }
 
 // streamList streams the array (or null, or nothing) at raw[i], each item

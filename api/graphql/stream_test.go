@@ -114,3 +114,46 @@ func TestWriteListStreamsItems(t *testing.T) {
 		}
 	}
 }
+
+func TestSkipStringFindsTheUnescapedQuote(t *testing.T) {
+	for raw, end := range map[string]int{
+		`"abc",`:        5,
+		`"",`:           2,
+		`"a\"b",`:       6,
+		`"a\\",`:        5,
+		`"a\\\"b",`:     8,
+		`"\\\\",`:       6,
+		`"é\u0022x",`:   11,
+		`"x\\\\\"y\"",`: 12,
+	} {
+		got, err := skipString([]byte(raw), 0)
+		if err != nil || got != end {
+			t.Errorf("skipString(%s) = %d, %v; want %d", raw, got, err, end)
+		}
+	}
+	for _, raw := range []string{`"abc`, `"a\"`, `"a\\\"`} {
+		if _, err := skipString([]byte(raw), 0); err == nil {
+			t.Errorf("skipString(%s): unterminated string accepted", raw)
+		}
+	}
+}
+
+func TestMemberAtSkipsTheMembersBefore(t *testing.T) {
+	for raw, want := range map[string]int{
+		`{"items" : [1]}`:                     11,
+		`{"count" : 2, "items" : [1]}`:        24,
+		`{"count" : {"items":[]}, "items":1}`: 33,
+		`{"count" : 2}`:                       -1,
+		`{}`:                                  -1,
+	} {
+		got, err := memberAt([]byte(raw), "items")
+		if err != nil || got != want {
+			t.Errorf("memberAt(%s) = %d, %v; want %d", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{``, `[]`, `{"count" 2}`, `{"count":2 "items":[]}`, `{"count":"x`} {
+		if _, err := memberAt([]byte(raw), "items"); err == nil {
+			t.Errorf("memberAt(%s): malformed JSON accepted", raw)
+		}
+	}
+}
