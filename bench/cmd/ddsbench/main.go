@@ -60,6 +60,7 @@ type options struct {
 	maxConns    int
 	rounds      int
 	driver      string
+	statements  bool
 }
 
 func main() {
@@ -76,6 +77,7 @@ func main() {
 	flag.IntVar(&o.vectors, "vectors", 100000, "vectors of the vector section (128 dimensions)")
 	flag.IntVar(&o.maxConns, "max-conns", 40, "Postgres pool size of every contender (DDS_DB_MAX_CONNS)")
 	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds each contender's -duration is split into (default 3 with -load wrk, 10 with go)")
+	flag.BoolVar(&o.statements, "statements", false, "after each wrk run, print its statements from pg_stat_statements (calls, exec and plan time, buffers, WAL)")
 	flag.StringVar(&minimal, "minimal-server", "", "internal: serve the minimal handler of this section")
 	flag.StringVar(&tenant, "tenant", "", "internal: tenant of -minimal-server")
 	flag.Parse()
@@ -172,6 +174,7 @@ func run(ctx context.Context, o options) error {
 		if w, err = newWrkRunner(ctx, root, stats, o.concurrency); err != nil {
 			return err
 		}
+		w.statements = o.statements
 	}
 	step("starting dds serve on " + addr)
 	dds, err := startDDS(ctx, bin, env)

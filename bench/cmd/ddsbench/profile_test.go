@@ -174,6 +174,25 @@ func BenchmarkCreateDDS(b *testing.B) {
 	})
 }
 
+// BenchmarkCreateMinimal is BenchmarkCreateDDS against the minimal handler
+// (DDS's create statement through pgx, in-process too): the difference of
+// the two profiles is what DDS adds to a create.
+func BenchmarkCreateMinimal(b *testing.B) {
+	f := newFixture(b, 1)
+	m, err := load.MinimalServer(f.b.db.DB, f.b.create.sql, f.b.minimalCreateArgs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	benchLoad(b, func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, "POST", m.URL+"/p", bytes.NewReader(randomBody()))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, err
+	})
+}
+
 func benchLoad(b *testing.B, fn func(ctx context.Context) (*http.Request, error)) {
 	client := load.Client(load.DefaultConcurrency)
 	b.ResetTimer()

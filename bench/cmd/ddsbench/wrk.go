@@ -53,6 +53,7 @@ type wrkRunner struct {
 	concurrency int
 	threads     int
 	stats       *sqlx.DB // a connection to the benchmark database
+	statements  bool     // print each run's statements (-statements)
 }
 
 // newWrkRunner checks wrk is installed and pg_stat_statements is loaded,
@@ -112,7 +113,36 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 	err = w.stats.QueryRowxContext(ctx, `SELECT coalesce(sum(total_exec_time + total_plan_time), 0)::float8, coalesce(sum(calls), 0)::int8
 		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND query NOT LIKE '%pg_stat_statements%'`).Scan(&r.DBms, &r.DBCalls)
+	if err == nil && w.statements {
+		err = w.printStatements(ctx, os.Stdout, t.name, r.Requests)
+	}
 	return r, err
+}
+
+// printStatements writes the statements of the last run, most time first,
+// per request of the run: calls, mean execution and planning time, shared
+// buffers hit and dirtied, WAL bytes.
+func (w *wrkRunner) printStatements(ctx context.Context, wr io.Writer, name string, requests int64) error {
+	rows, err := w.stats.QueryxContext(ctx, `SELECT calls, total_exec_time / calls, total_plan_time / greatest(calls, 1), plans,
+		(shared_blks_hit + shared_blks_read)::float8 / calls, shared_blks_dirtied::float8 / calls, wal_bytes::float8 / calls,
+		left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND query NOT LIKE '%pg_stat_statements%' AND calls > 0 ORDER BY total_exec_time + total_plan_time DESC LIMIT 8`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	fmt.Fprintf(wr, "  statements of %s (%d requests): calls/req, exec ms, plan ms, plans, blks, dirtied, WAL bytes — per call\n", name, requests)
+	for rows.Next() {
+		var calls, plans int64
+		var exec, plan, blks, dirtied, wal float64
+		var q string
+		if err := rows.Scan(&calls, &exec, &plan, &plans, &blks, &dirtied, &wal, &q); err != nil {
+			return err
+		}
+		fmt.Fprintf(wr, "    %6.3f %7.4f %7.4f %7d %6.1f %5.2f %7.0f  %s\n", float64(calls)/float64(max(requests, 1)), exec, plan, plans, blks, dirtied, wal, q)
+	}
+	return rows.Err()
 }
 
 // parseWrk reads the line requests.lua's done() prints.
