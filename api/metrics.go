@@ -2,6 +2,7 @@ package api
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,11 +15,27 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	rejected *prometheus.CounterVec
+
+	// The series of each route and status, found once: resolving label
+	// values hashes them on every call.
+	mu     sync.RWMutex
+	series map[seriesKey]routeSeries
+}
+
+type seriesKey struct {
+	route  string
+	status int
+}
+
+type routeSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // NewMetrics registers the HTTP metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
+		series: map[seriesKey]routeSeries{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dds_http_requests_total", Help: "HTTP requests by route pattern and status.",
 		}, []string{"route", "status"}),
@@ -41,8 +58,18 @@ func (m *Metrics) observe(route string, status int, d time.Duration, rejectedBy 
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+	k := seriesKey{route, status}
+	m.mu.RLock()
+	rs, ok := m.series[k]
+	m.mu.RUnlock()
+	if !ok {
+		rs = routeSeries{m.requests.WithLabelValues(route, strconv.Itoa(status)), m.duration.WithLabelValues(route)}
+		m.mu.Lock()
+		m.series[k] = rs
+		m.mu.Unlock()
+	}
+	rs.requests.Inc()
+	rs.duration.Observe(d.Seconds())
 	if rejectedBy != "" {
 		m.rejected.WithLabelValues(rejectedBy).Inc()
 	}

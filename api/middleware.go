@@ -66,9 +66,11 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
 		if id == "" || len(id) > 128 {
-			b := make([]byte, 12)
-			_, _ = rand.Read(b)
-			id = hex.EncodeToString(b)
+			var b [12]byte
+			var h [24]byte
+			_, _ = rand.Read(b[:])
+			hex.Encode(h[:], b[:])
+			id = string(h[:])
 		}
 		w.Header().Set("X-Request-Id", id)
 		ri := &reqInfo{id: id, log: log}

@@ -45,6 +45,9 @@ type Store struct {
 	events   *pgnotify.Publisher
 	observe  func(query.Statement) // see Observed; nil in production
 	efSearch int                   // the connections' hnsw.ef_search; 0: db.DefaultVectorEfSearch
+	// compilerKey names the scope's compiler among the schema version's
+	// memos (it depends on efSearch); built once, not per request.
+	compilerKey string
 }
 
 // Option configures a Store.
@@ -71,6 +74,7 @@ func NewStore(db *sqlx.DB, schemas *schema.Service, files Files, opts ...Option)
 	for _, o := range opts {
 		o(s)
 	}
+	s.compilerKey = fmt.Sprintf("query.Compiler/ef=%d", s.efSearch)
 	return s
 }
 
@@ -78,6 +82,10 @@ func NewStore(db *sqlx.DB, schemas *schema.Service, files Files, opts ...Option)
 // statements return it) of a committed write.
 func (s *Store) announce(tenantID, eventIDs string) {
 	if s.events == nil || eventIDs == "" {
+		return
+	}
+	if !strings.Contains(eventIDs, ",") { // one write, one event: no list to split
+		s.events.PublishList(outbox.Channel, tenantID, eventIDs)
 		return
 	}
 	s.events.PublishList(outbox.Channel, tenantID, strings.Split(eventIDs, ",")...)
@@ -96,7 +104,7 @@ func (s *Store) Scope(ctx context.Context, tenantID string) (*Scope, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := a.Memo(fmt.Sprintf("query.Compiler/ef=%d", s.efSearch), func() any {
+	c := a.Memo(s.compilerKey, func() any {
 		return query.New(a.Def, a.PgSchema).WithVectorEfSearch(s.efSearch)
 	}).(*query.Compiler)
 	return &Scope{TenantID: tenantID, Schema: a, Compiler: c}, nil
@@ -124,7 +132,11 @@ type Row struct {
 // System fields (id, createdAt, updatedAt) in the input are ignored, so a
 // client may send back a record it read.
 func Prepare(e *schema.Entity, input map[string]any, mode Mode) (Row, []apperr.FieldError) {
-	var row Row
+	n := len(e.Fields)
+	if mode == Patch {
+		n = min(n, len(input))
+	}
+	row := Row{Fields: make([]*schema.Field, 0, n), Values: make([]any, 0, n)}
 	var errs []apperr.FieldError
 	for name := range input {
 		if _, ok := e.Field(name); !ok && !schema.IsReserved(name) {
@@ -251,17 +263,30 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	if err := s.VerifyRowFiles(ctx, sc.TenantID, row); err != nil {
 		return nil, err
 	}
-	// Bind order: id, the present fields, then outbox.InsertCTE's five values.
-	args := make([]any, 0, len(row.Values)+6)
+	// Bind order: id, the present fields, then outbox.InsertCTE's five
+	// values (the same for every create of the entity, boxed once).
+	cache := sc.stmts()
+	tail := cache.tail(e.Name, func() []any {
+		return []any{sc.TenantID, sc.Schema.ID, sc.Schema.Name, outbox.EntityCreated, e.Name}
+	})
+	args := make([]any, 0, 1+len(row.Values)+len(tail))
 	args = append(args, uuid.Must(uuid.NewV7()).String())
 	args = append(args, row.Values...)
-	args = append(args, sc.TenantID, sc.Schema.ID, sc.Schema.Name, outbox.EntityCreated, e.Name)
-	names := make([]string, len(row.Fields))
+	args = append(args, tail...)
+	// The text depends on the entity and the fields present: the key is
+	// built in a stack buffer and only copied into a string when the text is
+	// new.
+	var kb [256]byte
+	key := append(kb[:0], "create\x00"...)
+	key = append(key, e.Name...)
+	key = append(key, 0)
 	for i, f := range row.Fields {
-		names[i] = f.Name
+		if i > 0 {
+			key = append(key, ',')
+		}
+		key = append(key, f.Name...)
 	}
-	key := "create\x00" + e.Name + "\x00" + strings.Join(names, ",")
-	sqlText, ok := sc.stmts().get(key)
+	sqlText, ok := cache.lookup(key)
 	if !ok {
 		var a query.Args
 		cols := []string{`"id"`}
@@ -277,7 +302,7 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 		if len(a.List()) != len(args) {
 			panic("records.Create: bind order out of step with the statement")
 		}
-		sc.stmts().put(key, sqlText)
+		cache.put(string(key), sqlText)
 	}
 	return s.one(ctx, sc, entity, "", sqlText, args)
 }

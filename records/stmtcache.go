@@ -10,12 +10,40 @@ import "sync"
 type stmtCache struct {
 	mu sync.RWMutex
 	m  map[string]string
+	// tails are the values every create of an entity binds after its
+	// fields (outbox.InsertCTE's five), boxed once per schema version.
+	tails map[string][]any
 }
 
 const maxCached = 1024
 
 func (sc *Scope) stmts() *stmtCache {
-	return sc.Schema.Memo("records.stmtCache", func() any { return &stmtCache{m: map[string]string{}} }).(*stmtCache)
+	return sc.Schema.Memo("records.stmtCache", func() any { return &stmtCache{m: map[string]string{}, tails: map[string][]any{}} }).(*stmtCache)
+}
+
+// lookup is get for a key being built in a buffer (the map lookup does not
+// copy it into a string).
+func (c *stmtCache) lookup(key []byte) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.m[string(key)]
+	return s, ok
+}
+
+// tail returns the values bound after the fields of entity's creates,
+// building them once.
+func (c *stmtCache) tail(entity string, build func() []any) []any {
+	c.mu.RLock()
+	t, ok := c.tails[entity]
+	c.mu.RUnlock()
+	if ok {
+		return t
+	}
+	t = build()
+	c.mu.Lock()
+	c.tails[entity] = t
+	c.mu.Unlock()
+	return t
 }
 
 func (c *stmtCache) get(key string) (string, bool) {

@@ -68,6 +68,14 @@ func CoerceValue(f *Field, v any) (any, error) {
 			if it == nil {
 				return nil, fmt.Errorf("item %d: must not be null", i)
 			}
+			if f.Type == String || f.Type == Text { // the text as it is, without boxing it
+				t, err := coerceText(f, it)
+				if err != nil {
+					return nil, fmt.Errorf("item %d: %w", i, err)
+				}
+				out[i] = t
+				continue
+			}
 			c, err := CoerceElement(f, it)
 			if err != nil {
 				return nil, fmt.Errorf("item %d: %w", i, err)
@@ -112,18 +120,9 @@ func ArrayLiteral(elems []string) string {
 func CoerceElement(f *Field, v any) (any, error) {
 	switch f.Type {
 	case String, Text:
-		s, ok := v.(string)
-		if !ok {
-			return nil, errors.New("must be a string")
-		}
-		if err := checkText(s); err != nil {
+		s, err := coerceText(f, v)
+		if err != nil {
 			return nil, err
-		}
-		if f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength {
-			return nil, fmt.Errorf("must be at most %d characters", f.MaxLength)
-		}
-		if limit, why := ByteLimit(f); len(s) > limit {
-			return nil, fmt.Errorf("must be at most %d bytes of UTF-8 (%s)", limit, why)
 		}
 		return s, nil
 	case Enum:
@@ -214,6 +213,24 @@ func CoerceElement(f *Field, v any) (any, error) {
 		return pgvector.NewVector(vec), nil
 	}
 	return nil, fmt.Errorf("unsupported type %s", f.Type)
+}
+
+// coerceText checks a STRING or TEXT value.
+func coerceText(f *Field, v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", errors.New("must be a string")
+	}
+	if err := checkText(s); err != nil {
+		return "", err
+	}
+	if f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength {
+		return "", fmt.Errorf("must be at most %d characters", f.MaxLength)
+	}
+	if limit, why := ByteLimit(f); len(s) > limit {
+		return "", fmt.Errorf("must be at most %d bytes of UTF-8 (%s)", limit, why)
+	}
+	return s, nil
 }
 
 // asNumber accepts json.Number (request bodies) and float64 (definitions
