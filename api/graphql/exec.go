@@ -104,6 +104,11 @@ func visibilityKey(def *schema.Definition, p *auth.Principal) (string, Allows) {
 	if p == nil {
 		return "", nil
 	}
+	for _, s := range p.Scopes {
+		if s.Kind == "*" && s.Name == "*" && s.Op == "*" { // a grant of everything: the shared model
+			return "", nil
+		}
+	}
 	var b strings.Builder
 	all := true
 	bit := func(kind, name string) {
@@ -334,7 +339,18 @@ type cfield struct {
 // response key, in order of first appearance (GraphQL CollectFields).
 func (x *execCtx) collect(set selectionSet, typeName string) []*cfield {
 	var out []*cfield
-	index := map[string]*cfield{}
+	var index map[string]*cfield // beyond a few fields; below, out is searched
+	find := func(key string) *cfield {
+		if index != nil {
+			return index[key]
+		}
+		for _, cf := range out {
+			if cf.key == key {
+				return cf
+			}
+		}
+		return nil
+	}
 	var walk func(set selectionSet)
 	walk = func(set selectionSet) {
 		for _, s := range set {
@@ -347,13 +363,20 @@ func (x *execCtx) collect(set selectionSet, typeName string) []*cfield {
 				if key == "" {
 					key = s.Name
 				}
-				if cf, ok := index[key]; ok {
+				if cf := find(key); cf != nil {
 					cf.sel = append(cf.sel[:len(cf.sel):len(cf.sel)], s.SelectionSet...) // never into the shared tree
 					continue
 				}
 				cf := &cfield{key: key, field: s, sel: s.SelectionSet}
-				index[key] = cf
 				out = append(out, cf)
+				if index != nil {
+					index[key] = cf
+				} else if len(out) > 8 {
+					index = make(map[string]*cfield, 2*len(out))
+					for _, c := range out {
+						index[c.key] = c
+					}
+				}
 			case *inlineFragment:
 				if !x.included(s.Directives) || (s.TypeCondition != "" && s.TypeCondition != typeName) {
 					continue

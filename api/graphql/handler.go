@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/wundergraph/astjson"
+	"github.com/wundergraph/go-arena"
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 
 	"github.com/dds-project/dds/api"
@@ -33,6 +35,39 @@ type Handler struct {
 	engine *Engine
 	subs   *Subscriptions
 	log    *slog.Logger
+	// readBufs pools what reading a POST body needs (readBuf).
+	readBufs sync.Pool
+}
+
+// readBuf is the pooled state of reading one POST body: its bytes and the
+// arena the JSON parser allocates the body's values on. Nothing decoded
+// keeps a reference into either (decodeBody copies what it keeps).
+type readBuf struct {
+	body  bytes.Buffer
+	arena arena.Arena
+}
+
+// Bounds of what a pooled readBuf keeps between requests: a larger body
+// or arena is left to the collector.
+const (
+	maxPooledBody  = 64 << 10
+	maxPooledArena = 256 << 10
+)
+
+func (h *Handler) readBuf() *readBuf {
+	if rb, ok := h.readBufs.Get().(*readBuf); ok {
+		return rb
+	}
+	return &readBuf{arena: arena.NewMonotonicArena(arena.WithMinBufferSize(4 << 10))}
+}
+
+func (h *Handler) putReadBuf(rb *readBuf) {
+	if rb.body.Cap() > maxPooledBody || rb.arena.Cap() > maxPooledArena {
+		return
+	}
+	rb.body.Reset()
+	rb.arena.Reset()
+	h.readBufs.Put(rb)
 }
 
 // New returns the GraphQL handler; subs may be nil (no subscription socket).
@@ -187,9 +222,15 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		if err != nil || ct != mediaJSON {
 			return Request{}, requestError(apperr.BadRequest, "Content-Type must be application/json"), http.StatusUnsupportedMediaType
 		}
-		body, err := io.ReadAll(r.Body)
+		rb := h.readBuf()
+		defer h.putReadBuf(rb)
+		if n := r.ContentLength; n > 0 && n <= maxPooledBody {
+			rb.body.Grow(int(n))
+		}
+		_, err = rb.body.ReadFrom(r.Body) // as io.ReadAll: the bytes read, and an error other than EOF
+		body := rb.body.Bytes()
 		if err == nil {
-			if req, ok := decodeBody(body); ok {
+			if req, ok := decodeBody(rb.arena, body); ok {
 				return req, nil, 0
 			}
 		}
@@ -296,12 +337,12 @@ func (e errorReader) Read([]byte) (int, error) {
 // unknown member) in one pass; ok is false for anything else, which the
 // general decoder then refuses with its wording. Numbers in variables and
 // extensions are json.Number, as the general decoder gives them.
-func decodeBody(body []byte) (req Request, ok bool) {
+func decodeBody(a arena.Arena, body []byte) (req Request, ok bool) {
 	if astjson.ValidateBytes(body) != nil { // strict: the parser alone takes 1.2.3 or NaN
 		return Request{}, false
 	}
 	var p astjson.Parser
-	v, err := p.ParseBytes(body)
+	v, err := p.ParseBytesWithArena(a, body)
 	if err != nil || v.Type() != astjson.TypeObject {
 		return Request{}, false
 	}

@@ -311,6 +311,11 @@ func (e *Engine) variables(ctx context.Context, m *Model, op *operation, req Req
 		return nil, nil
 	}
 	if scalarsValid(op.varDefs, req.Variables) {
+		if allGiven(op.varDefs, req.Variables) {
+			// scalarsValid admits no variable the operation does not
+			// define: the given map is already what withDefaults builds.
+			return req.Variables, nil
+		}
 		return withDefaults(op.varDefs, req.Variables), nil
 	}
 	return e.validateVariables(ctx, m, op, req)
@@ -355,6 +360,17 @@ func (e *Engine) validateVariables(ctx context.Context, m *Model, op *operation,
 		return nil, requestError(apperr.BadRequest, err.Error())
 	}
 	return withDefaults(op.varDefs, given), nil
+}
+
+// allGiven reports whether every defined variable with a default was given
+// (so withDefaults adds nothing).
+func allGiven(defs []varDef, given map[string]any) bool {
+	for i := range defs {
+		if _, ok := given[defs[i].name]; !ok && defs[i].def != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // withDefaults is the operation's variables: the given values, and the

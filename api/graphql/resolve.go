@@ -27,6 +27,13 @@ func (x *execCtx) resolveRoot(b *bytes.Buffer, root string, cf *cfield) error {
 		}
 		return x.list(b, rf.entity, cf, cf.field.ArgumentMap(x.vars))
 	}
+	if ok && rf.kind == rOne { // the get by id: written straight into b, its one argument read without a map
+		if err := x.p.Require("entity", rf.entity.Name, "read"); err != nil {
+			return err
+		}
+		id, _ := cf.field.argument("id", x.vars).(string)
+		return x.one(b, rf.entity, cf, id)
+	}
 	v, err := x.resolveValue(root, cf)
 	if err != nil {
 		return err
@@ -35,7 +42,7 @@ func (x *execCtx) resolveRoot(b *bytes.Buffer, root string, cf *cfield) error {
 	return nil
 }
 
-// resolveValue returns the value of root field cf (lists aside).
+// resolveValue returns the value of root field cf (lists and gets by id aside).
 func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 	switch cf.field.Name {
 	case "__typename":
@@ -53,14 +60,12 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 	args := cf.field.ArgumentMap(x.vars)
 	e := rf.entity
 	switch rf.kind {
-	case rOne, rCount, rConnection, rVectorSearch:
+	case rCount, rConnection, rVectorSearch:
 		if err := x.p.Require("entity", e.Name, "read"); err != nil {
 			return nil, err
 		}
 	}
 	switch rf.kind {
-	case rOne:
-		return x.one(e, cf, args)
 	case rCount:
 		where, err := x.where(e, args["where"])
 		if err != nil {
@@ -99,7 +104,7 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield, args map[s
 	if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
 		return err
 	}
-	sh, err := x.record(e, cf.sel, &l.Select)
+	sh, err := x.recordOf(e, cf, &l.Select)
 	if err != nil {
 		return err
 	}
@@ -140,14 +145,15 @@ func (x *execCtx) listRaw(l query.List) ([]byte, error) {
 	return x.query(st, l.Entity)
 }
 
-func (x *execCtx) one(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
-	id, _ := args["id"].(string)
+// one writes the record id names to b (null when there is none).
+func (x *execCtx) one(b *bytes.Buffer, e *schema.Entity, cf *cfield, id string) error {
 	if !isUUID(id) {
 		// An id that is not a UUID names no record: the field is null, as for an absent id
 		// (not an error, so the rest of the query still resolves).
-		return []byte("null"), nil
+		b.WriteString("null")
+		return nil
 	}
-	return x.byID(e, cf.sel, id)
+	return x.writeByID(b, e, cf, id)
 }
 
 // isUUID reports whether id is a well-formed UUID, the only form a record id takes.
@@ -159,24 +165,35 @@ func isUUID(id string) bool {
 // byID reads one record with a selection (null when absent) through the
 // records store's read by id, the statement REST's GET runs (its text is
 // kept per entity and selection, so only the id is bound per request).
-func (x *execCtx) byID(e *schema.Entity, set selectionSet, id string) ([]byte, error) {
-	var sel query.Selection
-	sh, err := x.record(e, set, &sel)
-	if err != nil {
+func (x *execCtx) byID(e *schema.Entity, cf *cfield, id string) ([]byte, error) {
+	var b bytes.Buffer
+	if err := x.writeByID(&b, e, cf, id); err != nil {
 		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// writeByID is byID writing to b (on an error, what it wrote is for the
+// caller to cut).
+func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id string) error {
+	var sel query.Selection
+	sh, err := x.recordOf(e, cf, &sel)
+	if err != nil {
+		return err
 	}
 	raw, err := x.e.store.Get(x.ctx, x.sc, e.Name, id, sel)
 	if err != nil {
 		if apperr.As(err).Code == apperr.NotFound {
-			return []byte("null"), nil
+			b.WriteString("null")
+			return nil
 		}
-		return nil, err
+		return err
 	}
-	var b bytes.Buffer
-	if err := writeObj(&b, sh, raw); err != nil {
-		return nil, apperr.Wrap(err, "reshape result")
+	b.Grow(len(raw) + len(raw)/4 + 16) // renamed keys and __typename may add a little
+	if err := writeObj(b, sh, raw); err != nil {
+		return apperr.Wrap(err, "reshape result")
 	}
-	return b.Bytes(), nil
+	return nil
 }
 
 // cursor is the opaque cursor: the order keys (so a cursor of another
@@ -551,7 +568,7 @@ func (x *execCtx) mutate(rf rootField, cf *cfield, args map[string]any) ([]byte,
 		}
 		// Nested selections need the relationships (and files) as they
 		// were: read them with the selection, then delete.
-		out, rerr := x.byID(e, cf.sel, id)
+		out, rerr := x.byID(e, cf, id)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -573,7 +590,7 @@ func (x *execCtx) mutate(rf rootField, cf *cfield, args map[string]any) ([]byte,
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, apperr.Wrap(err, "read result")
 		}
-		return x.byID(e, cf.sel, m.ID)
+		return x.byID(e, cf, m.ID)
 	}
 	var b bytes.Buffer
 	if err := writeObj(&b, sh, raw); err != nil {

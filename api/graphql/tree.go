@@ -29,6 +29,7 @@ type fieldSel struct {
 	Directives   []directive
 	SelectionSet selectionSet
 	loc          Location
+	flat         flatField // the memo of a flat record selection (flat.go)
 }
 
 // inlineFragment is "... on T @d { ... }" (TypeCondition "" when absent).
@@ -105,6 +106,17 @@ func argumentMap(args []argument, vars map[string]any) map[string]any {
 // ArgumentMap is the field's arguments with the request's variables.
 func (f *fieldSel) ArgumentMap(vars map[string]any) map[string]any {
 	return argumentMap(f.Arguments, vars)
+}
+
+// argument is the value of the field's argument name with the request's
+// variables (nil when absent), as ArgumentMap(vars)[name].
+func (f *fieldSel) argument(name string, vars map[string]any) any {
+	for _, a := range f.Arguments {
+		if a.name == name {
+			return a.v.eval(vars)
+		}
+	}
+	return nil
 }
 
 // valueOf converts a value of doc into the tree.

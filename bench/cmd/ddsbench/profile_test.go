@@ -161,6 +161,25 @@ func BenchmarkGetDDS(b *testing.B) {
 	})
 }
 
+// BenchmarkGraphQLGetDDS is GET's read through GraphQL's product(id:), the
+// same statement (profile it next to BenchmarkGetDDS).
+func BenchmarkGraphQLGetDDS(b *testing.B) {
+	f := newFixture(b, 10000)
+	url := f.app.URL + "/api/v1/dynamic-gql/" + f.b.scope.TenantID
+	bodies := make([][]byte, len(f.ids))
+	for i, id := range f.ids {
+		bodies[i] = gqlBody(gqlGetQuery, map[string]any{"id": id})
+	}
+	benchLoad(b, func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(bodies[rand.IntN(len(bodies))]))
+		if err == nil {
+			req.Header.Set("Authorization", "Bearer "+f.key)
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return req, err
+	})
+}
+
 func BenchmarkCreateDDS(b *testing.B) {
 	f := newFixture(b, 1)
 	url := f.app.URL + "/api/v1/dynamic/" + entity

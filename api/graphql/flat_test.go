@@ -1,0 +1,142 @@
+package graphql
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestFlatSelectionAnswersAsTheGeneralPath: a prepared operation's first
+// request builds its record selection per request (the general path) and
+// keeps it when it is flat; later requests answer from what was kept. Each
+// query here runs twice on its own tenant's model, so the two answers are
+// the general path's and the memo's, and must be the same bytes; selections
+// that depend on the request (a directive with a variable, a field merged
+// from two occurrences, relationships) answer what their variables ask.
+func TestFlatSelectionAnswersAsTheGeneralPath(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	get := func(sel string) string { return `query($id: ID!) { product(id: $id) ` + sel + ` }` }
+	for _, c := range []struct {
+		name, query string
+		vars        map[string]any
+		want        string // a member the answer holds
+	}{
+		{"members out of Postgres' order", get(`{ id name price stock tags createdAt updatedAt }`), map[string]any{"id": s.p[0]}, `"name":"Apple"`},
+		{"aliases and __typename", get(`{ __typename n: name id t: __typename price }`), map[string]any{"id": s.p[0]}, `"t":"Product"`},
+		{"fragments", `query($id: ID!) { product(id: $id) { ...F ... on Product { stock } } } fragment F on Product { name }`, map[string]any{"id": s.p[1]}, `"name":"Banana"`},
+		{"no such record", get(`{ id name }`), map[string]any{"id": "0193a3c2-0000-7000-8000-000000000000"}, `"product":null`},
+		{"not an id", get(`{ id name }`), map[string]any{"id": "nope"}, `"product":null`},
+		{"a list", `{ products(orderBy: [{field: "createdAt"}]) { name id } }`, nil, `{"name":"Apple"`},
+		{"a relationship", get(`{ name categories { name } }`), map[string]any{"id": s.p[0]}, `"categories":[{"name":"Fruit"}]`},
+		{"a field twice", `query($id: ID!) { product(id: $id) { id } product(id: $id) { name } }`, map[string]any{"id": s.p[2]}, `"name":"Carrot cake"`},
+	} {
+		first := e.gql(t, s.tenant, s.key, c.query, c.vars)
+		again := e.gql(t, s.tenant, s.key, c.query, c.vars)
+		first.ok(t)
+		if again.Status != first.Status || !bytes.Equal(again.Body, first.Body) {
+			t.Errorf("%s: first %d %s\nagain %d %s", c.name, first.Status, first.Body, again.Status, again.Body)
+		}
+		if !strings.Contains(string(first.Body), c.want) {
+			t.Errorf("%s: %s lacks %s", c.name, first.Body, c.want)
+		}
+	}
+
+	// A directive reading a variable: each request answers its own.
+	q := `query($id: ID!, $w: Boolean!) { product(id: $id) { id name @include(if: $w) price } }`
+	for _, w := range []bool{true, false, true, false} {
+		body := string(e.gql(t, s.tenant, s.key, q, map[string]any{"id": s.p[0], "w": w}).Body)
+		if strings.Contains(body, `"name"`) != w {
+			t.Errorf("@include(if: %v): %s", w, body)
+		}
+	}
+
+	// Refusals stay refusals: a key that may read only categories does not
+	// see Product (another model, so another prepared operation), before and
+	// after the full key's requests kept the selection; a key that may see
+	// Product but has a narrower model is refused nothing it may read.
+	narrow := e.key(t, s.tenant, "entity:Category:read")
+	for i := 0; i < 2; i++ {
+		r := e.gql(t, s.tenant, narrow, get(`{ id name price stock tags createdAt updatedAt }`), map[string]any{"id": s.p[0]})
+		if r.Status != http.StatusBadRequest || r.code(0) != "GRAPHQL_VALIDATION_FAILED" {
+			t.Errorf("narrow key, request %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	reader := e.key(t, s.tenant, "entity:Product:read")
+	var bodies []string
+	for i := 0; i < 2; i++ {
+		r := e.gql(t, s.tenant, reader, get(`{ id name price stock tags createdAt updatedAt }`), map[string]any{"id": s.p[0]})
+		r.ok(t)
+		bodies = append(bodies, string(r.Body))
+	}
+	full := e.gql(t, s.tenant, s.key, get(`{ id name price stock tags createdAt updatedAt }`), map[string]any{"id": s.p[0]})
+	if bodies[0] != bodies[1] || bodies[0] != string(full.Body) {
+		t.Errorf("a reader's answers %q differ from the full key's %s", bodies, full.Body)
+	}
+}
+
+// TestVariablesGivenAreTheDefaultsApplied: when every variable is given
+// (or has no default), the checked variables are the given map itself,
+// equal to what withDefaults builds.
+func TestVariablesGivenAreTheDefaultsApplied(t *testing.T) {
+	one := &value{lit: int64(1)}
+	defs := []varDef{{name: "id", nonNull: true, check: checkString}, {name: "n", def: one, check: checkFloat}, {name: "s", check: checkString}}
+	for _, given := range []map[string]any{
+		{"id": "a", "n": json.Number("2")},
+		{"id": "a", "n": json.Number("2"), "s": nil},
+		{"id": "a"},
+		{"id": "a", "s": "x"},
+	} {
+		if !scalarsValid(defs, given) {
+			t.Fatalf("%v: not valid", given)
+		}
+		want := withDefaults(defs, given)
+		if allGiven(defs, given) != reflect.DeepEqual(given, want) {
+			t.Errorf("%v: allGiven %v, withDefaults %v", given, allGiven(defs, given), want)
+		}
+	}
+}
+
+// TestArgumentIsArgumentMapsValue: one argument read alone is what the map
+// of all of them holds.
+func TestArgumentIsArgumentMapsValue(t *testing.T) {
+	f := &fieldSel{Name: "product", Arguments: []argument{{name: "id", v: &value{kind: vVariable, name: "id"}}, {name: "x", v: &value{lit: "lit"}}}}
+	vars := map[string]any{"id": "abc"}
+	for _, name := range []string{"id", "x", "absent"} {
+		if got, want := f.argument(name, vars), f.ArgumentMap(vars)[name]; got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestCollectMergesBeyondSmallSets: fields merge by response key whether
+// the set is searched in order (a few fields) or through its index.
+func TestCollectMergesBeyondSmallSets(t *testing.T) {
+	x := &execCtx{}
+	var set selectionSet
+	for i := 0; i < 12; i++ {
+		set = append(set, &fieldSel{Name: "f" + strconv.Itoa(i), SelectionSet: selectionSet{&fieldSel{Name: "a"}}})
+	}
+	set = append(set, &fieldSel{Name: "f1", SelectionSet: selectionSet{&fieldSel{Name: "b"}}}, &fieldSel{Name: "f10", SelectionSet: selectionSet{&fieldSel{Name: "c"}}})
+	got := x.collect(set, "T")
+	if len(got) != 12 {
+		t.Fatalf("%d fields, want 12", len(got))
+	}
+	for i, cf := range got {
+		want := 1
+		if i == 1 || i == 10 {
+			want = 2
+		}
+		if cf.key != "f"+strconv.Itoa(i) || len(cf.sel) != want {
+			t.Errorf("field %d: %s with %d selections, want %d", i, cf.key, len(cf.sel), want)
+		}
+	}
+	if len(set[1].(*fieldSel).SelectionSet) != 1 || len(set[10].(*fieldSel).SelectionSet) != 1 {
+		t.Error("merging wrote into the shared tree")
+	}
+}
