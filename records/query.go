@@ -1,6 +1,7 @@
 package records
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -28,6 +29,18 @@ func (s *Store) Query(ctx context.Context, sc *Scope, l query.List) (json.RawMes
 // statements. sql.ErrNoRows is returned as is (callers decide what is not
 // found).
 func (s *Store) Run(ctx context.Context, sc *Scope, entity string, st query.Statement) (json.RawMessage, error) {
+	var out []byte
+	err := s.RunFunc(ctx, sc, entity, st, func(raw []byte) error {
+		out = bytes.Clone(raw)
+		return nil
+	})
+	return out, err
+}
+
+// RunFunc is Run handing the JSON value to fn where the driver read it,
+// without a copy: raw is valid only until fn returns (nil for SQL NULL).
+// An error of fn is returned as it is.
+func (s *Store) RunFunc(ctx context.Context, sc *Scope, entity string, st query.Statement, fn func(raw []byte) error) error {
 	if s.observe != nil {
 		s.observe(st)
 	}
@@ -36,29 +49,42 @@ func (s *Store) Run(ctx context.Context, sc *Scope, entity string, st query.Stat
 	if len(st.Setup) > 0 {
 		var err error
 		if tx, err = s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
-			return nil, MapError(sc, entity, err)
+			return MapError(sc, entity, err)
 		}
 		defer tx.Rollback()
 		// One round trip for every setup statement (simple protocol, no args).
 		if _, err := tx.ExecContext(ctx, strings.Join(st.Setup, "; ")); err != nil {
-			return nil, MapError(sc, entity, err)
+			return MapError(sc, entity, err)
 		}
 		q = tx
 	}
-	var out []byte
-	err := q.QueryRowxContext(ctx, st.SQL, st.Args...).Scan(&out)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, err
-	}
+	rows, err := q.QueryContext(ctx, st.SQL, st.Args...)
 	if err != nil {
-		return nil, MapError(sc, entity, err)
+		return MapError(sc, entity, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return MapError(sc, entity, err)
+		}
+		return sql.ErrNoRows
+	}
+	var raw sql.RawBytes // the driver's bytes, not a copy
+	if err := rows.Scan(&raw); err != nil {
+		return MapError(sc, entity, err)
+	}
+	if err := fn(raw); err != nil {
+		return err
+	}
+	if err := rows.Close(); err != nil {
+		return MapError(sc, entity, err)
 	}
 	if tx != nil {
 		if err := tx.Commit(); err != nil {
-			return nil, MapError(sc, entity, err)
+			return MapError(sc, entity, err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // notFound turns sql.ErrNoRows into a NOT_FOUND error.

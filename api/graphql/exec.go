@@ -68,7 +68,14 @@ type Engine struct {
 	cache              *opCache
 	preparers          sync.Pool
 	variableValidators sync.Pool
+	// buffers holds the buffers Execute writes responses into: a nested
+	// response is hundreds of KB, which allocated afresh per request costs
+	// zeroing and page faults.
+	buffers sync.Pool
 }
+
+// Largest response buffer kept for another request.
+const maxPooledBuffer = 4 << 20
 
 // NewEngine returns an engine reading and writing through store (the data
 // layer REST shares: tenant scope, statement timeouts, the statement cache).
@@ -167,6 +174,19 @@ type Result struct {
 	// around Data (Data is a slice of it) and there are no errors:
 	// MarshalJSON returns it rather than copying Data once more.
 	body []byte
+	// buf holds body and Data, from pool; release hands it back.
+	buf  *bytes.Buffer
+	pool *sync.Pool
+}
+
+// release hands the buffer r was written into back to the engine for
+// another request: r (its Data and what MarshalJSON returned) must not be
+// used after.
+func (r *Result) release() {
+	if r.buf != nil && r.buf.Cap() <= maxPooledBuffer {
+		r.pool.Put(r.buf)
+	}
+	r.buf, r.body, r.Data = nil, nil, nil
 }
 
 // MarshalJSON renders {"errors": [...], "data": ...}.
@@ -258,7 +278,11 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 	// The whole response is written into one buffer, {"data": first, so
 	// that a result without errors is sent as it stands (see body): the
 	// resolvers write their values into it rather than returning copies.
-	var b bytes.Buffer
+	b, _ := e.buffers.Get().(*bytes.Buffer)
+	if b == nil {
+		b = new(bytes.Buffer)
+	}
+	b.Reset()
 	b.WriteString(dataPrefix)
 	b.WriteByte('{')
 	nullData := false
@@ -266,9 +290,9 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeKey(&b, cf.key)
+		writeKey(b, cf.key)
 		mark := b.Len()
-		if err := x.resolveRoot(&b, root, cf); err != nil {
+		if err := x.resolveRoot(b, root, cf); err != nil {
 			b.Truncate(mark)
 			x.fieldError(cf, err)
 			if def := pr.m.field(root, cf.field.Name); def != nil && def.nonNull {
@@ -280,7 +304,7 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 	}
 	b.WriteString("}}")
 	full := b.Bytes()
-	res := &Result{Data: full[len(dataPrefix) : len(full)-1], Errors: x.errs}
+	res := &Result{Data: full[len(dataPrefix) : len(full)-1], Errors: x.errs, buf: b, pool: &e.buffers}
 	switch {
 	case nullData:
 		res.Data = []byte("null")
@@ -425,4 +449,14 @@ func (x *execCtx) query(st query.Statement, entity string) ([]byte, error) {
 		return nil, apperr.Wrap(err, "the statement returned no row")
 	}
 	return out, err
+}
+
+// queryFunc runs st like query, handing its JSON value to fn without a
+// copy (raw is valid only until fn returns).
+func (x *execCtx) queryFunc(st query.Statement, entity string, fn func(raw []byte) error) error {
+	err := x.e.store.RunFunc(x.ctx, x.sc, entity, st, fn)
+	if errors.Is(err, sql.ErrNoRows) {
+		return apperr.Wrap(err, "the statement returned no row")
+	}
+	return err
 }

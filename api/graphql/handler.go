@@ -302,6 +302,7 @@ func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Re
 	// application/graphql-response+json (media is one of those two constants, see accepts), never
 	// as HTML, so reflected strings inside it are JSON data a browser does not render.
 	_, _ = w.Write(body) //nolint:gosec // G705: JSON body under an explicit JSON Content-Type, not HTML.
+	res.release()
 }
 
 // plainString returns the content of a JSON string without escapes (most

@@ -108,33 +108,35 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield, args map[s
 	if err != nil {
 		return err
 	}
-	raw, err := x.listRaw(l)
+	st, err := x.sc.Compiler.List(l)
 	if err != nil {
 		return err
 	}
-	// {"items": [...]}: the items are written from where they stand,
-	// without splitting the object first.
-	i, err := memberAt(raw, "items")
-	if err != nil {
-		return apperr.Wrap(err, "read result")
-	}
-	// The response is about as long as Postgres' JSON (keys renamed,
-	// whitespace between items dropped): grow once.
-	b.Grow(len(raw) + len(raw)/8)
-	if i < 0 {
-		b.WriteString("[]")
-		return nil
-	}
-	end, err := writeListAt(b, sh, raw, i)
-	if err == nil {
-		if end = skipWS(raw, end); end >= len(raw) || raw[end] != ',' && raw[end] != '}' {
-			err = errBadJSON
+	// Written from the driver's bytes as they stand: {"items": [...]} is
+	// not split first, nor copied out of the driver.
+	return x.queryFunc(st, l.Entity, func(raw []byte) error {
+		i, err := memberAt(raw, "items")
+		if err != nil {
+			return apperr.Wrap(err, "read result")
 		}
-	}
-	if err != nil {
-		return apperr.Wrap(err, "reshape result")
-	}
-	return nil
+		// The response is about as long as Postgres' JSON (keys renamed,
+		// whitespace between items dropped): grow once.
+		b.Grow(len(raw) + len(raw)/8)
+		if i < 0 {
+			b.WriteString("[]")
+			return nil
+		}
+		end, err := writeListAt(b, sh, raw, i)
+		if err == nil {
+			if end = skipWS(raw, end); end >= len(raw) || raw[end] != ',' && raw[end] != '}' {
+				err = errBadJSON
+			}
+		}
+		if err != nil {
+			return apperr.Wrap(err, "reshape result")
+		}
+		return nil
+	})
 }
 
 func (x *execCtx) listRaw(l query.List) ([]byte, error) {

@@ -104,7 +104,11 @@ func streamList(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error)
 }
 
 // streamObj streams the object (or null) at raw[i] by s. It returns the
-// index past it, or false when it gave up.
+// index past it, or false when it gave up. Members copied under their own
+// name, written by Postgres as "key":value, are copied with the key as
+// they stand, and consecutive ones as one run of bytes (commas included):
+// a leaf record {"id":…,"name":…,"price":…} selected as it is costs one
+// copy.
 func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) {
 	if i >= len(raw) {
 		return 0, false, errBadJSON
@@ -117,7 +121,8 @@ func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) 
 		return 0, false, errBadJSON
 	}
 	b.WriteByte('{')
-	k, n := 0, 0 // next field of s; fields written
+	k, n := 0, 0   // next field of s; fields written or in the pending run
+	rs, re := 0, 0 // raw[rs:re] is the pending run (none when rs == re)
 	i = skipWS(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		i++
@@ -126,6 +131,7 @@ func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) 
 			if i >= len(raw) || raw[i] != '"' {
 				return 0, false, errBadJSON
 			}
+			ks := i
 			kend, err := skipString(raw, i)
 			if err != nil {
 				return 0, false, err
@@ -139,31 +145,55 @@ func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) 
 				return 0, false, errBadJSON
 			}
 			i = skipWS(raw, i+1)
-			k, n = writeTypenames(b, s, k, n)
+			if k < len(s.fields) && s.fields[k].kind == oTypename {
+				b.Write(raw[rs:re])
+				rs, re = 0, 0
+				k, n = writeTypenames(b, s, k, n)
+			}
 			if k < len(s.fields) && string(key) == s.fields[k].src {
 				f := &s.fields[k]
-				if n > 0 {
-					b.WriteByte(',')
-				}
-				writeKey(b, f.key)
-				n++
 				var ok bool
-				switch f.kind {
-				case oScalar:
+				switch {
+				case f.kind == oScalar && f.key == f.src && i == kend+1: // "key":value, copied as it stands
 					var end int
 					if end, err = skipValue(raw, i); err != nil {
 						return 0, false, err
 					}
-					b.Write(raw[i:end])
+					if re > rs && re+1 == ks && raw[re] == ',' { // right after the run: extend it
+						re = end
+					} else {
+						b.Write(raw[rs:re])
+						if n > 0 {
+							b.WriteByte(',')
+						}
+						rs, re = ks, end
+					}
 					i, ok = end, true
-				case oList:
-					i, ok, err = streamList(b, f.sub, raw, i)
-				case oObject:
-					i, ok, err = streamObj(b, f.sub, raw, i)
+				default:
+					b.Write(raw[rs:re])
+					rs, re = 0, 0
+					if n > 0 {
+						b.WriteByte(',')
+					}
+					writeKey(b, f.key)
+					switch f.kind {
+					case oScalar:
+						var end int
+						if end, err = skipValue(raw, i); err != nil {
+							return 0, false, err
+						}
+						b.Write(raw[i:end])
+						i, ok = end, true
+					case oList:
+						i, ok, err = streamList(b, f.sub, raw, i)
+					case oObject:
+						i, ok, err = streamObj(b, f.sub, raw, i)
+					}
 				}
 				if !ok || err != nil {
 					return 0, false, err
 				}
+				n++
 				k++
 			} else {
 				if s.copies(string(key)) {
@@ -187,6 +217,7 @@ func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) 
 			i = skipWS(raw, i+1)
 		}
 	}
+	b.Write(raw[rs:re])
 	if k, _ = writeTypenames(b, s, k, n); k < len(s.fields) {
 		return 0, false, nil // a member the shape copies is missing
 	}

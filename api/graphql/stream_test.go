@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -52,6 +53,19 @@ func TestWriteObjStreamsOrReshapesToTheSameBytes(t *testing.T) {
 		{"escaped key", product, `{"id":"a","n\u0061me":"x"}`, `{"id":"a","name":"x"}`, false},
 		{"values copied as written", product, `{"id":"a\"}{,","name":{"k":[1,"]"]}}`, `{"id":"a\"}{,","name":{"k":[1,"]"]}}`, true},
 		{"null object", product, `null`, `null`, true},
+		{"run broken by a skipped member", &shape{fields: []outField{
+			{key: "id", src: "id", kind: oScalar},
+			{key: "price", src: "price", kind: oScalar},
+		}}, `{"id":"a","name":"x","price":1}`, `{"id":"a","price":1}`, true},
+		{"run broken by an alias", &shape{fields: []outField{
+			{key: "id", src: "id", kind: oScalar},
+			{key: "n", src: "name", kind: oScalar},
+			{key: "price", src: "price", kind: oScalar},
+			{key: "stock", src: "stock", kind: oScalar},
+		}}, `{"id":"a","name":"x","price":1,"stock":null}`, `{"id":"a","n":"x","price":1,"stock":null}`, true},
+		{"spaces around members", product, `{ "id" : "a" ,  "name":  "x" }`, `{"id":"a","name":"x"}`, true},
+		{"escapes and unicode copied as written", product, `{"id":"a\\","name":"é\"\u00e9\n\\\""}`, `{"id":"a\\","name":"é\"\u00e9\n\\\""}`, true},
+		{"JSON values keep their spaces", product, `{"id":"a","name":{"k": [1, 2]}}`, `{"id":"a","name":{"k": [1, 2]}}`, true},
 		{"json_agg whitespace", nested,
 			`{"id" : "p", "name" : "x", "_n1" : [{"id":"c","name":"C","_n2":[{"id":"q","name":"y"}, ` + "\n " + `{"id":"r","name":"z"}]}, ` + "\n " + `{"id":"d","name":"D","_n2":null}]}`,
 			`{"id":"p","name":"x","categories":[{"title":"C","products":[{"id":"q","name":"y"},{"id":"r","name":"z"}]},{"title":"D","products":[]}]}`, true},
@@ -154,6 +168,35 @@ func TestMemberAtSkipsTheMembersBefore(t *testing.T) {
 	for _, raw := range []string{``, `[]`, `{"count" 2}`, `{"count":2 "items":[]}`, `{"count":"x`} {
 		if _, err := memberAt([]byte(raw), "items"); err == nil {
 			t.Errorf("memberAt(%s): malformed JSON accepted", raw)
+		}
+	}
+}
+
+// skipString agrees with a byte-by-byte scan on strings of every length
+// around its eight-byte steps, with quotes and backslashes anywhere.
+func TestSkipStringAgreesWithAByteScan(t *testing.T) {
+	byteScan := func(b []byte) (int, bool) {
+		for i := 1; i < len(b); i++ {
+			switch b[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1, true
+			}
+		}
+		return 0, false
+	}
+	alphabet := []byte{'a', '"', '\\', 0xc3, 0xa9, 'u', ' '}
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 20000; n++ {
+		b := []byte{'"'}
+		for range r.IntN(40) {
+			b = append(b, alphabet[r.IntN(len(alphabet))])
+		}
+		want, ok := byteScan(b)
+		got, err := skipString(b, 0)
+		if ok != (err == nil) || ok && got != want {
+			t.Fatalf("skipString(%q) = %d, %v; a byte scan gives %d, %v", b, got, err, want, ok)
 		}
 	}
 }
