@@ -28,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -42,6 +43,8 @@ import (
 
 	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/outbox"
+	"github.com/dds-project/dds/pgnotify"
 )
 
 // Targets of the -load go sections and of every run (RSS).
@@ -61,6 +64,7 @@ type options struct {
 	rounds      int
 	driver      string
 	statements  bool
+	announce    bool
 }
 
 func main() {
@@ -78,6 +82,7 @@ func main() {
 	flag.IntVar(&o.maxConns, "max-conns", 40, "Postgres pool size of every contender (DDS_DB_MAX_CONNS)")
 	flag.IntVar(&o.rounds, "rounds", 0, "interleaved rounds each contender's -duration is split into (default 3 with -load wrk, 10 with go)")
 	flag.BoolVar(&o.statements, "statements", false, "after each wrk run, print its statements from pg_stat_statements (calls, exec and plan time, buffers, WAL)")
+	flag.BoolVar(&o.announce, "announce", false, "create section: also run the minimal handler announcing each event as DDS does (pgnotify publisher and listener), to see what the announcement costs")
 	flag.StringVar(&minimal, "minimal-server", "", "internal: serve the minimal handler of this section")
 	flag.StringVar(&tenant, "tenant", "", "internal: tenant of -minimal-server")
 	flag.Parse()
@@ -403,6 +408,22 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 		m, err = load.MinimalServer(pool.DB, b.getSQL, minimalGetArgs)
 	case "create":
 		m, err = load.MinimalServer(pool.DB, b.create.sql, b.minimalCreateArgs)
+	case "create-announce":
+		quiet := slog.New(slog.DiscardHandler)
+		hub := pgnotify.New(os.Getenv("DATABASE_URL"), quiet)
+		if err := hub.Subscribe(outbox.Channel, func(string) {}); err != nil {
+			return err
+		}
+		go hub.Run(ctx)
+		pub := pgnotify.NewPublisher(pool, quiet)
+		go pub.Run(ctx)
+		m, err = load.MinimalServer(pool.DB, b.create.sql, func(r *http.Request) []any {
+			a := b.minimalCreateArgs(r)
+			if a != nil {
+				pub.PublishList(outbox.Channel, tenantID, a[0].(string))
+			}
+			return a
+		})
 	case "flat":
 		st, lerr := b.scope.Compiler.List(flatPlan)
 		if lerr != nil {
