@@ -217,6 +217,9 @@ func (b *builder) with(src, page string) string {
 // append to the FROM clause that reads tbl, before the lateral select.
 // skip omits one user field (shadowed by edge members).
 func (b *builder) record(e *schema.Entity, sel Selection, tbl, src, path, skip string, depth int) (cols []string, joins string, err error) {
+	if sel.Output != nil {
+		return b.output(e, sel, tbl, src, path, depth)
+	}
 	cols, err = columns(e, sel.Fields, tbl, joinPath(path, "select"), skip)
 	if err != nil {
 		return nil, "", err
@@ -276,6 +279,58 @@ func (b *builder) record(e *schema.Entity, sel Selection, tbl, src, path, skip s
 		x := b.alias("c")
 		joins += fmt.Sprintf(` LEFT JOIN %s %s ON %s."_pid" = %s."id"`, j, x, x, tbl)
 		cols = append(cols, fmt.Sprintf(`coalesce(%s."_json", '[]'::json) AS %s`, x, quoteAlias(key)))
+	}
+	return cols, joins, nil
+}
+
+// output renders the columns of a selection with Output: exactly its
+// members, in order, under their keys.
+func (b *builder) output(e *schema.Entity, sel Selection, tbl, src, path string, depth int) (cols []string, joins string, err error) {
+	opath := joinPath(path, "output")
+	if len(sel.Files) > 0 {
+		return nil, "", apperr.Field(opath, "a selection with output takes no files")
+	}
+	if len(sel.Nested) > 0 && depth >= MaxDepth {
+		return nil, "", apperr.Field(path, "relationship selections nest at most %d levels deep", MaxDepth)
+	}
+	keys := make(map[string]bool, len(sel.Output))
+	written := make([]bool, len(sel.Nested))
+	for i, m := range sel.Output {
+		mpath := fmt.Sprintf("%s[%d]", opath, i)
+		if m.Key == "" || keys[m.Key] {
+			return nil, "", apperr.Field(mpath, "key %q is empty or already used", m.Key)
+		}
+		keys[m.Key] = true
+		switch {
+		case m.Nested > 0:
+			k := m.Nested - 1
+			if k >= len(sel.Nested) || written[k] || sel.Nested[k].Edges {
+				return nil, "", apperr.Field(mpath, "names no nested selection it may write")
+			}
+			written[k] = true
+			j, err := b.nested(e, src, sel.Nested[k], fmt.Sprintf("%s[%d]", joinPath(path, "traverse"), k), depth+1)
+			if err != nil {
+				return nil, "", err
+			}
+			x := b.alias("c")
+			joins += fmt.Sprintf(` LEFT JOIN %s %s ON %s."_pid" = %s."id"`, j, x, x, tbl)
+			cols = append(cols, fmt.Sprintf(`coalesce(%s."_json", '[]'::json) AS %s`, x, quoteAlias(m.Key)))
+		case m.Field == schema.ColID || m.Field == schema.ColCreatedAt || m.Field == schema.ColUpdatedAt:
+			cols = append(cols, tbl+"."+schema.Ident(m.Field)+" AS "+quoteAlias(m.Key))
+		case m.Field != "":
+			f, ok := e.Field(m.Field)
+			if !ok || schema.IsReserved(m.Field) {
+				return nil, "", apperr.Field(mpath, "unknown field %q on %s", m.Field, e.Name)
+			}
+			cols = append(cols, schema.SelectExpr(f, tbl)+" AS "+quoteAlias(m.Key))
+		default:
+			cols = append(cols, sqlString(m.Const)+"::text AS "+quoteAlias(m.Key))
+		}
+	}
+	for k, w := range written {
+		if !w {
+			return nil, "", apperr.Field(fmt.Sprintf("%s[%d]", joinPath(path, "traverse"), k), "is not written by output")
+		}
 	}
 	return cols, joins, nil
 }

@@ -184,6 +184,14 @@ func TestPlans(t *testing.T) {
 				OrderBy: []Order{{Field: "title"}},
 			}}}})
 		}},
+		{"list_output", func() (Statement, error) { // members as given: keys, order, constants, nested lists
+			return c.List(List{Entity: "Product", Limit: 20, Select: Selection{
+				Output: []Member{{Key: "__typename", Const: "Product"}, {Key: "n", Field: "name"}, {Key: "cats", Nested: 1},
+					{Key: "id", Field: "id"}, {Key: "v", Field: "embedding"}, {Key: "again", Field: "name"}, {Key: "when", Field: "createdAt"}},
+				Nested: []Nested{{Key: "_n1", Relationship: "IN_CATEGORY", Direction: DirOut, Limit: 10,
+					Select: Selection{Output: []Member{{Key: "title", Field: "title"}, {Key: "it's", Const: "Cat'egory"}}}}},
+			}})
+		}},
 		{"list_traverse_both_edges", func() (Statement, error) {
 			return c.List(List{Entity: "Product", Select: Selection{Fields: []string{"name"}, Nested: []Nested{{
 				Key: "similar", Relationship: "SIMILAR", Direction: DirBoth, Edges: true, Select: Selection{Fields: []string{"name"}},
@@ -447,5 +455,25 @@ func TestVectorEfSearchSetup(t *testing.T) {
 				t.Errorf("Setup = %q, want %q", st.Setup, want)
 			}
 		})
+	}
+}
+
+// A selection's Output is refused when it would not say each member once.
+func TestOutputRefusesWhatItCannotWrite(t *testing.T) {
+	c := testCompiler(t)
+	nested := []Nested{{Key: "_n1", Relationship: "IN_CATEGORY", Direction: DirOut, Select: Selection{Output: []Member{{Key: "title", Field: "title"}}}}}
+	for name, sel := range map[string]Selection{
+		"repeated key":         {Output: []Member{{Key: "a", Field: "name"}, {Key: "a", Field: "price"}}},
+		"empty key":            {Output: []Member{{Field: "name"}}},
+		"unknown field":        {Output: []Member{{Key: "a", Field: "nope"}}},
+		"files":                {Output: []Member{{Key: "a", Field: "name"}}, Files: []FileMeta{{Field: "manual"}}, TenantID: "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b"},
+		"nested not written":   {Output: []Member{{Key: "a", Field: "name"}}, Nested: nested},
+		"nested written twice": {Output: []Member{{Key: "a", Nested: 1}, {Key: "b", Nested: 1}}, Nested: nested},
+		"no such nested":       {Output: []Member{{Key: "a", Nested: 2}}, Nested: nested},
+		"edges":                {Output: []Member{{Key: "a", Nested: 1}}, Nested: []Nested{{Relationship: "IN_CATEGORY", Direction: DirOut, Edges: true}}},
+	} {
+		if _, err := c.List(List{Entity: "Product", Select: sel}); apperr.As(err).Code != apperr.Validation {
+			t.Errorf("%s: %v, want a validation error", name, err)
+		}
 	}
 }

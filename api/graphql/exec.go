@@ -72,6 +72,9 @@ type Engine struct {
 	// response is hundreds of KB, which allocated afresh per request costs
 	// zeroing and page faults.
 	buffers sync.Pool
+	// noExact turns off lists written as Postgres built them (exact.go),
+	// for tests comparing both ways.
+	noExact bool
 }
 
 // Largest response buffer kept for another request.

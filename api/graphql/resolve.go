@@ -108,6 +108,15 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield, args map[s
 	if err != nil {
 		return err
 	}
+	// With relationship selections Postgres builds the response's own
+	// JSON when it can (exact.go); flat lists keep the statement REST
+	// shares.
+	exact := false
+	if len(l.Select.Nested) > 0 && !x.e.noExact {
+		if id := exactOutput(sh, &l.Select); id != nil {
+			sh, exact = id, true
+		}
+	}
 	st, err := x.sc.Compiler.List(l)
 	if err != nil {
 		return err
@@ -124,6 +133,9 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield, args map[s
 		b.Grow(len(raw) + len(raw)/8)
 		if i < 0 {
 			b.WriteString("[]")
+			return nil
+		}
+		if exact && writeExactItems(b, raw, i) {
 			return nil
 		}
 		end, err := writeListAt(b, sh, raw, i)

@@ -33,16 +33,22 @@ const (
 	relationship     = "IN_CATEGORY"
 )
 
-// nestedPlan is the plan DDS's GraphQL compiles gqlNestedQuery to (the
-// keys _n1, _n2 are the GraphQL engine's; TestCeilingsRunTheStatementsDDSRuns
+// nestedPlan is the plan DDS's GraphQL compiles gqlNestedQuery to: Postgres
+// builds the response's own members (Output), so the statement's JSON is
+// the response's items (the keys _n1, _n2 are the GraphQL engine's names
+// of the nested selections; TestNestedCeilingRunsTheStatementDDSRuns
 // checks the statement is the one DDS runs).
 var nestedPlan = query.List{Entity: entity, OrderBy: []query.Order{{Field: schema.ColCreatedAt}}, Limit: 20, Select: query.Selection{
 	Fields: []string{"name", "price"},
+	Output: []query.Member{{Key: "id", Field: "id"}, {Key: "name", Field: "name"}, {Key: "price", Field: "price"}, {Key: "categories", Nested: 1}},
 	Nested: []query.Nested{{Key: "_n1", Relationship: relationship, Direction: query.DirOut, Limit: 10,
-		Select: query.Selection{Fields: []string{"name"}, Nested: []query.Nested{{
-			Key: "_n2", Relationship: relationship, Direction: query.DirIn, Limit: 10,
-			Select: query.Selection{Fields: []string{"name", "price"}},
-		}}},
+		Select: query.Selection{Fields: []string{"name"},
+			Output: []query.Member{{Key: "id", Field: "id"}, {Key: "name", Field: "name"}, {Key: "products", Nested: 1}},
+			Nested: []query.Nested{{
+				Key: "_n2", Relationship: relationship, Direction: query.DirIn, Limit: 10,
+				Select: query.Selection{Fields: []string{"name", "price"},
+					Output: []query.Member{{Key: "id", Field: "id"}, {Key: "name", Field: "name"}, {Key: "price", Field: "price"}}},
+			}}},
 	}},
 }}
 
@@ -124,29 +130,16 @@ func nestedFromDDS(body []byte) (nestedTree, error) {
 	return r.Data.Products, nil
 }
 
-// nestedFromMinimal reads the statement's JSON: nested lists under the
-// plan's keys.
+// nestedFromMinimal reads the statement's JSON: {"items": the response's
+// products}.
 func nestedFromMinimal(body []byte) (nestedTree, error) {
 	var r struct {
-		Items []struct {
-			nestedLeaf
-			Categories []struct {
-				ID, Name string
-				Products []nestedLeaf `json:"_n2"`
-			} `json:"_n1"`
-		} `json:"items"`
+		Items nestedTree `json:"items"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("minimal handler answered %.400s", body)
 	}
-	t := make(nestedTree, len(r.Items))
-	for i, p := range r.Items {
-		t[i].nestedLeaf = p.nestedLeaf
-		for _, c := range p.Categories {
-			t[i].Categories = append(t[i].Categories, nestedCategory{c.ID, c.Name, c.Products})
-		}
-	}
-	return t, nil
+	return r.Items, nil
 }
 
 // nestedFromPeer reads PostGraphile's answer (link rows in between).
