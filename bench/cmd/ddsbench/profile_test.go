@@ -14,6 +14,7 @@ import (
 
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/api/graphql"
+	"github.com/dds-project/dds/api/rest"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/internal/testenv"
@@ -138,6 +139,54 @@ func TestNestedCeilingRunsTheStatementDDSRuns(t *testing.T) {
 	}
 	if ran[0].SQL != st.SQL || !reflect.DeepEqual(ran[0].Args, st.Args) {
 		t.Fatalf("DDS ran\n%s\n%v\nthe minimal handler runs\n%s\n%v", ran[0].SQL, ran[0].Args, st.SQL, st.Args)
+	}
+}
+
+// TestListSectionRunsOneStatementForRESTAndGraphQL guards the list
+// section: REST's filtered list and GraphQL's products(where:) run the
+// statement the minimal handler runs (same text, same values), once.
+func TestListSectionRunsOneStatementForRESTAndGraphQL(t *testing.T) {
+	f := newFixture(t, 100)
+	ctx := context.Background()
+	want, err := f.b.scope.Compiler.List(listPlan(48))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ran []query.Statement
+	log := slog.New(slog.DiscardHandler)
+	store := f.app.Server.Records.Observed(func(s query.Statement) {
+		mu.Lock()
+		ran = append(ran, s)
+		mu.Unlock()
+	})
+	router := api.NewRouter(auth.NewAuthenticator(f.app.Server.DB, "test", []byte("bench-list-test-secret-0123456789abcdef00"), time.Minute, log), nil, 1<<20)
+	graphql.New(store, nil, graphql.Limits{}, log).Routes(router)
+	restH := rest.New(store, nil)
+	restH.Routes(router)
+	restH.QueryRoutes(router)
+	srv := httptest.NewServer(router)
+	defer srv.Close()
+	for _, c := range []struct {
+		name, path string
+		body       []byte
+	}{
+		{"REST", "/api/v1/dynamic/" + entity + "/query", restListBody(48)},
+		{"GraphQL", "/api/v1/dynamic-gql/" + f.b.scope.TenantID, gqlBody(gqlListQuery, map[string]any{"n": 48})},
+	} {
+		mu.Lock()
+		ran = nil
+		mu.Unlock()
+		if _, err := load.Call(ctx, load.Client(1), "POST", srv.URL+c.path, f.key, c.body, http.StatusOK, nil); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if len(ran) != 1 {
+			t.Errorf("%s ran %d statements, want 1", c.name, len(ran))
+		} else if ran[0].SQL != want.SQL || !reflect.DeepEqual(ran[0].Args, want.Args) {
+			t.Errorf("%s ran\n%s\n%#v\nthe minimal handler runs\n%s\n%#v", c.name, ran[0].SQL, ran[0].Args, want.SQL, want.Args)
+		}
+		mu.Unlock()
 	}
 }
 
