@@ -1,6 +1,7 @@
 package graphql
 
 import (
+	"bytes"
 	"slices"
 	"sync/atomic"
 
@@ -88,3 +89,24 @@ func hasDirectives(set selectionSet) bool {
 
 // flatField is the memo slot of a field of the operation's tree.
 type flatField = atomic.Pointer[flatMemo]
+
+// writeKept is writeObj for a record of a kept shape: the rows of one
+// statement come with their members in one order, so once streaming gave
+// up on a row of this shape (it wants them in another order), the rows
+// after it are reshaped without trying. Both write the same bytes.
+func writeKept(b *bytes.Buffer, s *shape, raw []byte) error {
+	if isNull(raw) || s.reorders.Load() {
+		return reshapeObj(b, s, raw)
+	}
+	mark := b.Len()
+	end, ok, err := streamObj(b, s, raw, skipWS(raw, 0))
+	if err != nil {
+		return err
+	}
+	if ok && skipWS(raw, end) == len(raw) {
+		return nil
+	}
+	b.Truncate(mark)
+	s.reorders.Store(true)
+	return reshapeObj(b, s, raw)
+}

@@ -140,3 +140,64 @@ func TestCollectMergesBeyondSmallSets(t *testing.T) {
 		t.Error("merging wrote into the shared tree")
 	}
 }
+
+// TestUsualHeadersNeedNoParsing: the Accept values answered without
+// parsing get what parsing gives them.
+func TestUsualHeadersNeedNoParsing(t *testing.T) {
+	for _, h := range []string{mediaJSON, mediaGraphQLResponse, "*/*", "", "text/html", "application/json; q=0.5, application/graphql-response+json"} {
+		if got, want := accepts(h), parseAccept(h); got != want {
+			t.Errorf("Accept %q: %q, parsed %q", h, got, want)
+		}
+	}
+}
+
+// TestContentTypeOfPOST: the usual Content-Type is taken as it is, any
+// other is parsed: parameters and case are allowed, another type is 415.
+func TestContentTypeOfPOST(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	for _, c := range []struct {
+		ct   string
+		want int
+	}{
+		{"application/json", http.StatusOK},
+		{"application/json; charset=utf-8", http.StatusOK},
+		{"Application/JSON", http.StatusOK},
+		{"text/plain", http.StatusUnsupportedMediaType},
+		{"", http.StatusUnsupportedMediaType},
+	} {
+		req, _ := http.NewRequest("POST", e.URL+"/api/v1/dynamic-gql/"+s.tenant, strings.NewReader(`{"query":"{ products { id } }"}`))
+		if c.ct != "" {
+			req.Header.Set("Content-Type", c.ct)
+		}
+		req.Header.Set("Authorization", "Bearer "+s.key)
+		if r := do(t, req); r.Status != c.want {
+			t.Errorf("Content-Type %q: %d %s, want %d", c.ct, r.Status, r.Body, c.want)
+		}
+	}
+}
+
+// TestWriteKeptIsWriteObj: a kept shape writes each row as writeObj does,
+// before and after a row made it give up streaming.
+func TestWriteKeptIsWriteObj(t *testing.T) {
+	inOrder := `{"id":"a","createdAt":"t","name":"x","price":1}`
+	rows := []string{inOrder, `{"id":"b","createdAt":"u","name":"y \"q\"","price":null}`, `null`, `{"id":"c","name":"z"}`, inOrder}
+	for _, fields := range [][]outField{
+		{{key: "id", src: "id", kind: oScalar}, {key: "name", src: "name", kind: oScalar}},                                                      // streams
+		{{key: "id", src: "id", kind: oScalar}, {key: "name", src: "name", kind: oScalar}, {key: "createdAt", src: "createdAt", kind: oScalar}}, // reorders
+		{{key: "t", kind: oTypename, typename: "P"}, {key: "p", src: "price", kind: oScalar}, {key: "n", src: "name", kind: oScalar}},
+	} {
+		kept := &shape{fields: fields}
+		for _, raw := range rows {
+			var got, want bytes.Buffer
+			got.WriteString("[")
+			want.WriteString("[")
+			errGot := writeKept(&got, kept, []byte(raw))
+			errWant := writeObj(&want, &shape{fields: fields}, []byte(raw))
+			if (errGot == nil) != (errWant == nil) || !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("%s: kept %s (%v), writeObj %s (%v)", raw, got.Bytes(), errGot, want.Bytes(), errWant)
+			}
+		}
+	}
+}

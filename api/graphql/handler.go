@@ -128,6 +128,17 @@ func (h *Handler) schemaSDL(w http.ResponseWriter, r *http.Request) {
 // that, */* or no header is sent (what legacy clients expect); "" when
 // neither is acceptable.
 func accepts(header string) string {
+	switch header { // the usual headers, without parsing
+	case mediaGraphQLResponse:
+		return mediaGraphQLResponse
+	case mediaJSON, "*/*":
+		return mediaJSON
+	}
+	return parseAccept(header)
+}
+
+// parseAccept is accepts for any header.
+func parseAccept(header string) string {
 	if strings.TrimSpace(header) == "" {
 		return mediaJSON
 	}
@@ -218,7 +229,10 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 			raw.Extensions = json.RawMessage(v)
 		}
 	} else {
-		ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		ct, err := r.Header.Get("Content-Type"), error(nil)
+		if ct != mediaJSON { // the usual header needs no parsing
+			ct, _, err = mime.ParseMediaType(ct)
+		}
 		if err != nil || ct != mediaJSON {
 			return Request{}, requestError(apperr.BadRequest, "Content-Type must be application/json"), http.StatusUnsupportedMediaType
 		}

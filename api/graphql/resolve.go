@@ -204,7 +204,7 @@ func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id st
 		return err
 	}
 	b.Grow(len(raw) + len(raw)/4 + 16) // renamed keys and __typename may add a little
-	if err := writeObj(b, sh, raw); err != nil {
+	if err := writeKept(b, sh, raw); err != nil {
 		return apperr.Wrap(err, "reshape result")
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
@@ -15,7 +16,12 @@ import (
 // shape says how to turn one JSON object built by Postgres into the
 // GraphQL response object of a selection: which members to copy under
 // which response keys, in selection order.
-type shape struct{ fields []outField }
+type shape struct {
+	fields []outField
+	// reorders: rows met so far order their members otherwise than this
+	// (kept, shared) shape, so writeKept reshapes them at once.
+	reorders atomic.Bool
+}
 
 type outKind uint8
 
