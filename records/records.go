@@ -193,8 +193,11 @@ func (s *Store) VerifyFiles(ctx context.Context, tenantID string, ids []string) 
 // holding a bad one (the file service names the file id).
 func (s *Store) VerifyRowFiles(ctx context.Context, tenantID string, row Row) error {
 	err := s.VerifyFiles(ctx, tenantID, row.Files)
+	if err == nil { // declared after this, ae (whose address errors.As takes) is not allocated per write
+		return nil
+	}
 	var ae *apperr.Error
-	if err == nil || !errors.As(err, &ae) || ae.Code != apperr.Validation {
+	if !errors.As(err, &ae) || ae.Code != apperr.Validation {
 		return err
 	}
 	details := make([]apperr.FieldError, len(ae.Details))
