@@ -123,26 +123,30 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 // per request of the run: calls, mean execution and planning time, shared
 // buffers hit and dirtied, WAL bytes.
 func (w *wrkRunner) printStatements(ctx context.Context, wr io.Writer, name string, requests int64) error {
-	rows, err := w.stats.QueryxContext(ctx, `SELECT calls, total_exec_time / calls, total_plan_time / greatest(calls, 1), plans,
-		(shared_blks_hit + shared_blks_read)::float8 / calls, shared_blks_dirtied::float8 / calls, wal_bytes::float8 / calls,
-		left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+	var stmts []struct {
+		Calls   int64   `db:"calls"`
+		Exec    float64 `db:"exec"`
+		Plan    float64 `db:"plan"`
+		Plans   int64   `db:"plans"`
+		Blks    float64 `db:"blks"`
+		Dirtied float64 `db:"dirtied"`
+		WAL     float64 `db:"wal"`
+		Query   string  `db:"query"`
+	}
+	err := w.stats.SelectContext(ctx, &stmts, `SELECT calls, total_exec_time / calls AS exec, total_plan_time / greatest(calls, 1) AS plan, plans,
+		(shared_blks_hit + shared_blks_read)::float8 / calls AS blks, shared_blks_dirtied::float8 / calls AS dirtied, wal_bytes::float8 / calls AS wal,
+		left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
 		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND query NOT LIKE '%pg_stat_statements%' AND calls > 0 ORDER BY total_exec_time + total_plan_time DESC LIMIT 8`)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
 	fmt.Fprintf(wr, "  statements of %s (%d requests): calls/req, exec ms, plan ms, plans, blks, dirtied, WAL bytes — per call\n", name, requests)
-	for rows.Next() {
-		var calls, plans int64
-		var exec, plan, blks, dirtied, wal float64
-		var q string
-		if err := rows.Scan(&calls, &exec, &plan, &plans, &blks, &dirtied, &wal, &q); err != nil {
-			return err
-		}
-		fmt.Fprintf(wr, "    %6.3f %7.4f %7.4f %7d %6.1f %5.2f %7.0f  %s\n", float64(calls)/float64(max(requests, 1)), exec, plan, plans, blks, dirtied, wal, q)
+	for _, st := range stmts {
+		fmt.Fprintf(wr, "    %6.3f %7.4f %7.4f %7d %6.1f %5.2f %7.0f  %s\n", float64(st.Calls)/float64(max(requests, 1)),
+			st.Exec, st.Plan, st.Plans, st.Blks, st.Dirtied, st.WAL, st.Query)
 	}
-	return rows.Err()
+	return nil
 }
 
 // parseWrk reads the line requests.lua's done() prints.
