@@ -352,24 +352,39 @@ func (e errorReader) Read([]byte) (int, error) {
 // unknown member) in one pass; ok is false for anything else, which the
 // general decoder then refuses with its wording. Numbers in variables and
 // extensions are json.Number, as the general decoder gives them.
+//
+// Once the whole body is known to be valid JSON, its members are found by
+// scanning it; only the variables and extensions objects are parsed into
+// values (on arena a, when not nil), and the variables' JSON is kept as
+// sent, as the general decoder keeps it.
 func decodeBody(a arena.Arena, body []byte) (req Request, ok bool) {
-	if astjson.ValidateBytes(body) != nil { // strict: the parser alone takes 1.2.3 or NaN
+	if astjson.ValidateBytes(body) != nil || hasSurrogateEscape(body) { // strict: the parser alone takes 1.2.3 or NaN
+		return Request{}, false
+	}
+	i := skipWS(body, 0)
+	if i >= len(body) || body[i] != '{' {
 		return Request{}, false
 	}
 	var p astjson.Parser
-	v, err := p.ParseBytesWithArena(a, body)
-	if err != nil || v.Type() != astjson.TypeObject {
-		return Request{}, false
-	}
-	o, _ := v.Object()
 	seen := 0
-	ok = true
-	o.Visit(func(key []byte, val *astjson.Value) {
-		if !ok {
-			return
+	for i = skipWS(body, i+1); i < len(body) && body[i] == '"'; {
+		kend, err := skipString(body, i)
+		if err != nil {
+			return Request{}, false
 		}
+		key := body[i+1 : kend-1]
+		i = skipWS(body, kend)
+		if i >= len(body) || body[i] != ':' {
+			return Request{}, false
+		}
+		start := skipWS(body, i+1)
+		end, err := skipValue(body, start)
+		if err != nil {
+			return Request{}, false
+		}
+		val := body[start:end]
 		bit := 0
-		switch string(key) {
+		switch string(key) { // a key written with escapes is left to the general decoder
 		case "query":
 			bit = 1
 		case "operationName":
@@ -380,46 +395,88 @@ func decodeBody(a arena.Arena, body []byte) (req Request, ok bool) {
 			bit = 8
 		}
 		if bit == 0 || seen&bit != 0 {
-			ok = false
-			return
+			return Request{}, false
 		}
 		seen |= bit
-		switch bit {
-		case 1, 2:
-			sb, err := val.StringBytes()
-			if err != nil || !utf8.Valid(sb) {
-				ok = bit == 2 && val.Type() == astjson.TypeNull
-				return
+		isNull := string(val) == "null"
+		switch {
+		case bit == 2 && isNull, bit >= 4 && isNull:
+		case bit <= 2:
+			str, good := jsonString(&p, a, val)
+			if !good {
+				return Request{}, false
 			}
 			if bit == 1 {
-				req.Query = string(sb)
+				req.Query = str
 			} else {
-				req.OperationName = string(sb)
+				req.OperationName = str
 			}
-		case 4, 8:
-			if val.Type() == astjson.TypeNull {
-				return
+		default:
+			if val[0] != '{' {
+				return Request{}, false
 			}
-			if val.Type() != astjson.TypeObject {
-				ok = false
-				return
+			v, err := p.ParseBytesWithArena(a, val)
+			if err != nil {
+				return Request{}, false
 			}
-			m, good := goValue(val).(map[string]any)
+			m, good := goValue(v).(map[string]any)
 			if !good {
-				ok = false
-				return
+				return Request{}, false
 			}
 			if bit == 4 {
-				req.Variables, req.variablesJSON = m, val.MarshalTo(nil)
+				req.Variables, req.variablesJSON = m, bytes.Clone(val)
 			} else {
 				req.Extensions = m
 			}
 		}
-	})
-	if !ok || seen&1 == 0 {
+		i = skipWS(body, end)
+		if i < len(body) && body[i] == ',' {
+			i = skipWS(body, i+1)
+			continue
+		}
+		break
+	}
+	if i >= len(body) || body[i] != '}' || seen&1 == 0 {
 		return Request{}, false
 	}
 	return req, true
+}
+
+// hasSurrogateEscape reports whether b holds an escaped UTF-16 surrogate
+// (\uD800-\uDFFF): the parser keeps a lone one as its six characters where
+// the general decoder gives U+FFFD, so such bodies take the general decoder.
+func hasSurrogateEscape(b []byte) bool {
+	for {
+		i := bytes.Index(b, []byte(`\u`))
+		if i < 0 || i+4 > len(b) {
+			return false
+		}
+		if d, n := b[i+2]|0x20, b[i+3]|0x20; d == 'd' && (n >= '8' && n <= '9' || n >= 'a' && n <= 'f') {
+			return true
+		}
+		b = b[i+2:]
+	}
+}
+
+// jsonString is the content of the JSON string val (valid JSON) when it is
+// valid UTF-8: copied as it stands when it has no escape, decoded by the
+// parser otherwise.
+func jsonString(p *astjson.Parser, a arena.Arena, val []byte) (string, bool) {
+	if len(val) < 2 || val[0] != '"' {
+		return "", false
+	}
+	if s, ok := plainString(val); ok {
+		return s, true
+	}
+	v, err := p.ParseBytesWithArena(a, val)
+	if err != nil {
+		return "", false
+	}
+	sb, err := v.StringBytes()
+	if err != nil || !utf8.Valid(sb) {
+		return "", false
+	}
+	return string(sb), true
 }
 
 // goValue converts a JSON value; nil (not a map) when a string or key is

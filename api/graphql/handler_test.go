@@ -53,6 +53,14 @@ func TestDecodeBody(t *testing.T) {
 		{"{\"query\":\"\xff\"}", false},
 		{`{"query":"{ a }","operationName":1}`, false},
 		{`[]`, false},
+		{`{"query":"query {\n  a(s: \"x\\u00e9\")\n}","operationName":"Q\u0031"}`, true},
+		{` { "variables" : { "n" : 1 , "s" : "a\"b" } , "query" : "{ a }" } `, true},
+		{`{"qu\u0065ry":"{ a }"}`, false},
+		{`{"query":"{ a }","variables":{"s":"\ud800"}}`, false}, // a lone surrogate: the parser and the general decoder disagree
+		{`{"query":"{ a(s: \"\uD83D\uDE00\") }"}`, false},
+		{`{"query":null}`, false},
+		{`{}`, false},
+		{"{\"query\":\"a\\n\xff\"}", false},
 	} {
 		body := []byte(c.body)
 		got, ok := decodeBody(a, body)
