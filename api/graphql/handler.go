@@ -310,13 +310,24 @@ func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Re
 	if err != nil {
 		status, body = http.StatusInternalServerError, []byte(`{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL_ERROR"}}]}`)
 	}
-	w.Header().Set("Content-Type", media+"; charset=utf-8")
+	w.Header().Set("Content-Type", contentType(media))
 	w.WriteHeader(status)
 	// The body is a JSON-encoded GraphQL result served as application/json or
 	// application/graphql-response+json (media is one of those two constants, see accepts), never
 	// as HTML, so reflected strings inside it are JSON data a browser does not render.
 	_, _ = w.Write(body) //nolint:gosec // G705: JSON body under an explicit JSON Content-Type, not HTML.
 	res.release()
+}
+
+// contentType is the Content-Type of a response of media type media.
+func contentType(media string) string {
+	switch media { // constants: no string built per response
+	case mediaJSON:
+		return mediaJSON + "; charset=utf-8"
+	case mediaGraphQLResponse:
+		return mediaGraphQLResponse + "; charset=utf-8"
+	}
+	return media + "; charset=utf-8"
 }
 
 // plainString returns the content of a JSON string without escapes (most
