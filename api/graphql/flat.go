@@ -98,15 +98,9 @@ func writeKept(b *bytes.Buffer, s *shape, raw []byte) error {
 	if isNull(raw) || s.reorders.Load() {
 		return reshapeObj(b, s, raw)
 	}
-	mark := b.Len()
-	end, ok, err := streamObj(b, s, raw, skipWS(raw, 0))
-	if err != nil {
+	if streamed, err := tryStream(b, s, raw); streamed || err != nil {
 		return err
 	}
-	if ok && skipWS(raw, end) == len(raw) {
-		return nil
-	}
-	b.Truncate(mark)
 	s.reorders.Store(true)
 	return reshapeObj(b, s, raw)
 }

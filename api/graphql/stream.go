@@ -20,16 +20,25 @@ func writeObj(b *bytes.Buffer, s *shape, raw []byte) error {
 		b.WriteString("null")
 		return nil
 	}
+	if streamed, err := tryStream(b, s, raw); streamed || err != nil {
+		return err
+	}
+	return reshapeObj(b, s, raw)
+}
+
+// tryStream writes the object raw streamed by s and reports true, or
+// writes nothing and reports false when the stream gave up.
+func tryStream(b *bytes.Buffer, s *shape, raw []byte) (bool, error) {
 	mark := b.Len()
 	end, ok, err := streamObj(b, s, raw, skipWS(raw, 0))
 	if err != nil {
-		return err
+		return false, err
 	}
 	if ok && skipWS(raw, end) == len(raw) {
-		return nil
+		return true, nil
 	}
 	b.Truncate(mark)
-	return reshapeObj(b, s, raw)
+	return false, nil
 }
 
 // writeList writes a JSON array of objects (null is an empty array), each

@@ -117,23 +117,11 @@ func TestNestedCeilingRunsTheStatementDDSRuns(t *testing.T) {
 	}
 
 	// The same GraphQL front end over a store that reports what it runs.
-	var mu sync.Mutex
-	var ran []query.Statement
-	log := slog.New(slog.DiscardHandler)
-	store := f.app.Server.Records.Observed(func(s query.Statement) {
-		mu.Lock()
-		ran = append(ran, s)
-		mu.Unlock()
-	})
-	router := api.NewRouter(auth.NewAuthenticator(f.app.Server.DB, "test", []byte("bench-nested-test-secret-0123456789abcdef"), time.Minute, log), nil, 1<<20)
-	graphql.New(store, nil, graphql.Limits{}, log).Routes(router)
-	srv := httptest.NewServer(router)
-	defer srv.Close()
-	if _, err := load.Call(ctx, load.Client(1), "POST", srv.URL+gqlPath, f.key, gqlBody(gqlNestedQuery, nil), http.StatusOK, nil); err != nil {
+	o := observe(t, f)
+	if _, err := load.Call(ctx, load.Client(1), "POST", o.url+gqlPath, f.key, gqlBody(gqlNestedQuery, nil), http.StatusOK, nil); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	ran := o.take()
 	if len(ran) != 1 {
 		t.Fatalf("DDS ran %d statements for the nested query, want 1", len(ran))
 	}
@@ -152,21 +140,7 @@ func TestListSectionRunsOneStatementForRESTAndGraphQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var ran []query.Statement
-	log := slog.New(slog.DiscardHandler)
-	store := f.app.Server.Records.Observed(func(s query.Statement) {
-		mu.Lock()
-		ran = append(ran, s)
-		mu.Unlock()
-	})
-	router := api.NewRouter(auth.NewAuthenticator(f.app.Server.DB, "test", []byte("bench-list-test-secret-0123456789abcdef00"), time.Minute, log), nil, 1<<20)
-	graphql.New(store, nil, graphql.Limits{}, log).Routes(router)
-	restH := rest.New(store, nil)
-	restH.Routes(router)
-	restH.QueryRoutes(router)
-	srv := httptest.NewServer(router)
-	defer srv.Close()
+	o := observe(t, f)
 	for _, c := range []struct {
 		name, path string
 		body       []byte
@@ -174,20 +148,52 @@ func TestListSectionRunsOneStatementForRESTAndGraphQL(t *testing.T) {
 		{"REST", "/api/v1/dynamic/" + entity + "/query", restListBody(48)},
 		{"GraphQL", "/api/v1/dynamic-gql/" + f.b.scope.TenantID, gqlBody(gqlListQuery, map[string]any{"n": 48})},
 	} {
-		mu.Lock()
-		ran = nil
-		mu.Unlock()
-		if _, err := load.Call(ctx, load.Client(1), "POST", srv.URL+c.path, f.key, c.body, http.StatusOK, nil); err != nil {
+		o.take()
+		if _, err := load.Call(ctx, load.Client(1), "POST", o.url+c.path, f.key, c.body, http.StatusOK, nil); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		if len(ran) != 1 {
+		if ran := o.take(); len(ran) != 1 {
 			t.Errorf("%s ran %d statements, want 1", c.name, len(ran))
 		} else if ran[0].SQL != want.SQL || !reflect.DeepEqual(ran[0].Args, want.Args) {
 			t.Errorf("%s ran\n%s\n%#v\nthe minimal handler runs\n%s\n%#v", c.name, ran[0].SQL, ran[0].Args, want.SQL, want.Args)
 		}
-		mu.Unlock()
 	}
+}
+
+// observed is DDS's GraphQL and REST front ends over the fixture's store,
+// reporting the statements they run.
+type observed struct {
+	url string
+	mu  sync.Mutex
+	ran []query.Statement
+}
+
+func observe(t *testing.T, f *fixture) *observed {
+	o := &observed{}
+	log := slog.New(slog.DiscardHandler)
+	store := f.app.Server.Records.Observed(func(s query.Statement) {
+		o.mu.Lock()
+		o.ran = append(o.ran, s)
+		o.mu.Unlock()
+	})
+	router := api.NewRouter(auth.NewAuthenticator(f.app.Server.DB, "test", []byte("bench-observed-test-secret-0123456789abc"), time.Minute, log), nil, 1<<20)
+	graphql.New(store, nil, graphql.Limits{}, log).Routes(router)
+	r := rest.New(store, nil)
+	r.Routes(router)
+	r.QueryRoutes(router)
+	srv := httptest.NewServer(router)
+	t.Cleanup(srv.Close)
+	o.url = srv.URL
+	return o
+}
+
+// take returns the statements run since the last take.
+func (o *observed) take() []query.Statement {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ran := o.ran
+	o.ran = nil
+	return ran
 }
 
 // The benchmarks run the DDS load in-process so that a CPU profile shows
