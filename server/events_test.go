@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dds-project/dds/internal/testenv"
@@ -80,5 +81,43 @@ func TestCommittedEventsAreAnnouncedOnce(t *testing.T) {
 		if n != 1 {
 			t.Errorf("event %s announced %d times, want once", id, n)
 		}
+	}
+}
+
+// Event ids are time-ordered (UUID version 7, as record ids are), so the
+// outbox's primary key grows at its right edge instead of at a random leaf
+// per write: ids of events written one after another carry non-decreasing
+// millisecond timestamps, close to the time of writing.
+func TestEventIDsAreTimeOrdered(t *testing.T) {
+	app := testenv.Server(t)
+	tenantID, key := app.Tenant(t)
+	app.Schema(t, key, notes)
+	before := time.Now()
+	id := app.Must(t, 201, "POST", "/api/v1/dynamic/Note", key, map[string]any{"title": "a"}).JSON(t)["id"].(string)
+	app.Must(t, 200, "PATCH", "/api/v1/dynamic/Note/"+id, key, map[string]any{"title": "b"})
+	app.Must(t, 201, "POST", "/api/v1/dynamic/Note/batch", key, map[string]any{"items": []any{
+		map[string]any{"title": "c"}, map[string]any{"title": "d"}}})
+	after := time.Now()
+	var ids []uuid.UUID
+	if err := app.Server.DB.SelectContext(t.Context(), &ids, `SELECT id FROM dds.events WHERE tenant_id = $1 ORDER BY seq`, tenantID); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 4 {
+		t.Fatalf("%d events, want 4", len(ids))
+	}
+	var prev time.Time
+	for i, id := range ids {
+		if id.Version() != 7 || id.Variant() != uuid.RFC4122 {
+			t.Fatalf("event %d id %s is version %d (variant %s), want a version 7 RFC 4122 UUID", i, id, id.Version(), id.Variant())
+		}
+		sec, nsec := id.Time().UnixTime()
+		at := time.Unix(sec, nsec)
+		if at.Before(before.Truncate(time.Millisecond).Add(-time.Second)) || at.After(after.Add(time.Second)) {
+			t.Fatalf("event %d id %s carries %s, outside the writes' time %s–%s", i, id, at, before, after)
+		}
+		if at.Before(prev) {
+			t.Fatalf("event %d id %s carries %s, before the previous event's %s", i, id, at, prev)
+		}
+		prev = at
 	}
 }
