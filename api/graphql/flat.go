@@ -96,11 +96,93 @@ type flatField = atomic.Pointer[flatMemo]
 // after it are reshaped without trying. Both write the same bytes.
 func writeKept(b *bytes.Buffer, s *shape, raw []byte) error {
 	if isNull(raw) || s.reorders.Load() {
-		return reshapeObj(b, s, raw)
+		return reshapeFlat(b, s, raw)
 	}
 	if streamed, err := tryStream(b, s, raw); streamed || err != nil {
 		return err
 	}
 	s.reorders.Store(true)
-	return reshapeObj(b, s, raw)
+	return reshapeFlat(b, s, raw)
+}
+
+// maxFlatFields bounds the shapes reshapeFlat takes (its table of where each
+// field's value stands is on the stack).
+const maxFlatFields = 32
+
+// reshapeFlat is reshapeObj for a shape of scalars and __typename: one pass
+// over raw's members notes where each wanted value stands (the first member
+// of each name, as lookup finds it), then the values are written in the
+// shape's order, without splitting raw into members. Any other shape, an
+// escaped key or malformed JSON goes to reshapeObj, which writes nothing
+// different (or returns its error).
+func reshapeFlat(b *bytes.Buffer, s *shape, raw []byte) error {
+	if isNull(raw) || len(s.fields) > maxFlatFields {
+		return reshapeObj(b, s, raw)
+	}
+	for i := range s.fields {
+		if k := s.fields[i].kind; k != oScalar && k != oTypename {
+			return reshapeObj(b, s, raw)
+		}
+	}
+	var at [maxFlatFields][2]int
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return reshapeObj(b, s, raw)
+	}
+	i = skipWS(raw, i+1)
+	for i < len(raw) && raw[i] != '}' { // a member, after '{' or ','
+		if raw[i] != '"' {
+			return reshapeObj(b, s, raw)
+		}
+		kend, err := skipString(raw, i)
+		if err != nil {
+			return reshapeObj(b, s, raw)
+		}
+		key := raw[i+1 : kend-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return reshapeObj(b, s, raw)
+		}
+		i = skipWS(raw, kend)
+		if i >= len(raw) || raw[i] != ':' {
+			return reshapeObj(b, s, raw)
+		}
+		start := skipWS(raw, i+1)
+		end, err := skipValue(raw, start)
+		if err != nil {
+			return reshapeObj(b, s, raw)
+		}
+		for k := range s.fields {
+			if f := &s.fields[k]; f.kind == oScalar && at[k][1] == 0 && f.src == string(key) {
+				at[k] = [2]int{start, end}
+			}
+		}
+		i = skipWS(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			if i = skipWS(raw, i+1); i >= len(raw) || raw[i] != '"' {
+				return reshapeObj(b, s, raw)
+			}
+			continue
+		}
+		break
+	}
+	if i >= len(raw) || raw[i] != '}' || skipWS(raw, i+1) != len(raw) {
+		return reshapeObj(b, s, raw)
+	}
+	b.WriteByte('{')
+	for k := range s.fields {
+		f := &s.fields[k]
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		writeKey(b, f.key)
+		if f.kind == oTypename {
+			writeString(b, f.typename)
+		} else if v := raw[at[k][0]:at[k][1]]; !isNull(v) {
+			b.Write(v)
+		} else {
+			b.WriteString("null")
+		}
+	}
+	b.WriteByte('}')
+	return nil
 }
