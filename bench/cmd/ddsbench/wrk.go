@@ -36,6 +36,7 @@ type wrkResult struct {
 	P50, P99         time.Duration
 	CPUSeconds       float64 // server process user+system time
 	DBms             float64 // Postgres execution + planning time
+	PGCPUSeconds     float64 // the Postgres cluster's user+system time (pgCluster)
 	DBCalls          int64   // statements Postgres ran
 }
 
@@ -53,7 +54,8 @@ type wrkRunner struct {
 	concurrency int
 	threads     int
 	stats       *sqlx.DB // a connection to the benchmark database
-	statements  bool     // print each run's statements (-statements)
+	pg          pgCluster
+	statements  bool // print each run's statements (-statements)
 }
 
 // newWrkRunner checks wrk is installed and pg_stat_statements is loaded,
@@ -75,7 +77,11 @@ func newWrkRunner(ctx context.Context, root string, stats *sqlx.DB, concurrency 
 	if _, err := stats.ExecContext(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 		return nil, fmt.Errorf("pg_stat_statements (is it in shared_preload_libraries? deploy/stack.sh puts it there): %w", err)
 	}
-	return &wrkRunner{script: filepath.Join(root, "bench", "wrk", "requests.lua"), concurrency: concurrency, threads: 2, stats: stats}, nil
+	pg, err := findPostmaster(ctx, stats)
+	if err != nil {
+		return nil, err
+	}
+	return &wrkRunner{script: filepath.Join(root, "bench", "wrk", "requests.lua"), concurrency: concurrency, threads: 2, stats: stats, pg: pg}, nil
 }
 
 // run drives t for d.
@@ -85,6 +91,10 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 		return r, err
 	}
 	cpu0, err := procCPU(t.pid)
+	if err != nil {
+		return r, err
+	}
+	pg0, err := w.pg.cpu()
 	if err != nil {
 		return r, err
 	}
@@ -106,7 +116,11 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 	if err != nil {
 		return r, err
 	}
-	r.CPUSeconds = cpu1 - cpu0
+	pg1, err := w.pg.cpu()
+	if err != nil {
+		return r, err
+	}
+	r.CPUSeconds, r.PGCPUSeconds = cpu1-cpu0, pg1-pg0
 	if err := parseWrk(out, &r); err != nil {
 		return r, fmt.Errorf("wrk %s: %w", t.name, err)
 	}
@@ -176,29 +190,10 @@ func parseWrk(out []byte, r *wrkResult) error {
 	return fmt.Errorf("no summary line in wrk's output: %s", out)
 }
 
-// procCPU is a process's user+system CPU time in seconds (/proc/PID/stat,
-// in clock ticks of 1/100 s, Linux's USER_HZ).
+// procCPU is a process's user+system CPU time in seconds.
 func procCPU(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the parenthesised command name; utime and stime are
-	// fields 14 and 15 of the whole line.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
-	}
-	ut, err1 := strconv.ParseFloat(f[11], 64)
-	st, err2 := strconv.ParseFloat(f[12], 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return (ut + st) / 100, nil
+	st, err := readProcStat(pid)
+	return (st.utime + st.stime) / 100, err
 }
 
 // wrkSummary is a contender's rounds: medians of rate and latency, sums of
@@ -212,6 +207,7 @@ type wrkSummary struct {
 	cpu      float64 // cores of the server
 	cpuPerRq time.Duration
 	dbPerRq  time.Duration
+	pgCPURq  time.Duration // the Postgres cluster's CPU per request (0 when not local)
 	callsRq  float64
 }
 
@@ -219,7 +215,7 @@ func summarize(name string, rs []wrkResult) wrkSummary {
 	s := wrkSummary{name: name}
 	var rps []float64
 	var p50, p99 []time.Duration
-	var secs, cpu, dbms float64
+	var secs, cpu, dbms, pgcpu float64
 	var calls int64
 	for _, r := range rs {
 		rps = append(rps, r.RPS())
@@ -230,6 +226,7 @@ func summarize(name string, rs []wrkResult) wrkSummary {
 		secs += r.Seconds
 		cpu += r.CPUSeconds
 		dbms += r.DBms
+		pgcpu += r.PGCPUSeconds
 		calls += r.DBCalls
 	}
 	s.rps, s.p50, s.p99 = median(rps), median(p50), median(p99)
@@ -239,6 +236,7 @@ func summarize(name string, rs []wrkResult) wrkSummary {
 	if ok := s.reqs - s.errors; ok > 0 {
 		s.cpuPerRq = time.Duration(cpu / float64(ok) * 1e9)
 		s.dbPerRq = time.Duration(dbms / float64(ok) * 1e6)
+		s.pgCPURq = time.Duration(pgcpu / float64(ok) * 1e9)
 		s.callsRq = float64(calls) / float64(ok)
 	}
 	return s
@@ -284,10 +282,10 @@ func (w *wrkRunner) measure(ctx context.Context, ts []wrkTarget, rounds int, d, 
 
 func printWrkTable(wr io.Writer, section string, ss []wrkSummary) {
 	fmt.Fprintf(wr, "\n%s\n", section)
-	fmt.Fprintf(wr, "  %-34s %10s %9s %9s %7s %10s %11s %10s %9s\n", "contender", "req/s", "p50", "p99", "errors", "srv cores", "srv CPU/req", "DB ms/req", "stmts/req")
+	fmt.Fprintf(wr, "  %-34s %10s %9s %9s %7s %10s %11s %10s %10s %9s\n", "contender", "req/s", "p50", "p99", "errors", "srv cores", "srv CPU/req", "DB ms/req", "PG CPU/req", "stmts/req")
 	for _, s := range ss {
-		fmt.Fprintf(wr, "  %-34s %10.0f %9s %9s %7d %10.2f %11s %10.3f %9.2f\n", s.name, s.rps, round(s.p50), round(s.p99), s.errors,
-			s.cpu, round(s.cpuPerRq), float64(s.dbPerRq)/1e6, s.callsRq)
+		fmt.Fprintf(wr, "  %-34s %10.0f %9s %9s %7d %10.2f %11s %10.3f %10s %9.2f\n", s.name, s.rps, round(s.p50), round(s.p99), s.errors,
+			s.cpu, round(s.cpuPerRq), float64(s.dbPerRq)/1e6, round(s.pgCPURq), s.callsRq)
 	}
 }
 

@@ -279,6 +279,11 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			verdict(r >= target && s.errors == 0, "%-26s = %5.1f%% of the minimal handler's req/s (target ≥ %.0f%%)", s.name, 100*r, 100*target)
 			d := float64(s.dbPerRq) / float64(minimal.dbPerRq)
 			verdict(d <= targetDBTime, "%-26s DB time/request = %.2f× the minimal handler's (target ≤ %.1f×)", s.name, d, targetDBTime)
+			if minimal.pgCPURq > 0 { // what Postgres itself spent, not statements' wall time
+				c := float64(s.pgCPURq) / float64(minimal.pgCPURq)
+				verdict(c <= targetDBTime, "%-26s Postgres CPU/request = %.2f× the minimal handler's, %s against %s (target ≤ %.1f×)", s.name,
+					c, round(s.pgCPURq), round(minimal.pgCPURq), targetDBTime)
+			}
 		}
 		if len(ss) == 3 && (section == "get" || section == "list") {
 			r := ss[2].rps / ss[1].rps
