@@ -221,6 +221,10 @@ func TestPlans(t *testing.T) {
 		{"get_nested", func() (Statement, error) {
 			return c.Get("Product", "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b", Selection{Nested: []Nested{{Relationship: "IN_CATEGORY"}}})
 		}},
+		{"get_output", func() (Statement, error) { // GraphQL's get of a flat selection: the response's object, only the id bound
+			return c.Get("Product", "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b", Selection{Output: []Member{{Key: "__typename", Const: "Product"},
+				{Key: "a", Field: "name"}, {Key: "b", Field: "name"}, {Key: "v", Field: "embedding"}, {Key: "updatedAt", Field: "updatedAt"}, {Key: "key", Field: "id"}}})
+		}},
 		{"list_files", func() (Statement, error) {
 			return c.List(List{Entity: "Product", Select: Selection{
 				Fields: []string{"name"}, Files: []FileMeta{{Field: "manual", Key: "m"}}, TenantID: "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5c",

@@ -2,8 +2,14 @@ package graphql
 
 import (
 	"bytes"
+	"database/sql"
+	"errors"
 
+	"github.com/google/uuid"
+
+	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/schema"
 )
 
 // Writing a list with relationship selections as Postgres wrote it. When
@@ -109,4 +115,73 @@ func writeExactItems(b *bytes.Buffer, raw []byte, i int) bool {
 		b.Write(v[:p-1])
 		v = v[p+2:]
 	}
+}
+
+// A get by id of a kept flat selection (flat.go: columns and __typename,
+// no directive, the same for every request executing the operation) is
+// compiled once with Output as well: its statement returns the response's
+// object itself, which is copied into {"data":{"<key>": …}} as Postgres
+// wrote it, rather than running REST's statement (whose members come in
+// REST's order, the timestamps early) and reshaping its row. The text is
+// kept on the selection's memo, so a request binds only the id. The memo
+// belongs to an operation prepared for one model (one schema version and
+// visibility); the text also names the compiler it was built with, whose
+// tables it reads, and is built again for another.
+
+// exactGet is the get by id statement of a kept flat selection.
+type exactGet struct {
+	c   *query.Compiler
+	sql string // "" when the selection is not built as the response has it
+}
+
+// exactGetSQL is the text of the get by id of field cf's selection over e
+// built as the response has it, "" when sh is not the field's kept flat
+// shape (the get then runs REST's statement and reshapes its row).
+func (x *execCtx) exactGetSQL(e *schema.Entity, cf *cfield, sh *shape) string {
+	if x.e.noExact {
+		return ""
+	}
+	m := cf.field.flat.Load()
+	if m == nil || m.shape == nil || m.shape != sh || m.entity != e.Name {
+		return ""
+	}
+	c := x.sc.Compiler
+	if g := m.get.Load(); g != nil && g.c == c {
+		return g.sql
+	}
+	g := &exactGet{c: c}
+	sel := query.Selection{Fields: m.fields}
+	if exactOutput(m.shape, &sel) != nil {
+		// Any well-formed id: it is bound, not written into the text.
+		if st, err := c.Get(e.Name, uuid.Nil.String(), sel); err == nil && len(st.Args) == 1 {
+			g.sql = st.SQL
+		}
+	}
+	m.get.Store(g)
+	return g.sql
+}
+
+// writeExactGet runs the get by id text with id bound and writes the
+// record as Postgres built it, or null when there is none.
+func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, text, id string) error {
+	if len(id) != 36 { // a UUID in another of the forms uuid.Parse takes (one checked it): bind the usual one
+		u, err := uuid.Parse(id)
+		if err != nil {
+			b.WriteString("null")
+			return nil
+		}
+		id = u.String()
+	}
+	err := x.e.store.RunFunc(x.ctx, x.sc, e.Name, query.Statement{SQL: text, Args: []any{id}}, func(raw []byte) error {
+		if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
+			return apperr.Wrap(errBadJSON, "read result")
+		}
+		b.Write(raw)
+		return nil
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		b.WriteString("null")
+		return nil
+	}
+	return err
 }

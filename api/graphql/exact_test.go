@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/query"
 )
@@ -22,30 +24,11 @@ func TestExactOutputWritesWhatTheStreamWrites(t *testing.T) {
 	t.Parallel()
 	e := testEnv(t)
 	s := newShop(t)
-	odd := e.create(t, s.tenant, "Product", map[string]any{
-		"name": "Tarte \"Tatin\" \\ é 🍎 \u2028 <&> \t tab", "price": -0.000125, "stock": 9007199254740993,
-		"tags": []string{"a, \n b", "ü"}, "attributes": map[string]any{"k": []any{1, "x\ny", map[string]any{"z": nil}}},
-		"embedding": []float64{0.5, -1, 1e-7}, "launchDate": "2024-02-29", "releasedAt": "2024-01-01T12:34:56.789Z"})
+	odd := createOdd(t, e, s.tenant)
 	e.link(t, s.tenant, "IN_CATEGORY", odd, s.c[0], map[string]any{"position": 3})
 	e.link(t, s.tenant, "IN_CATEGORY", odd, s.c[1], nil)
 
-	// The same front end twice, over stores that report what they run.
-	var mu sync.Mutex
-	var ran []string
-	store := e.Store.Observed(func(st query.Statement) {
-		mu.Lock()
-		ran = append(ran, st.SQL)
-		mu.Unlock()
-	})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	exactR, streamR := api.NewRouter(e.Authn, nil, 16<<20), api.NewRouter(e.Authn, nil, 16<<20)
-	New(store, nil, Limits{MaxComplexity: 1 << 30}, log).Routes(exactR)
-	streamed := New(e.Store, nil, Limits{MaxComplexity: 1 << 30}, log)
-	streamed.engine.noExact = true
-	streamed.Routes(streamR)
-	exactSrv, streamSrv := httptest.NewServer(exactR), httptest.NewServer(streamR)
-	defer exactSrv.Close()
-	defer streamSrv.Close()
+	srv := newExactServers(t, e)
 
 	const everything = `id createdAt updatedAt name price stock active tags releasedAt launchDate attributes status embedding`
 	for _, c := range []struct {
@@ -74,23 +57,130 @@ func TestExactOutputWritesWhatTheStreamWrites(t *testing.T) {
 		{"flat list", `{ products(orderBy: [{field: "name"}]) { ` + everything + ` } }`, nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mu.Lock()
-			ran = nil
-			mu.Unlock()
-			fast := (&env{URL: exactSrv.URL}).gql(t, s.tenant, s.key, c.query, c.vars)
-			slow := (&env{URL: streamSrv.URL}).gql(t, s.tenant, s.key, c.query, c.vars)
+			fast, ran := srv.both(t, s.tenant, s.key, c.query, c.vars)
 			fast.ok(t)
-			if !bytes.Equal(fast.Body, slow.Body) {
-				t.Fatalf("written as Postgres built it:\n%s\nreshaped:\n%s", fast.Body, slow.Body)
-			}
-			mu.Lock()
-			defer mu.Unlock()
 			exact := len(ran) > 0
 			for _, sql := range ran {
 				exact = exact && !strings.Contains(sql, `AS "_n`) && strings.Contains(sql, `'[]'::json) AS "`)
 			}
 			if exact != c.exact {
 				t.Errorf("written as Postgres built it = %v, want %v; statements: %q", exact, c.exact, ran)
+			}
+		})
+	}
+}
+
+// createOdd creates a Product with every column type set, escapes and
+// unicode in its strings.
+func createOdd(t *testing.T, e *env, tenant string) string {
+	return e.create(t, tenant, "Product", map[string]any{
+		"name": "Tarte \"Tatin\" \\ é 🍎 \u2028 <&> \t tab", "price": -0.000125, "stock": 9007199254740993,
+		"tags": []string{"a, \n b", "ü"}, "attributes": map[string]any{"k": []any{1, "x\ny", map[string]any{"z": nil}}},
+		"embedding": []float64{0.5, -1, 1e-7}, "launchDate": "2024-02-29", "releasedAt": "2024-01-01T12:34:56.789Z"})
+}
+
+// exactServers is the same GraphQL front end twice over one environment:
+// one writing Postgres' JSON as it stands where it can, reporting the
+// statements it runs, and one reshaping every result (noExact).
+type exactServers struct {
+	exact, stream string
+	mu            sync.Mutex
+	ran           []string
+}
+
+func newExactServers(t *testing.T, e *env) *exactServers {
+	srv := &exactServers{}
+	store := e.Store.Observed(func(st query.Statement) {
+		srv.mu.Lock()
+		srv.ran = append(srv.ran, st.SQL)
+		srv.mu.Unlock()
+	})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	exactR, streamR := api.NewRouter(e.Authn, nil, 16<<20), api.NewRouter(e.Authn, nil, 16<<20)
+	New(store, nil, Limits{MaxComplexity: 1 << 30}, log).Routes(exactR)
+	streamed := New(e.Store, nil, Limits{MaxComplexity: 1 << 30}, log)
+	streamed.engine.noExact = true
+	streamed.Routes(streamR)
+	exactSrv, streamSrv := httptest.NewServer(exactR), httptest.NewServer(streamR)
+	t.Cleanup(exactSrv.Close)
+	t.Cleanup(streamSrv.Close)
+	srv.exact, srv.stream = exactSrv.URL, streamSrv.URL
+	return srv
+}
+
+// both sends the query to both servers, fails unless they answer the same
+// bytes, and returns the answer and the statements the first one ran.
+func (srv *exactServers) both(t *testing.T, tenant, key, q string, vars map[string]any) (*gqlResp, []string) {
+	t.Helper()
+	srv.mu.Lock()
+	srv.ran = nil
+	srv.mu.Unlock()
+	fast := (&env{URL: srv.exact}).gql(t, tenant, key, q, vars)
+	slow := (&env{URL: srv.stream}).gql(t, tenant, key, q, vars)
+	if fast.Status != slow.Status || !bytes.Equal(fast.Body, slow.Body) {
+		t.Fatalf("written as Postgres built it (%d):\n%s\nreshaped (%d):\n%s", fast.Status, fast.Body, slow.Status, slow.Body)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return fast, srv.ran
+}
+
+// A get by id of a flat selection runs a statement building the
+// response's object (exact.go); every other get runs REST's statement and
+// is reshaped. Both answer the same bytes, a missing record null.
+func TestExactGetWritesWhatTheStreamWrites(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	odd := createOdd(t, e, s.tenant)
+	other := newShop(t) // another tenant
+	narrow := e.key(t, s.tenant, "entity:Product:read")
+	srv := newExactServers(t, e)
+
+	const everything = `id createdAt updatedAt name price stock active tags releasedAt launchDate attributes status embedding manual`
+	const byVar = `query($id: ID!) { product(id: $id) { `
+	for _, c := range []struct {
+		name, key, query string
+		id               string
+		want             string // the data, when the test says it; "" to compare only
+		exact            bool   // ran the statement building the response's object
+		statements       int
+	}{
+		{"the bench's get", s.key, byVar + `id name price stock active createdAt updatedAt } }`, s.p[0], "", true, 1},
+		{"every column type, escapes and unicode", s.key, byVar + everything + ` } }`, odd, "", true, 1},
+		{"nulls", s.key, byVar + everything + ` } }`, s.p[2], "", true, 1},
+		{"aliases, repeated fields, __typename", s.key, byVar + `__typename a: name b: name t: __typename name id: price key: id } }`, s.p[1],
+			`{"product":{"__typename":"Product","a":"Banana","b":"Banana","t":"Product","name":"Banana","id":0.5,"key":"` + s.p[1] + `"}}`, true, 1},
+		{"only __typename", s.key, byVar + `__typename } }`, s.p[0], `{"product":{"__typename":"Product"}}`, true, 1},
+		{"fragments", s.key, `query($id: ID!) { product(id: $id) { ...P ... on Product { stock } } } fragment P on Product { name price }`, s.p[0], "", true, 1},
+		{"a narrow key", narrow, byVar + `name price createdAt } }`, s.p[0], "", true, 1},
+		{"an id in capitals", s.key, byVar + `id name } }`, strings.ToUpper(s.p[0]), "", true, 1},
+		{"an id in braces", s.key, byVar + `id name } }`, "{" + s.p[0] + "}", "", true, 1},
+		{"a missing id", s.key, byVar + `id name } }`, uuid.NewString(), `{"product":null}`, true, 1},
+		{"another tenant's id", s.key, byVar + `id name } }`, other.p[0], `{"product":null}`, true, 1},
+		{"not an id", s.key, byVar + `id name } }`, "1 OR 1=1", `{"product":null}`, false, 0},
+		{"a field given twice (normalized into one)", s.key, `query($id: ID!) { product(id: $id) { name } product(id: $id) { price } }`, s.p[0], "", true, 1},
+		{"@include from a variable: REST's statement", s.key, `query($id: ID!, $i: Boolean!) { product(id: $id) { name price @include(if: $i) } }`, s.p[0], "", false, 1},
+		{"file metadata: REST's statement", s.key, byVar + `name manualFile { fileName } } }`, s.p[0], "", false, 1},
+		{"relationships: REST's statement", s.key, byVar + `name categories { name } } }`, s.p[0], "", false, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv.both(t, s.tenant, c.key, c.query, map[string]any{"id": c.id, "i": true}) // the first builds the statement, the second reuses it
+			res, ran := srv.both(t, s.tenant, c.key, c.query, map[string]any{"id": c.id, "i": true})
+			data := res.ok(t)
+			if c.want != "" {
+				jsonEq(t, data, c.want)
+			}
+			if len(ran) != c.statements {
+				t.Fatalf("ran %d statements, want %d: %q", len(ran), c.statements, ran)
+			}
+			for _, sql := range ran {
+				// REST's statement selects the id first, unnamed; the
+				// exact one names every member.
+				exact := !strings.Contains(sql, `(SELECT t."id",`) && !strings.Contains(sql, `(SELECT t."id")`)
+				if exact != c.exact {
+					t.Errorf("written as Postgres built it = %v, want %v: %s", exact, c.exact, sql)
+				}
 			}
 		})
 	}

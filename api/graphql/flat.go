@@ -23,6 +23,9 @@ type flatMemo struct {
 	entity string
 	shape  *shape
 	fields []string // cap == len: a caller appending to it never writes into the memo
+	// get is the statement of a get by id of this selection, built as the
+	// response has it (exact.go) on the first get executing it.
+	get atomic.Pointer[exactGet]
 }
 
 // recordOf is record for field cf's selection over e into sel (which must

@@ -176,9 +176,11 @@ func isUUID(id string) bool {
 	return err == nil
 }
 
-// byID reads one record with a selection (null when absent) through the
-// records store's read by id, the statement REST's GET runs (its text is
-// kept per entity and selection, so only the id is bound per request).
+// byID reads one record with a selection (null when absent): a kept flat
+// selection through its own statement, which builds the response's object
+// (exact.go); any other through the records store's read by id, the
+// statement REST's GET runs (its text is kept per entity and selection, so
+// only the id is bound per request).
 func (x *execCtx) byID(e *schema.Entity, cf *cfield, id string) ([]byte, error) {
 	var b bytes.Buffer
 	if err := x.writeByID(&b, e, cf, id); err != nil {
@@ -194,6 +196,9 @@ func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id st
 	sh, err := x.recordOf(e, cf, &sel)
 	if err != nil {
 		return err
+	}
+	if text := x.exactGetSQL(e, cf, sh); text != "" {
+		return x.writeExactGet(b, e, text, id)
 	}
 	raw, err := x.e.store.Get(x.ctx, x.sc, e.Name, id, sel)
 	if err != nil {
