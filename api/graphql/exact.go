@@ -164,13 +164,10 @@ func (x *execCtx) exactGetSQL(e *schema.Entity, cf *cfield, sh *shape) string {
 // writeExactGet runs the get by id text with id bound and writes the
 // record as Postgres built it, or null when there is none.
 func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, text, id string) error {
-	if len(id) != 36 { // a UUID in another of the forms uuid.Parse takes (one checked it): bind the usual one
-		u, err := uuid.Parse(id)
-		if err != nil {
-			b.WriteString("null")
-			return nil
-		}
-		id = u.String()
+	id, ok := canonicalID(id)
+	if !ok { // names no record
+		b.WriteString("null")
+		return nil
 	}
 	err := x.e.store.RunFunc(x.ctx, x.sc, e.Name, query.Statement{SQL: text, Args: []any{id}}, func(raw []byte) error {
 		if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
@@ -184,4 +181,14 @@ func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, text, id stri
 		return nil
 	}
 	return err
+}
+
+// canonicalID is id, a UUID in any form uuid.Parse takes, in the usual
+// form (what Postgres reads as a uuid), or false when it is not a UUID.
+func canonicalID(id string) (string, bool) {
+	if len(id) == 36 && isUUID(id) {
+		return id, true
+	}
+	u, err := uuid.Parse(id)
+	return u.String(), err == nil
 }
