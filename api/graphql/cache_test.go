@@ -207,3 +207,38 @@ func TestPreparedOperationsDoNotPinModels(t *testing.T) {
 		t.Error("the cache keeps an unreferenced model alive")
 	}
 }
+
+// TestPreparedOperationsOfSeveralOperations: a document whose other
+// operation is invalid is never cached (each request fails afresh), and a
+// valid one is cached per operation name, each entry executing its own.
+func TestPreparedOperationsOfSeveralOperations(t *testing.T) {
+	eng := cachingEngine()
+	m, err := Build(loadDef(t, "shop.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "query A { products { id } }\nquery B { nope }"
+	for i := 0; i < 2; i++ {
+		if _, res := eng.Prepare(context.Background(), m, Request{Query: bad, OperationName: "A"}); res == nil ||
+			res.Errors[0].Extensions["code"] != "GRAPHQL_VALIDATION_FAILED" || !strings.Contains(res.Errors[0].Message, "nope") {
+			t.Fatalf("round %d: an invalid sibling was accepted: %+v", i, res)
+		}
+	}
+	if n, _ := eng.cache.stats(); n != 0 {
+		t.Fatalf("a failure was cached: %d entries", n)
+	}
+	good := "query A { products { id } }\nquery B { categories { name } }"
+	for _, name := range []string{"A", "B"} {
+		first, res := eng.Prepare(context.Background(), m, Request{Query: good, OperationName: name})
+		if res != nil {
+			t.Fatalf("%s: %+v", name, res.Errors)
+		}
+		again, res := eng.Prepare(context.Background(), m, Request{Query: good, OperationName: name})
+		if res != nil || again.op != first.op || executed(first.op.doc) != name {
+			t.Fatalf("%s: not served from the cache, or another operation (%q, %v)", name, executed(first.op.doc), res)
+		}
+	}
+	if n, _ := eng.cache.stats(); n != 2 {
+		t.Fatalf("want one entry per operation name, got %d", n)
+	}
+}

@@ -347,3 +347,47 @@ func TestGraphiQLIntrospectionQueryAccepted(t *testing.T) {
 		t.Fatalf("__schema = %.300v", d)
 	}
 }
+
+// TestEveryOperationValidated: through the server, a document with an
+// invalid operation fails whichever operation the request names (400,
+// GRAPHQL_VALIDATION_FAILED at the bad field), a narrow key's document
+// naming what it cannot see in another operation fails too, and a valid
+// document of several operations executes the one named.
+func TestEveryOperationValidated(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	narrow := e.key(t, s.tenant, "entity:Product:read")
+	post := func(key, q, op string) *gqlResp {
+		body, _ := json.Marshal(map[string]any{"query": q, "operationName": op})
+		return e.post(t, "/api/v1/dynamic-gql/"+s.tenant, key, body, "application/graphql-response+json")
+	}
+	type located struct {
+		Errors []struct {
+			Locations []Location `json:"locations"`
+		} `json:"errors"`
+	}
+	for _, c := range []struct {
+		name, key, q, op, msg string
+		at                    Location
+	}{
+		{"invalid sibling", s.key, "query A { productsCount }\nquery B { nope }", "A", "nope", Location{2, 11}},
+		{"unused fragment", s.key, "query A { productsCount }\nquery B { categoriesCount }\nfragment F on Product { id }", "A", "F", Location{3, 1}},
+		{"sibling beyond the key", narrow, "query A { productsCount }\nquery B { categories { name } }", "A", "categories", Location{2, 11}},
+	} {
+		r := post(c.key, c.q, c.op)
+		var l located
+		_ = json.Unmarshal(r.Body, &l)
+		if r.Status != 400 || r.Data != nil || len(r.Errors) != 1 || r.code(0) != "GRAPHQL_VALIDATION_FAILED" ||
+			!strings.Contains(r.Errors[0].Message, c.msg) || len(l.Errors) != 1 || len(l.Errors[0].Locations) == 0 || l.Errors[0].Locations[0] != c.at {
+			t.Errorf("%s: %d %s", c.name, r.Status, r.Body)
+		}
+	}
+	q := "query A { productsCount }\nquery B { categoriesCount }"
+	if d := post(s.key, q, "B").ok(t); d["categoriesCount"] != float64(2) || d["productsCount"] != nil {
+		t.Errorf("B executed: %v", d)
+	}
+	if r := post(s.key, q, ""); r.Status != 400 || r.code(0) != "BAD_REQUEST" || !strings.Contains(r.Errors[0].Message, "operationName is required") {
+		t.Errorf("no operationName: %d %s", r.Status, r.Body)
+	}
+}

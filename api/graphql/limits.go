@@ -36,6 +36,8 @@ type limiter struct {
 	used  map[string]bool
 	frags map[fragKey]*fragCost
 	steps int
+	// copied counts the selections inlining copies, whole document.
+	copied int
 	// byVariables is set when a multiplier came from a variable: the
 	// measure then holds for this request's variables only.
 	byVariables bool
@@ -55,13 +57,14 @@ type fragCost struct {
 }
 
 // tally accumulates what is counted across a whole operation or fragment:
-// aliases; nodes, the selections it expands to (spreads inlined); copied,
-// the selections inlining its spreads copies.
-type tally struct{ aliases, nodes, copied int }
+// aliases; nodes, the selections it expands to (spreads inlined).
+type tally struct{ aliases, nodes int }
 
-// maxExpanded bounds the selections inlining an operation's fragment
-// spreads copies (inline.go): far above any real query, far below what
-// would cost tens of milliseconds.
+// maxExpanded bounds the selections inlining the fragment spreads of all
+// the document's operations copies (inline.go): far above any real query,
+// far below what would cost tens of milliseconds. It counts across the
+// operations because every operation is validated, so many operations
+// spreading one large fragment cannot multiply the work.
 const maxExpanded = 20000
 
 // errLimit carries the first excess found.
@@ -252,7 +255,7 @@ func (l *limiter) set(ref int, parent string, depth int, intro bool, t *tally) (
 				return 0, 0, l.tooManyAliases()
 			}
 			t.nodes += fc.nodes
-			if t.copied += fc.nodes; t.copied > maxExpanded {
+			if l.copied += fc.nodes; l.copied > maxExpanded {
 				return 0, 0, l.tooLarge()
 			}
 			if err := add(fc.cost); err != nil {

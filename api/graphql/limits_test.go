@@ -51,6 +51,8 @@ func TestHostileDocumentsRefused(t *testing.T) {
 		"doubling spreads, unused":      doubling(40, "Query", "productsCount", "productsCount"),
 		"20000 repeated fields":         "{ products { " + repeated("id", 20000) + " } }",
 		"repeated fields in a fragment": "{ products { ...R } } fragment R on Product { " + repeated("id", 20000) + " }",
+		// Every operation is validated: the inlining cap counts them all.
+		"many operations spreading one fragment": manyOperations("products(limit: 1) { ...F }") + "fragment F on Product { " + repeated("id", 1000) + " }",
 	} {
 		_, res := eng.Prepare(context.Background(), m, Request{Query: q})
 		if res == nil || len(res.Errors) != 1 || res.Errors[0].Extensions["code"] != "BAD_REQUEST" ||
@@ -222,7 +224,31 @@ func hostileCorpus() map[string]string {
 		// rescanning the set after each: the same leaves from many fragments.
 		"same-leaves-from-400-frags":  `{ product(id: "x") { ` + sameLeaves(400, true) + " } }" + sameLeaves(400, false),
 		"unknown-fields-then-repeats": `{ product(id: "x") { ` + numbered("u", 2000) + repeated("id", 2000) + " } }",
+		// Every operation of a document is validated, not only the one
+		// executed: many operations, valid or not, or sharing a fragment.
+		"many-small-operations":        manyOperations("productsCount"),
+		"many-invalid-operations":      manyOperations("nope"),
+		"many-operations-one-fragment": manyOperations("products(limit: 1) { ...F }") + "fragment F on Product { " + repeated("id", 19000) + " }",
 	}
+}
+
+// corpusRequest is the request of a corpus document: the documents of
+// many operations execute the first.
+func corpusRequest(name, q string) Request {
+	if strings.HasPrefix(name, "many-") {
+		return Request{Query: q, OperationName: "Q0"}
+	}
+	return Request{Query: q}
+}
+
+// manyOperations is a document of as many operations selecting sel as fit
+// in about half the size limit.
+func manyOperations(sel string) string {
+	var b strings.Builder
+	for i := 0; b.Len() < DefaultLimits.MaxDocumentBytes/2; i++ {
+		fmt.Fprintf(&b, "query Q%d { %s }\n", i, sel)
+	}
+	return b.String()
 }
 
 func processCPU() time.Duration {
@@ -249,7 +275,7 @@ func BenchmarkLimitsWorstCase(b *testing.B) {
 	var worstName string
 	for name, q := range docs {
 		start, cpu0 := time.Now(), processCPU()
-		eng.Prepare(context.Background(), m, Request{Query: q})
+		eng.Prepare(context.Background(), m, corpusRequest(name, q))
 		if d := processCPU() - cpu0; d > worst {
 			worst, worstWall, worstName = d, time.Since(start), name
 		}
@@ -258,10 +284,10 @@ func BenchmarkLimitsWorstCase(b *testing.B) {
 	// server; wall time on a shared machine includes time others took.
 	fmt.Printf("worst document: %s, %v CPU (%v wall) for one Prepare (%d documents, each <= %d bytes)\n",
 		worstName, worst, worstWall, len(docs), DefaultLimits.MaxDocumentBytes)
-	for _, name := range []string{"doubling-40", "repeat-20000-list", "repeat-20000-single", "spreads-of-800-frags", "same-leaves-from-400-frags", "repeat-5000-fragment"} {
+	for _, name := range []string{"many-small-operations", "many-invalid-operations", "doubling-40", "repeat-20000-list", "repeat-20000-single", "spreads-of-800-frags", "same-leaves-from-400-frags", "repeat-5000-fragment"} {
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				eng.Prepare(context.Background(), m, Request{Query: docs[name]})
+				eng.Prepare(context.Background(), m, corpusRequest(name, docs[name]))
 			}
 		})
 	}

@@ -41,7 +41,10 @@ import (
 //     turned into a variable;
 //  5. the library's operation validation (astvalidation, its default
 //     rules) of the normalized operation, as the library intends (its
-//     fragment and field-merging rules expect inlined fragments);
+//     fragment and field-merging rules expect inlined fragments); then
+//     steps 4 and 5 for every other operation of the document, on a
+//     second parse of it: a document is valid only when all its
+//     operations are;
 //  6. conversion of the operation into the executor's tree (tree.go).
 //
 // The result (an operation) is cached; every request then only validates
@@ -157,6 +160,12 @@ type preparer struct {
 	validator  *astvalidation.OperationValidator
 	normalizer *astnormalization.OperationNormalizer
 	report     operationreport.Report
+	// others holds the document again while the operations not executed
+	// are validated (normalization keeps one operation of a document);
+	// others' validator is the default one without the rules on the
+	// whole document, which the chosen operation's validation ran once.
+	others          *ast.Document
+	othersValidator *astvalidation.OperationValidator
 }
 
 func newPreparer() *preparer {
@@ -170,6 +179,24 @@ func newPreparer() *preparer {
 			astnormalization.WithInlineFragmentSpreads(),
 			astnormalization.WithRemoveFragmentDefinitions(),
 		),
+		others: ast.NewSmallDocument(),
+		othersValidator: astvalidation.NewOperationValidator([]astvalidation.Rule{
+			astvalidation.AllVariablesUsed(),
+			astvalidation.AllVariableUsesDefined(),
+			astvalidation.DocumentContainsExecutableOperation(),
+			astvalidation.FieldSelections(),
+			astvalidation.FieldSelectionMerging(false),
+			astvalidation.KnownArguments(),
+			astvalidation.Values(false),
+			astvalidation.ArgumentUniqueness(),
+			astvalidation.RequiredArguments(),
+			astvalidation.Fragments(),
+			astvalidation.DirectivesAreDefined(),
+			astvalidation.DirectivesAreInValidLocations(),
+			astvalidation.VariableUniqueness(),
+			astvalidation.DirectivesAreUniquePerLocation(),
+			astvalidation.VariablesAreInputTypes(),
+		}),
 	}
 }
 
@@ -213,6 +240,7 @@ func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation
 	}
 	defer func() {
 		p.doc.Reset()
+		p.others.Reset()
 		p.report.Reset()
 		e.preparers.Put(p)
 	}()
@@ -244,8 +272,22 @@ func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation
 	if !rep.HasErrors() {
 		p.validator.Validate(doc, m.doc, rep)
 	}
+	var failed *Result
 	if rep.HasErrors() {
-		return nil, reportResult(ctx, rep, "GRAPHQL_VALIDATION_FAILED", req.Query, doc)
+		failed = reportResult(ctx, rep, "GRAPHQL_VALIDATION_FAILED", req.Query, doc)
+		rep.Reset()
+	}
+	// The document is valid only when all its operations are: the others
+	// are validated too, as graphql-js does, and their errors reported
+	// after the chosen one's.
+	if others := p.validateOthers(ctx, m, req.Query, lim.names, ref); len(others) > 0 {
+		if failed == nil {
+			failed = &Result{RequestError: true}
+		}
+		failed.Errors = append(failed.Errors, others...)
+	}
+	if failed != nil {
+		return nil, failed
 	}
 	od := doc.OperationDefinitions[ref]
 	op := &operation{kind: od.OperationType, doc: doc, byVariables: lim.byVariables}
@@ -274,6 +316,47 @@ func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation
 	// The cache keeps the document: the preparer takes a fresh one.
 	p.doc = ast.NewSmallDocument()
 	return op, nil
+}
+
+// validateOthers validates every operation of query but the chosen one
+// (ref) against the model, each normalized and validated as the chosen one
+// is, on a second parse of the document (normalization keeps only the
+// operation it is asked for): the limits measured every operation and
+// bounded the copies inlining makes across the whole document, so this
+// is linear in the document. It returns their errors, located.
+func (p *preparer) validateOthers(ctx context.Context, m *Model, query string, frags map[string]int, chosen int) []Error {
+	if len(p.doc.OperationDefinitions) < 2 {
+		return nil
+	}
+	doc, rep := p.others, &p.report
+	doc.Input.ResetInputString(query)
+	p.parser.Parse(doc, rep)
+	if rep.HasErrors() { // parsed once already: never
+		return reportResult(ctx, rep, "GRAPHQL_PARSE_FAILED", query, nil).Errors
+	}
+	inlineSpreads(doc, frags)
+	if ge := mergeDocument(doc); ge != nil { // merged once already: never
+		return validationFailed(*ge).Errors
+	}
+	var ops []ast.Node
+	for _, n := range doc.RootNodes {
+		if n.Kind == ast.NodeKindOperationDefinition && n.Ref != chosen {
+			ops = append(ops, n)
+		}
+	}
+	var errs []Error
+	for _, n := range ops {
+		doc.RootNodes = append(doc.RootNodes[:0], n)
+		p.normalizer.NormalizeNamedOperation(doc, m.doc, []byte(doc.OperationDefinitionNameString(n.Ref)), rep)
+		if !rep.HasErrors() {
+			p.othersValidator.Validate(doc, m.doc, rep)
+		}
+		if rep.HasErrors() {
+			errs = append(errs, reportResult(ctx, rep, "GRAPHQL_VALIDATION_FAILED", query, doc).Errors...)
+			rep.Reset()
+		}
+	}
+	return errs
 }
 
 // pickOperation finds the operation to execute, as before normalization
