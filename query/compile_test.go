@@ -192,6 +192,11 @@ func TestPlans(t *testing.T) {
 					Select: Selection{Output: []Member{{Key: "title", Field: "title"}, {Key: "it's", Const: "Cat'egory"}}}}},
 			}})
 		}},
+		{"list_output_flat", func() (Statement, error) { // GraphQL's flat list: the response's members, the filter's values bound, LIMIT written
+			return c.List(List{Entity: "Product", Where: where(t, `{"price": {"$gte": 48}}`), OrderBy: []Order{{Field: "createdAt", Desc: true}}, Limit: 20, Offset: 40,
+				Select: Selection{Output: []Member{{Key: "__typename", Const: "Product"}, {Key: "id", Field: "id"}, {Key: "a", Field: "name"},
+					{Key: "b", Field: "name"}, {Key: "price", Field: "price"}, {Key: "tags", Field: "tags"}, {Key: "v", Field: "embedding"}, {Key: "createdAt", Field: "createdAt"}}}})
+		}},
 		{"list_traverse_both_edges", func() (Statement, error) {
 			return c.List(List{Entity: "Product", Select: Selection{Fields: []string{"name"}, Nested: []Nested{{
 				Key: "similar", Relationship: "SIMILAR", Direction: DirBoth, Edges: true, Select: Selection{Fields: []string{"name"}},

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"database/sql"
 	"errors"
+	"slices"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -191,4 +193,86 @@ func canonicalID(id string) (string, bool) {
 	}
 	u, err := uuid.Parse(id)
 	return u.String(), err == nil
+}
+
+// A list of a kept flat selection is compiled with Output as well, its
+// members (and the identity shape the items are then written with) built
+// once on the selection's memo. When the list's arguments (where,
+// orderBy, limit, offset, search) are all literals, its statement is the
+// same for every request executing the operation: it is compiled once and
+// kept there too, text and values, for the compiler it was built with.
+// Arguments holding a variable compile the statement per request, their
+// values bound (LIMIT, a checked integer, written), as REST's list does.
+
+// exactList is what a list of a kept flat selection builds once.
+type exactList struct {
+	out     []query.Member
+	id      *shape
+	literal bool // the field's arguments hold no variable
+	st      atomic.Pointer[listStatement]
+}
+
+// listStatement is a list statement compiled by c.
+type listStatement struct {
+	c  *query.Compiler
+	st query.Statement
+}
+
+// flatOutput is what a list of field cf's selection over e builds once,
+// nil when sh is not the field's kept flat shape.
+func (x *execCtx) flatOutput(e *schema.Entity, cf *cfield, sh *shape) *exactList {
+	m := cf.field.flat.Load()
+	if m == nil || m.shape == nil || m.shape != sh || m.entity != e.Name {
+		return nil
+	}
+	if l := m.list.Load(); l != nil {
+		return l
+	}
+	var sel query.Selection
+	l := &exactList{id: exactOutput(m.shape, &sel), literal: !hasVariable(cf.field.Arguments)}
+	if l.id == nil {
+		return nil
+	}
+	l.out = slices.Clip(sel.Output)
+	m.list.Store(l)
+	return l
+}
+
+// keptList is the statement of a list of field cf's kept flat selection
+// over e, kept for this request's compiler, and the shape its items are
+// written with; nil when there is none (the list is compiled).
+func (x *execCtx) keptList(e *schema.Entity, cf *cfield) (query.Statement, *shape) {
+	if x.e.noExact {
+		return query.Statement{}, nil
+	}
+	var sel query.Selection
+	sh, err := x.recordOf(e, cf, &sel)
+	if err != nil {
+		return query.Statement{}, nil
+	}
+	l := x.flatOutput(e, cf, sh)
+	if l == nil || !l.literal {
+		return query.Statement{}, nil
+	}
+	if k := l.st.Load(); k != nil && k.c == x.sc.Compiler {
+		return k.st, l.id
+	}
+	return query.Statement{}, nil
+}
+
+// hasVariable reports whether an argument's value holds a variable.
+func hasVariable(args []argument) bool {
+	var holds func(v *value) bool
+	holds = func(v *value) bool {
+		if v.kind == vVariable {
+			return true
+		}
+		return slices.ContainsFunc(v.items, holds)
+	}
+	for _, a := range args {
+		if holds(a.v) {
+			return true
+		}
+	}
+	return false
 }

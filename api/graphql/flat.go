@@ -26,6 +26,9 @@ type flatMemo struct {
 	// get is the statement of a get by id of this selection, built as the
 	// response has it (exact.go) on the first get executing it.
 	get atomic.Pointer[exactGet]
+	// list is the Output of a list of this selection (exact.go), built on
+	// the first list executing it.
+	list atomic.Pointer[exactList]
 }
 
 // recordOf is record for field cf's selection over e into sel (which must

@@ -93,6 +93,9 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 
 // list writes a list query's records to b.
 func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield, args map[string]any) error {
+	if st, sh := x.keptList(e, cf); sh != nil {
+		return x.writeList(b, e, st, sh, true)
+	}
 	l := query.List{Entity: e.Name}
 	var err error
 	if l.Where, err = x.where(e, args["where"]); err != nil {
@@ -108,12 +111,14 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield, args map[s
 	if err != nil {
 		return err
 	}
-	// With relationship selections Postgres builds the response's own
-	// JSON when it can (exact.go); flat lists keep the statement REST
-	// shares.
+	// Postgres builds the response's own JSON when it can (exact.go): a
+	// kept flat selection's members are built once, on its memo.
 	exact := false
-	if len(l.Select.Nested) > 0 && !x.e.noExact {
-		if id := exactOutput(sh, &l.Select); id != nil {
+	var kept *exactList
+	if !x.e.noExact {
+		if kept = x.flatOutput(e, cf, sh); kept != nil {
+			l.Select.Output, sh, exact = kept.out, kept.id, true
+		} else if id := exactOutput(sh, &l.Select); id != nil {
 			sh, exact = id, true
 		}
 	}
@@ -121,9 +126,19 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield, args map[s
 	if err != nil {
 		return err
 	}
+	if kept != nil && kept.literal {
+		kept.st.Store(&listStatement{c: x.sc.Compiler, st: st})
+	}
+	return x.writeList(b, e, st, sh, exact)
+}
+
+// writeList runs a list statement and writes its items to b with shape
+// sh, as Postgres wrote them when exact (the statement was compiled with
+// sh's Output).
+func (x *execCtx) writeList(b *bytes.Buffer, e *schema.Entity, st query.Statement, sh *shape, exact bool) error {
 	// Written from the driver's bytes as they stand: {"items": [...]} is
 	// not split first, nor copied out of the driver.
-	return x.queryFunc(st, l.Entity, func(raw []byte) error {
+	return x.queryFunc(st, e.Name, func(raw []byte) error {
 		i, err := memberAt(raw, "items")
 		if err != nil {
 			return apperr.Wrap(err, "read result")

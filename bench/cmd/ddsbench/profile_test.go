@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,24 +131,71 @@ func TestNestedCeilingRunsTheStatementDDSRuns(t *testing.T) {
 	}
 }
 
+// TestFlatCeilingRunsTheStatementDDSRuns guards the flat section: the
+// statement the minimal handler compiles from flatPlan is the one DDS's
+// GraphQL runs for gqlFlatQuery (same text, same values), and both return
+// the same 20 records.
+func TestFlatCeilingRunsTheStatementDDSRuns(t *testing.T) {
+	f := newFixture(t, 100)
+	ctx := context.Background()
+	st, err := f.b.scope.Compiler.List(flatPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := load.MinimalServer(f.b.db.DB, st.SQL, func(*http.Request) []any { return append([]any{}, st.Args...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	gqlPath := "/api/v1/dynamic-gql/" + f.b.scope.TenantID
+	if err := checkSameFlat(ctx, f.app.URL+gqlPath, m.URL, f.key); err != nil {
+		t.Fatal(err)
+	}
+	o := observe(t, f)
+	if _, err := load.Call(ctx, load.Client(1), "POST", o.url+gqlPath, f.key, gqlBody(gqlFlatQuery, nil), http.StatusOK, nil); err != nil {
+		t.Fatal(err)
+	}
+	ran := o.take()
+	if len(ran) != 1 {
+		t.Fatalf("DDS ran %d statements for the flat list, want 1", len(ran))
+	}
+	if ran[0].SQL != st.SQL || !reflect.DeepEqual(ran[0].Args, st.Args) {
+		t.Fatalf("DDS ran\n%s\n%v\nthe minimal handler runs\n%s\n%v", ran[0].SQL, ran[0].Args, st.SQL, st.Args)
+	}
+}
+
 // TestListSectionRunsOneStatementForRESTAndGraphQL guards the list
-// section: REST's filtered list and GraphQL's products(where:) run the
-// statement the minimal handler runs (same text, same values), once.
+// section: REST's filtered list runs the statement the minimal handler
+// runs (REST's ceiling), and GraphQL's products(where:) the same list with
+// Postgres building the response's members (gqlListPlan: the same filter,
+// order, page and values, so the same rows and plan), each once.
 func TestListSectionRunsOneStatementForRESTAndGraphQL(t *testing.T) {
 	f := newFixture(t, 100)
 	ctx := context.Background()
-	want, err := f.b.scope.Compiler.List(listPlan(48))
+	rest, err := f.b.scope.Compiler.List(listPlan(48))
 	if err != nil {
 		t.Fatal(err)
+	}
+	gql, err := f.b.scope.Compiler.List(gqlListPlan(48))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything but the members each record is built with is REST's.
+	restPage, _, _ := strings.Cut(rest.SQL, "CROSS JOIN LATERAL")
+	gqlPage, _, _ := strings.Cut(gql.SQL, "CROSS JOIN LATERAL")
+	if restPage != gqlPage || !reflect.DeepEqual(rest.Args, gql.Args) {
+		t.Fatalf("GraphQL's list reads other rows than REST's:\n%s\n%s", rest.SQL, gql.SQL)
 	}
 	o := observe(t, f)
 	for _, c := range []struct {
 		name, path string
 		body       []byte
+		want       query.Statement
 	}{
-		{"REST", "/api/v1/dynamic/" + entity + "/query", restListBody(48)},
-		{"GraphQL", "/api/v1/dynamic-gql/" + f.b.scope.TenantID, gqlBody(gqlListQuery, map[string]any{"n": 48})},
+		{"REST", "/api/v1/dynamic/" + entity + "/query", restListBody(48), rest},
+		{"GraphQL", "/api/v1/dynamic-gql/" + f.b.scope.TenantID, gqlBody(gqlListQuery, map[string]any{"n": 48}), gql},
 	} {
+		want := c.want
 		o.take()
 		if _, err := load.Call(ctx, load.Client(1), "POST", o.url+c.path, f.key, c.body, http.StatusOK, nil); err != nil {
 			t.Fatal(err)
@@ -155,7 +203,7 @@ func TestListSectionRunsOneStatementForRESTAndGraphQL(t *testing.T) {
 		if ran := o.take(); len(ran) != 1 {
 			t.Errorf("%s ran %d statements, want 1", c.name, len(ran))
 		} else if ran[0].SQL != want.SQL || !reflect.DeepEqual(ran[0].Args, want.Args) {
-			t.Errorf("%s ran\n%s\n%#v\nthe minimal handler runs\n%s\n%#v", c.name, ran[0].SQL, ran[0].Args, want.SQL, want.Args)
+			t.Errorf("%s ran\n%s\n%#v\nwant\n%s\n%#v", c.name, ran[0].SQL, ran[0].Args, want.SQL, want.Args)
 		}
 	}
 }
