@@ -97,11 +97,32 @@ func TestCeilingsRunTheStatementsDDSRuns(t *testing.T) {
 // the same 20 × 10 × 10 records.
 func TestNestedCeilingRunsTheStatementDDSRuns(t *testing.T) {
 	f := newFixture(t, 200)
-	ctx := context.Background()
-	if err := f.b.seedNested(ctx, f.ids); err != nil {
+	if err := f.b.seedNested(context.Background(), f.ids); err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.b.scope.Compiler.List(nestedPlan)
+	checkCeiling(t, f, nestedPlan, gqlNestedQuery, func(ctx context.Context, gqlURL, minURL string) error {
+		return checkSameNested(ctx, gqlURL, minURL, "", f.key)
+	})
+}
+
+// TestFlatCeilingRunsTheStatementDDSRuns guards the flat section: the
+// statement the minimal handler compiles from flatPlan is the one DDS's
+// GraphQL runs for gqlFlatQuery (same text, same values), and both return
+// the same 20 records, member for member.
+func TestFlatCeilingRunsTheStatementDDSRuns(t *testing.T) {
+	f := newFixture(t, 100)
+	checkCeiling(t, f, flatPlan, gqlFlatQuery, func(ctx context.Context, gqlURL, minURL string) error {
+		return checkSameFlat(ctx, gqlURL, minURL, f.key)
+	})
+}
+
+// checkCeiling fails unless the minimal handler running plan's statement
+// answers what DDS's GraphQL answers for gqlQuery (by same) and DDS runs
+// that statement, text and values, once.
+func checkCeiling(t *testing.T, f *fixture, plan query.List, gqlQuery string, same func(ctx context.Context, gqlURL, minURL string) error) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := f.b.scope.Compiler.List(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,51 +134,18 @@ func TestNestedCeilingRunsTheStatementDDSRuns(t *testing.T) {
 	}
 	defer m.Close()
 	gqlPath := "/api/v1/dynamic-gql/" + f.b.scope.TenantID
-	if err := checkSameNested(ctx, f.app.URL+gqlPath, m.URL, "", f.key); err != nil {
+	if err := same(ctx, f.app.URL+gqlPath, m.URL); err != nil {
 		t.Fatal(err)
 	}
 
 	// The same GraphQL front end over a store that reports what it runs.
 	o := observe(t, f)
-	if _, err := load.Call(ctx, load.Client(1), "POST", o.url+gqlPath, f.key, gqlBody(gqlNestedQuery, nil), http.StatusOK, nil); err != nil {
+	if _, err := load.Call(ctx, load.Client(1), "POST", o.url+gqlPath, f.key, gqlBody(gqlQuery, nil), http.StatusOK, nil); err != nil {
 		t.Fatal(err)
 	}
 	ran := o.take()
 	if len(ran) != 1 {
-		t.Fatalf("DDS ran %d statements for the nested query, want 1", len(ran))
-	}
-	if ran[0].SQL != st.SQL || !reflect.DeepEqual(ran[0].Args, st.Args) {
-		t.Fatalf("DDS ran\n%s\n%v\nthe minimal handler runs\n%s\n%v", ran[0].SQL, ran[0].Args, st.SQL, st.Args)
-	}
-}
-
-// TestFlatCeilingRunsTheStatementDDSRuns guards the flat section: the
-// statement the minimal handler compiles from flatPlan is the one DDS's
-// GraphQL runs for gqlFlatQuery (same text, same values), and both return
-// the same 20 records.
-func TestFlatCeilingRunsTheStatementDDSRuns(t *testing.T) {
-	f := newFixture(t, 100)
-	ctx := context.Background()
-	st, err := f.b.scope.Compiler.List(flatPlan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := load.MinimalServer(f.b.db.DB, st.SQL, func(*http.Request) []any { return append([]any{}, st.Args...) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	gqlPath := "/api/v1/dynamic-gql/" + f.b.scope.TenantID
-	if err := checkSameFlat(ctx, f.app.URL+gqlPath, m.URL, f.key); err != nil {
-		t.Fatal(err)
-	}
-	o := observe(t, f)
-	if _, err := load.Call(ctx, load.Client(1), "POST", o.url+gqlPath, f.key, gqlBody(gqlFlatQuery, nil), http.StatusOK, nil); err != nil {
-		t.Fatal(err)
-	}
-	ran := o.take()
-	if len(ran) != 1 {
-		t.Fatalf("DDS ran %d statements for the flat list, want 1", len(ran))
+		t.Fatalf("DDS ran %d statements, want 1", len(ran))
 	}
 	if ran[0].SQL != st.SQL || !reflect.DeepEqual(ran[0].Args, st.Args) {
 		t.Fatalf("DDS ran\n%s\n%v\nthe minimal handler runs\n%s\n%v", ran[0].SQL, ran[0].Args, st.SQL, st.Args)
