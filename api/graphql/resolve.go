@@ -25,7 +25,7 @@ func (x *execCtx) resolveRoot(b *bytes.Buffer, root string, cf *cfield) error {
 		if err := x.p.Require("entity", rf.entity.Name, "read"); err != nil {
 			return err
 		}
-		return x.list(b, rf.entity, cf, cf.field.ArgumentMap(x.vars))
+		return x.list(b, rf.entity, cf)
 	}
 	if ok && rf.kind == rOne { // the get by id: written straight into b, its one argument read without a map
 		if err := x.p.Require("entity", rf.entity.Name, "read"); err != nil {
@@ -91,11 +91,13 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 	return nil, apperr.New(apperr.BadRequest, "%s is not available over this transport", cf.field.Name)
 }
 
-// list writes a list query's records to b.
-func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield, args map[string]any) error {
+// list writes a list query's records to b (its arguments are read only
+// when its statement is not kept).
+func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
 	if st, sh := x.keptList(e, cf); sh != nil {
 		return x.writeList(b, e, st, sh, true)
 	}
+	args := cf.field.ArgumentMap(x.vars)
 	l := query.List{Entity: e.Name}
 	var err error
 	if l.Where, err = x.where(e, args["where"]); err != nil {

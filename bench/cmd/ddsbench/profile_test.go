@@ -324,8 +324,20 @@ func BenchmarkNestedDDS(b *testing.B) {
 	if err := f.b.seedNested(context.Background(), f.ids); err != nil {
 		b.Fatal(err)
 	}
+	benchGraphQL(b, f, gqlNestedQuery)
+}
+
+// BenchmarkFlatDDS is the flat section's GraphQL list in-process, for a
+// CPU profile of the server's part of it.
+func BenchmarkFlatDDS(b *testing.B) {
+	f := newFixture(b, 1000)
+	benchGraphQL(b, f, gqlFlatQuery)
+}
+
+// benchGraphQL loads DDS's GraphQL with one query without variables.
+func benchGraphQL(b *testing.B, f *fixture, q string) {
 	url := f.app.URL + "/api/v1/dynamic-gql/" + f.b.scope.TenantID
-	body := gqlBody(gqlNestedQuery, nil)
+	body := gqlBody(q, nil)
 	benchLoad(b, func(ctx context.Context) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
 		if err == nil {
