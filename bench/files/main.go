@@ -6,7 +6,7 @@
 //
 //	go run ./bench/files [-size 50] [-runs 3]
 //
-// Needs DATABASE_URL and DDS_TEMPORAL_CLI (`source /tmp/dds/env` or make).
+// Needs DATABASE_URL and DDS_TEMPORAL_CLI (run it through make bench).
 package main
 
 import (
@@ -98,7 +98,7 @@ func freeAddr(ctx context.Context) (string, error) {
 func run(ctx context.Context, size int64, runs int) error {
 	dbURL, cli := os.Getenv("DATABASE_URL"), os.Getenv("DDS_TEMPORAL_CLI")
 	if dbURL == "" || cli == "" {
-		return errors.New("DATABASE_URL and DDS_TEMPORAL_CLI must be set (run through make, or source /tmp/dds/env)")
+		return errors.New("DATABASE_URL and DDS_TEMPORAL_CLI must be set: run it through `make bench BENCHES=files`")
 	}
 	// One directory on one disk for the store, the dd target and the source.
 	work, err := os.MkdirTemp(".", ".bench-files-")

@@ -176,6 +176,11 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	defer func() { // the run's tables and events go with it
+		if err := load.DropTenant(ctx, pool, t.TenantID); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/rest: cleanup:", err)
+		}
+	}()
 	e := &env{o: o, url: "http://" + ln.Addr().String(), key: t.APIKey, tenant: t.TenantID, srv: srv, pool: pool, client: load.Client(o.concurrency)}
 	def := map[string]any{"name": "bench", "entities": []any{
 		map[string]any{"name": "Item", "fields": []any{

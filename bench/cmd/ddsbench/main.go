@@ -14,9 +14,10 @@
 //
 // Sections (-only): get, list, flat, create, nested, vector, batch. Before
 // the timed runs each section checks its contenders return the same
-// records. It prints req/s, p50/p99, server CPU and Postgres time per
-// request (pg_stat_statements), each target as PASS or BELOW TARGET, and
-// the peak RSS of dds serve. Every loop is bounded; the children are
+// records. It prints req/s, p50/p99, server CPU, Postgres time
+// (pg_stat_statements) and Postgres CPU per request, each target as PASS
+// or BELOW TARGET, and the peak RSS of dds serve; at the end it drops its
+// tenant with its tables and events. Every loop is bounded; the children are
 // stopped by pid at the end and on Ctrl-C. bench/README.md has the details;
 // -load go is the older in-process load generator, for profiling.
 package main
@@ -75,7 +76,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration of each contender (split into -rounds; capped at 2m)")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each run")
 	flag.IntVar(&o.concurrency, "concurrency", 0, "concurrent clients (default 32 with -load wrk, 16 with go)")
-	flag.StringVar(&only, "only", "", "sections to run: get, list, flat, create (-load wrk; default all), get, create (-load go; default both)")
+	flag.StringVar(&only, "only", "", "sections to run: get, list, flat, create, nested, vector, batch (-load wrk; default all), get, create (-load go; default both)")
 	flag.StringVar(&o.driver, "load", "wrk", "load generator: wrk (its own process; what users see) or go (in-process, for profiling)")
 	flag.IntVar(&o.records, "records", 100000, "records seeded before the sections")
 	flag.IntVar(&o.vectors, "vectors", 100000, "vectors of the vector section (128 dimensions)")
@@ -188,6 +189,11 @@ func run(ctx context.Context, o options) error {
 	}
 	defer dds.Stop()
 
+	pool, err := db.Open(ctx, dbURL, o.maxConns)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
 	var tenant struct {
 		TenantID string `json:"tenantId"`
 		APIKey   string `json:"apiKey"`
@@ -195,14 +201,14 @@ func run(ctx context.Context, o options) error {
 	if _, err := load.Call(ctx, http.DefaultClient, "POST", dds.URL+"/api/v1/tenants", env.operatorToken, map[string]string{"name": "bench-" + time.Now().UTC().Format("20060102-150405")}, http.StatusCreated, &tenant); err != nil {
 		return fmt.Errorf("create tenant: %w", err)
 	}
+	defer func() { // the run's records, vectors and events go with it
+		if err := load.DropTenant(ctx, pool, tenant.TenantID); err != nil {
+			fmt.Fprintln(os.Stderr, "ddsbench: cleanup:", err)
+		}
+	}()
 	if _, err := load.Call(ctx, http.DefaultClient, "POST", dds.URL+"/api/v1/schemas", tenant.APIKey, schemaDef, http.StatusCreated, nil); err != nil {
 		return fmt.Errorf("create schema: %w", err)
 	}
-	pool, err := db.Open(ctx, dbURL, o.maxConns)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
 	b, err := resolve(ctx, pool, tenant.TenantID)
 	if err != nil {
 		return err
