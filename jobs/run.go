@@ -218,7 +218,7 @@ func (x *Executor) finishWith(ctx context.Context, id string, o Outcome, be *rec
 	if err := finish(ctx, x.db, id, string(o), be, res); err != nil {
 		return "", err
 	}
-	if err := x.Cleanup(ctx, id); err != nil {
+	if err := dropStage(ctx, x.db, id); err != nil {
 		return "", err
 	}
 	var row struct {
@@ -236,9 +236,10 @@ func (x *Executor) finishWith(ctx context.Context, id string, o Outcome, be *rec
 	return Outcome(row.Status), nil
 }
 
-// Cleanup drops the job's staging table, if any.
-func (x *Executor) Cleanup(ctx context.Context, id string) error {
-	if _, err := x.db.ExecContext(ctx, `DROP TABLE IF EXISTS `+stageTable(id)); err != nil {
+// dropStage drops job id's staging table, if any, through ex (the pool, or
+// the transaction that applies the job).
+func dropStage(ctx context.Context, ex sqlx.ExecerContext, id string) error {
+	if _, err := ex.ExecContext(ctx, `DROP TABLE IF EXISTS `+stageTable(id)); err != nil {
 		return fmt.Errorf("drop staging table: %w", err)
 	}
 	return nil
@@ -294,8 +295,8 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 	}
 	// The staging table goes with the commit that applies it: a worker
 	// that dies after the commit leaves nothing behind for a retry to miss.
-	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+stageTable(id)); err != nil {
-		return "", fmt.Errorf("drop staging table: %w", err)
+	if err := dropStage(ctx, tx, id); err != nil {
+		return "", err
 	}
 	res, _ := json.Marshal(Result{SuccessCount: n, Failed: []records.BatchFailure{}})
 	if _, err := tx.ExecContext(ctx, `UPDATE dds.jobs SET status = 'succeeded', applied_at = now(), finished_at = now(),
