@@ -129,6 +129,9 @@ func Load() (*Config, error) {
 	if c.FileStorageDriver != "local" && c.FileStorageDriver != "s3" {
 		problems = append(problems, fmt.Errorf(`FILE_STORAGE_DRIVER must be "local" or "s3", got %q`, c.FileStorageDriver))
 	}
+	if c.DBMaxConns < 1 {
+		problems = append(problems, fmt.Errorf("DDS_DB_MAX_CONNS must be at least 1, got %d", c.DBMaxConns))
+	}
 	if c.VectorEfSearch < 1 || c.VectorEfSearch > db.MaxVectorEfSearch {
 		problems = append(problems, fmt.Errorf("DDS_VECTOR_EF_SEARCH must be between 1 and %d (pgvector's limit), got %d", db.MaxVectorEfSearch, c.VectorEfSearch))
 	}

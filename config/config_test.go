@@ -110,3 +110,31 @@ func TestVectorEfSearch(t *testing.T) {
 		})
 	}
 }
+
+// DDS_DB_MAX_CONNS below 1 is refused by name (the pool would otherwise
+// silently fall back to another size).
+func TestDBMaxConns(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want int // 0: refused
+	}{{"", 40}, {"7", 7}, {"0", 0}, {"-2", 0}, {"lots", 0}} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", "postgres://x")
+			t.Setenv("DDS_JWT_SECRET", strings.Repeat("s", 32))
+			t.Setenv("DDS_DB_MAX_CONNS", c.env)
+			if c.env == "" {
+				os.Unsetenv("DDS_DB_MAX_CONNS")
+			}
+			cfg, err := Load()
+			if c.want == 0 {
+				if err == nil || !strings.Contains(err.Error(), "DDS_DB_MAX_CONNS") {
+					t.Fatalf("got %v, want an error naming DDS_DB_MAX_CONNS", err)
+				}
+				return
+			}
+			if err != nil || cfg.DBMaxConns != c.want {
+				t.Fatalf("got %v (%v), want %d", cfg, err, c.want)
+			}
+		})
+	}
+}

@@ -61,9 +61,10 @@ func TestBinary(t *testing.T) {
 		}
 	}
 	cmd = exec.Command(bin, "serve")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DDS_LOG_LEVEL=loud", "FILE_STORAGE_DRIVER=ftp"}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DDS_LOG_LEVEL=loud", "FILE_STORAGE_DRIVER=ftp",
+		"DDS_DB_MAX_CONNS=0", "DDS_VECTOR_EF_SEARCH=1001"}
 	out, err = func() (string, error) { b, err := cmd.CombinedOutput(); return string(b), err }()
-	for _, want := range []string{"DATABASE_URL", "DDS_JWT_SECRET", "DDS_LOG_LEVEL", "FILE_STORAGE_DRIVER"} {
+	for _, want := range []string{"DATABASE_URL", "DDS_JWT_SECRET", "DDS_LOG_LEVEL", "FILE_STORAGE_DRIVER", "DDS_DB_MAX_CONNS", "DDS_VECTOR_EF_SEARCH"} {
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("bad configuration must be reported all at once, naming %s: %v %s", want, err, out)
 		}
