@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/schema"
 )
 
 // TestBinary builds dds and runs the commands an operator types: migrate,
@@ -30,8 +31,34 @@ func TestBinary(t *testing.T) {
 		out, err := cmd.Output()
 		return string(out), err
 	}
+	// A schema whose relationship lacks an index this version's DDL makes
+	// (one made by an earlier DDS) gets it back from dds migrate.
+	_, adminKey := app.Tenant(t)
+	schemaID := app.Schema(t, adminKey, map[string]any{"name": "links",
+		"entities":      []any{map[string]any{"name": "Doc", "fields": []any{map[string]any{"name": "title", "type": "STRING"}}}},
+		"relationships": []any{map[string]any{"name": "CITES", "from": "Doc", "to": "Doc"}}})["id"].(string)
+	d := testenv.DB(t)
+	pg := schema.PgSchemaName(schemaID)
+	orderIndex := func() string {
+		t.Helper()
+		var name string
+		err := d.Get(&name, `SELECT coalesce(max(c.relname), '') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indisvalid AND i.indrelid = to_regclass(quote_ident($1) || '."CITES"') AND pg_get_indexdef(c.oid) LIKE '%(source_id, created_at, id)'`, pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	made := orderIndex()
+	if made == "" {
+		t.Fatal("a new relationship has no creation-order index")
+	}
+	d.MustExec(`DROP INDEX ` + schema.Ident(pg) + `.` + schema.Ident(made))
 	if _, err := run("migrate"); err != nil {
 		t.Fatalf("dds migrate: %v", err)
+	}
+	if got := orderIndex(); got != made {
+		t.Fatalf("after dds migrate the creation-order index is %q, want %q", got, made)
 	}
 	out, err := run("tenant", "create", "--name", "from the CLI", "--json")
 	if err != nil {
