@@ -192,7 +192,6 @@ type VectorSearch struct {
 const (
 	DefaultTopK = 10
 	MaxTopK     = 100
-	MaxEfSearch = 1000 // pgvector's limit for hnsw.ef_search (db.MaxVectorEfSearch)
 )
 
 // Paging limits.

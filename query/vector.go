@@ -11,6 +11,10 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
+// MaxEfSearch is the largest efSearch a search may ask for: pgvector's
+// limit for hnsw.ef_search, which the connections' setting obeys too.
+const MaxEfSearch = db.MaxVectorEfSearch
+
 // VectorEfSearch is the HNSW candidate list size for a search of topK: at
 // least 100 and at least 2×topK, capped at pgvector's 1000. A search without
 // its own efSearch runs at the larger of this and the connections'
