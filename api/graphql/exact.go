@@ -238,28 +238,6 @@ func (x *execCtx) flatOutput(e *schema.Entity, cf *cfield, sh *shape) *exactList
 	return l
 }
 
-// keptList is the statement of a list of field cf's kept flat selection
-// over e, kept for this request's compiler, and the shape its items are
-// written with; nil when there is none (the list is compiled).
-func (x *execCtx) keptList(e *schema.Entity, cf *cfield) (query.Statement, *shape) {
-	if x.e.noExact {
-		return query.Statement{}, nil
-	}
-	var sel query.Selection
-	sh, err := x.recordOf(e, cf, &sel)
-	if err != nil {
-		return query.Statement{}, nil
-	}
-	l := x.flatOutput(e, cf, sh)
-	if l == nil || !l.literal {
-		return query.Statement{}, nil
-	}
-	if k := l.st.Load(); k != nil && k.c == x.sc.Compiler {
-		return k.st, l.id
-	}
-	return query.Statement{}, nil
-}
-
 // hasVariable reports whether an argument's value holds a variable.
 func hasVariable(args []argument) bool {
 	var holds func(v *value) bool

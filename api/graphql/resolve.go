@@ -94,11 +94,23 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 // list writes a list query's records to b (its arguments are read only
 // when its statement is not kept).
 func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
-	if st, sh := x.keptList(e, cf); sh != nil {
-		return x.writeList(b, e, st, sh, true)
+	l := query.List{Entity: e.Name}
+	// The selection is built once, before the arguments (a kept flat
+	// list's statement needs none of them); its error, though, comes after
+	// theirs, as the arguments are the field's first part.
+	sh, serr := x.recordOf(e, cf, &l.Select)
+	// Postgres builds the response's own JSON when it can (exact.go): a
+	// kept flat selection's members are built once, on its memo, and its
+	// statement too when its arguments are literals.
+	var kept *exactList
+	if serr == nil && !x.e.noExact {
+		if kept = x.flatOutput(e, cf, sh); kept != nil && kept.literal {
+			if k := kept.st.Load(); k != nil && k.c == x.sc.Compiler {
+				return x.writeList(b, e, k.st, kept.id, true)
+			}
+		}
 	}
 	args := cf.field.ArgumentMap(x.vars)
-	l := query.List{Entity: e.Name}
 	var err error
 	if l.Where, err = x.where(e, args["where"]); err != nil {
 		return err
@@ -109,18 +121,14 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
 	if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
 		return err
 	}
-	sh, err := x.recordOf(e, cf, &l.Select)
-	if err != nil {
-		return err
+	if serr != nil {
+		return serr
 	}
-	// Postgres builds the response's own JSON when it can (exact.go): a
-	// kept flat selection's members are built once, on its memo.
 	exact := false
-	var kept *exactList
-	if !x.e.noExact {
-		if kept = x.flatOutput(e, cf, sh); kept != nil {
-			l.Select.Output, sh, exact = kept.out, kept.id, true
-		} else if id := exactOutput(sh, &l.Select); id != nil {
+	if kept != nil {
+		l.Select.Output, sh, exact = kept.out, kept.id, true
+	} else if !x.e.noExact {
+		if id := exactOutput(sh, &l.Select); id != nil {
 			sh, exact = id, true
 		}
 	}
