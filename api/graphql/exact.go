@@ -130,12 +130,6 @@ func writeExactItems(b *bytes.Buffer, raw []byte, i int) bool {
 // visibility); the text also names the compiler it was built with, whose
 // tables it reads, and is built again for another.
 
-// exactGet is the get by id statement of a kept flat selection.
-type exactGet struct {
-	c   *query.Compiler
-	sql string // "" when the selection is not built as the response has it
-}
-
 // exactGetSQL is the text of the get by id of field cf's selection over e
 // built as the response has it, "" when sh is not the field's kept flat
 // shape (the get then runs REST's statement and reshapes its row).
@@ -143,24 +137,21 @@ func (x *execCtx) exactGetSQL(e *schema.Entity, cf *cfield, sh *shape) string {
 	if x.e.noExact {
 		return ""
 	}
-	m := cf.field.flat.Load()
-	if m == nil || m.shape == nil || m.shape != sh || m.entity != e.Name {
+	l := x.flatOutput(e, cf, sh)
+	if l == nil {
 		return ""
 	}
 	c := x.sc.Compiler
-	if g := m.get.Load(); g != nil && g.c == c {
-		return g.sql
+	if g := l.get.Load(); g != nil && g.c == c {
+		return g.st.SQL
 	}
-	g := &exactGet{c: c}
-	sel := query.Selection{Fields: m.fields}
-	if exactOutput(m.shape, &sel) != nil {
-		// Any well-formed id: it is bound, not written into the text.
-		if st, err := c.Get(e.Name, uuid.Nil.String(), sel); err == nil && len(st.Args) == 1 {
-			g.sql = st.SQL
-		}
+	g := &keptStatement{c: c}
+	// Any well-formed id: it is bound, not written into the text.
+	if st, err := c.Get(e.Name, uuid.Nil.String(), query.Selection{Output: l.out}); err == nil && len(st.Args) == 1 {
+		g.st.SQL = st.SQL // "" when not built: the get runs REST's statement
 	}
-	m.get.Store(g)
-	return g.sql
+	l.get.Store(g)
+	return g.st.SQL
 }
 
 // writeExactGet runs the get by id text with id bound and writes the
@@ -204,22 +195,26 @@ func canonicalID(id string) (string, bool) {
 // Arguments holding a variable compile the statement per request, their
 // values bound (LIMIT, a checked integer, written), as REST's list does.
 
-// exactList is what a list of a kept flat selection builds once.
+// exactList is what a kept flat selection builds once to be written as
+// Postgres builds it: its members, and the statements kept for the
+// compiler they were built with (a get's; a list's when its arguments
+// are literals).
 type exactList struct {
 	out     []query.Member
 	id      *shape
 	literal bool // the field's arguments hold no variable
-	st      atomic.Pointer[listStatement]
+	st      atomic.Pointer[keptStatement]
+	get     atomic.Pointer[keptStatement]
 }
 
-// listStatement is a list statement compiled by c.
-type listStatement struct {
+// keptStatement is a statement compiled by c.
+type keptStatement struct {
 	c  *query.Compiler
 	st query.Statement
 }
 
-// flatOutput is what a list of field cf's selection over e builds once,
-// nil when sh is not the field's kept flat shape.
+// flatOutput is what a get or list of field cf's selection over e builds
+// once, nil when sh is not the field's kept flat shape.
 func (x *execCtx) flatOutput(e *schema.Entity, cf *cfield, sh *shape) *exactList {
 	m := cf.field.flat.Load()
 	if m == nil || m.shape == nil || m.shape != sh || m.entity != e.Name {

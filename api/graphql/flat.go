@@ -23,11 +23,8 @@ type flatMemo struct {
 	entity string
 	shape  *shape
 	fields []string // cap == len: a caller appending to it never writes into the memo
-	// get is the statement of a get by id of this selection, built as the
-	// response has it (exact.go) on the first get executing it.
-	get atomic.Pointer[exactGet]
-	// list is the Output of a list of this selection (exact.go), built on
-	// the first list executing it.
+	// list is the Output of a get or list of this selection and its kept
+	// statements (exact.go), built on the first request executing it.
 	list atomic.Pointer[exactList]
 }
 

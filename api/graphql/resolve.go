@@ -137,7 +137,7 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
 		return err
 	}
 	if kept != nil && kept.literal {
-		kept.st.Store(&listStatement{c: x.sc.Compiler, st: st})
+		kept.st.Store(&keptStatement{c: x.sc.Compiler, st: st})
 	}
 	return x.writeList(b, e, st, sh, exact)
 }
