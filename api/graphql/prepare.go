@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
 	"weak"
@@ -72,6 +73,10 @@ type varDef struct {
 	list    bool   // the type is a list: a single value is coerced to a list of one
 	nonNull bool
 	check   varCheck
+	// ints: the type's named type is Int. The library's variable
+	// validation only checks that such a value is a number; intsValid
+	// refuses the fractions and the numbers beyond 32 bits it lets pass.
+	ints bool
 }
 
 // varCheck is what a variable of a built-in scalar type accepts without
@@ -309,6 +314,7 @@ func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation
 			if t.TypeKind == ast.TypeKindNamed {
 				d.check = checkOf(doc.Input.ByteSliceString(t.Name))
 			}
+			d.ints = doc.ResolveTypeNameString(vd.Type) == "Int"
 			op.varDefs = append(op.varDefs, d)
 		}
 	}
@@ -383,9 +389,6 @@ func pickOperation(doc *ast.Document, name string) (int, *Result) {
 	return found, nil
 }
 
-// variables validates the request's variables with the library against
-// the operation's definitions and coerces them: defaults for absent
-// variables, a single value for a list type wrapped into a list.
 // variables validates the request's variables and applies defaults: those
 // of built-in scalar types by the checks prepared with the operation (the
 // get by id's `$id: ID!`), anything else by the library's walk.
@@ -442,7 +445,48 @@ func (e *Engine) validateVariables(ctx context.Context, m *Model, op *operation,
 		}
 		return nil, requestError(apperr.BadRequest, err.Error())
 	}
+	if res := intsValid(op.varDefs, given); res != nil {
+		return nil, res
+	}
 	return withDefaults(op.varDefs, given), nil
+}
+
+// intsValid refuses an Int variable (or an item of an Int list) that is
+// not an integer of 32 bits, as GraphQL's Int coercion does: without it
+// 1.5 or 1e400 passed the library's check and reached the executor, which
+// ignored the argument (a limit of 1.5 gave the default page).
+func intsValid(defs []varDef, given map[string]any) *Result {
+	for i := range defs {
+		if !defs[i].ints {
+			continue
+		}
+		if bad, why := notInt(given[defs[i].name]); bad != "" {
+			return requestError(apperr.BadRequest, fmt.Sprintf("Variable \"$%s\" got invalid value %s; Int cannot represent %s", defs[i].name, bad, why))
+		}
+	}
+	return nil
+}
+
+// notInt is the first number in v (a number or nested lists of numbers,
+// as the library let pass) that is not a 32-bit integer, with the reason.
+func notInt(v any) (bad, why string) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		switch {
+		case err == nil && f != math.Trunc(f):
+			return string(x), "non-integer value: " + string(x)
+		case err != nil || f < math.MinInt32 || f > math.MaxInt32:
+			return string(x), "non 32-bit signed integer value: " + string(x)
+		}
+	case []any:
+		for _, item := range x {
+			if bad, why := notInt(item); bad != "" {
+				return bad, why
+			}
+		}
+	}
+	return "", ""
 }
 
 // allGiven reports whether every defined variable with a default was given

@@ -43,6 +43,8 @@ func TestScalarVariablesCheckAgreesWithTheLibrary(t *testing.T) {
 		{float, `{"n":2,"b":"yes"}`, false, false},
 		{float, `{"n":1e999}`, false, true}, // out of float64 range: the library decides
 		{ints, `{"n":3}`, false, true},
+		{ints, `{"n":1e3}`, false, true},
+		{ints, `{"n":-2147483648}`, false, true},
 	}
 	for _, c := range cases {
 		// Numbers arrive as json.Number, as the handler decodes them.
@@ -71,6 +73,40 @@ func TestScalarVariablesCheckAgreesWithTheLibrary(t *testing.T) {
 		}
 		if !reflect.DeepEqual(lib, p.vars) {
 			t.Errorf("%s %s: variables %v, the library's %v", c.query, c.vars, p.vars, lib)
+		}
+	}
+}
+
+// TestIntVariablesAreIntegers: an Int variable takes only 32-bit integers,
+// as GraphQL's Int coercion has it, named in a 400; the library checks only
+// that the value is a number, and the executor ignored a limit of 1.5.
+func TestIntVariablesAreIntegers(t *testing.T) {
+	eng := cachingEngine()
+	m, err := Build(loadDef(t, "shop.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		one  = `query($n: Int!) { products(limit: $n) { id } }`
+		list = `query($n: [Int!]) { products(where: {stock: {in: $n}}) { id } }`
+	)
+	for _, c := range []struct{ query, vars, msg string }{
+		{one, `{"n":1.5}`, `Variable "$n" got invalid value 1.5; Int cannot represent non-integer value: 1.5`},
+		{list, `{"n":[3000000000]}`, "non 32-bit signed integer value: 3000000000"},
+		{one, `{"n":1e400}`, "non 32-bit signed integer value: 1e400"},
+		{one, `{"n":-2147483649}`, "non 32-bit signed integer value"},
+		{list, `{"n":[1,2.5]}`, "non-integer value: 2.5"},
+		{list, `{"n":0.5}`, "non-integer value: 0.5"}, // a single value is a list of one
+	} {
+		var given map[string]any
+		d := json.NewDecoder(strings.NewReader(c.vars))
+		d.UseNumber()
+		if err := d.Decode(&given); err != nil {
+			t.Fatal(err)
+		}
+		_, res := eng.Prepare(context.Background(), m, Request{Query: c.query, Variables: given, variablesJSON: []byte(c.vars)})
+		if res == nil || len(res.Errors) != 1 || res.Errors[0].Extensions["code"] != "BAD_REQUEST" || !strings.Contains(res.Errors[0].Message, c.msg) {
+			t.Errorf("%s %s: want BAD_REQUEST %q, got %+v", c.query, c.vars, c.msg, res)
 		}
 	}
 }
