@@ -252,8 +252,7 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		// errors (a read error comes after the bytes read).
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errorReader{err}))
 		if err := api.DecodeJSON(r, &raw); err != nil {
-			e := apperr.As(err)
-			return Request{}, requestError(e.Code, e.Message), api.Status(e.Code)
+			return Request{}, errorResult(r.Context(), err), api.Status(api.Classify(err).Code)
 		}
 	}
 	var req Request
@@ -279,6 +278,9 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		d.UseNumber()
 		if err := d.Decode(p.dst); err != nil || *p.dst == nil {
 			return bad(p.name + " must be a JSON object")
+		}
+		if _, err := d.Token(); err != io.EOF { // a GET parameter may carry more after the object
+			return bad(p.name + " must be a single JSON object")
 		}
 	}
 	if req.Variables != nil {
