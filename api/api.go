@@ -270,7 +270,7 @@ func decodeError(err error) error {
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {
-			return apperr.New(apperr.BadRequest, "the request body must be a JSON %s", jsonKind(typ.Type.Kind().String()))
+			return apperr.New(apperr.BadRequest, "the request body must be %s", jsonKind(typ.Type.Kind().String()))
 		}
 		return apperr.Field(field, "must be %s", jsonKind(typ.Type.Kind().String()))
 	case errors.Is(err, io.ErrUnexpectedEOF):
