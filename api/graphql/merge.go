@@ -7,10 +7,11 @@ import (
 )
 
 // mergeDocument folds repeated selections of every selection set of doc's
-// operations (their fragment spreads inlined) into one before validation
-// and normalization, in time linear in the expanded document: identical fields (same alias, name, arguments and directives)
-// become one field whose sub-selections are merged (recursively), repeated
-// spreads of a fragment one spread, identical inline fragments one. The
+// operations (their fragment spreads inlined by inlineSpreads, so none is
+// left) into one before validation and normalization, in time linear in
+// the expanded document: identical fields (same alias, name, arguments and
+// directives) become one field whose sub-selections are merged
+// (recursively), identical inline fragments one. The
 // library's validator compares the fields of a set pairwise and its
 // normalizer deduplicates them pairwise, so 20,000 repeated `id`s would
 // cost them hundreds of millions of comparisons; after merging a set holds
@@ -47,7 +48,6 @@ func (mg *merger) set(ref int) *Error {
 		fields   = map[string]int{} // key -> field ref kept
 		variants = map[string]int{} // response key -> first field ref (name and arguments)
 		shapes   = map[int]string{}
-		spreads  = map[string]bool{}
 		inlines  = map[string]int{}
 	)
 	for _, sr := range refs {
@@ -71,13 +71,6 @@ func (mg *merger) set(ref int) *Error {
 				continue
 			}
 			fields[k] = s.Ref
-		case ast.SelectionKindFragmentSpread:
-			fs := &doc.FragmentSpreads[s.Ref]
-			k := doc.FragmentSpreadNameString(s.Ref) + "|" + mg.directives(fs.HasDirectives, fs.Directives.Refs)
-			if spreads[k] {
-				continue
-			}
-			spreads[k] = true
 		case ast.SelectionKindInlineFragment:
 			in := &doc.InlineFragments[s.Ref]
 			k := "|" + mg.directives(in.HasDirectives, in.Directives.Refs)
