@@ -78,14 +78,14 @@ func Open(ctx context.Context, url string, maxConns int, opts ...Option) (*sqlx.
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	if _, set := cfg.RuntimeParams["jit"]; !set && !strings.Contains(cfg.RuntimeParams["options"], "jit") {
+	if !urlSets(cfg, "jit") {
 		cfg.RuntimeParams["jit"] = "off"
 	}
 	// Sent in the startup packet: Postgres keeps it as a placeholder until
 	// pgvector loads in the session, which then takes it (a plain SET after
 	// connecting would cost a round trip per connection, SET LOCAL one per
 	// search). A value in url (parameter or options) stays.
-	if _, set := cfg.RuntimeParams["hnsw.ef_search"]; !set && !strings.Contains(cfg.RuntimeParams["options"], "hnsw.ef_search") {
+	if !urlSets(cfg, "hnsw.ef_search") {
 		cfg.RuntimeParams["hnsw.ef_search"] = strconv.Itoa(o.efSearch)
 	}
 	connector := stdlib.GetConnector(*cfg)
@@ -132,4 +132,21 @@ func Migrate(ctx context.Context, d *sql.DB) error {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil
+}
+
+// urlSets reports whether the connection URL sets the run-time parameter
+// name, as a parameter of its own or in options ("-c name=v", "-cname=v" or
+// "--name=v"); a parameter whose name merely contains name (jit_above_cost)
+// does not count.
+func urlSets(cfg *pgx.ConnConfig, name string) bool {
+	if _, set := cfg.RuntimeParams[name]; set {
+		return true
+	}
+	for _, f := range strings.Fields(cfg.RuntimeParams["options"]) {
+		f = strings.TrimPrefix(strings.TrimPrefix(f, "--"), "-c")
+		if strings.HasPrefix(f, name+"=") {
+			return true
+		}
+	}
+	return false
 }

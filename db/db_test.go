@@ -25,7 +25,10 @@ func TestOpenTurnsJITOff(t *testing.T) {
 	q.Set("jit", "on")
 	withJIT.RawQuery = q.Encode()
 	ctx := context.Background()
-	for _, tc := range []struct{ url, want string }{{base, "off"}, {withJIT.String(), "on"}, {withOptions(base, "-c%20jit%3Don"), "on"}} {
+	for _, tc := range []struct{ url, want string }{{base, "off"}, {withJIT.String(), "on"}, {withOptions(base, "-c%20jit%3Don"), "on"},
+		{withOptions(base, "--jit%3Don"), "on"},
+		// A parameter whose name contains jit leaves jit's default to DDS.
+		{withOptions(base, "-c%20jit_above_cost%3D500000"), "off"}} {
 		d, err := Open(ctx, tc.url, 2)
 		if err != nil {
 			t.Fatal(err)
