@@ -14,11 +14,11 @@ import (
 // a where filter applied after ranking still yields topK matches when that
 // many exist.
 func (s *Store) VectorSearch(ctx context.Context, sc *Scope, v query.VectorSearch) (json.RawMessage, error) {
-	// Without a filter, an own efSearch or nested selections the query
-	// vector is the only bound value: the text is built once per schema
-	// version.
+	// Without a filter, an own efSearch, nested selections or an Output the
+	// query vector is the only bound value and the fields name the text: it
+	// is built once per schema version.
 	key := ""
-	if v.Where == nil && v.EfSearch == 0 && len(v.Select.Nested) == 0 && len(v.Select.Files) == 0 {
+	if v.Where == nil && v.EfSearch == 0 && len(v.Select.Nested) == 0 && len(v.Select.Files) == 0 && v.Select.Output == nil {
 		key = fmt.Sprintf("vector\x00%s\x00%s\x00%d\x00%q", v.Entity, v.Field, v.TopK, v.Select.Fields)
 		if v.Select.Fields == nil {
 			key += "*"
