@@ -2,7 +2,6 @@ package graphql
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -230,10 +229,10 @@ func TestFileFieldNameCollisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := m.field("Doc", "scanFile"); f == nil || f.typ != "File" {
+	if f := m.field("Doc", "scanFile"); f == nil || f.named != "File" || f.list || f.nonNull {
 		t.Errorf("Doc.scanFile = %v", f)
 	}
-	if b, _ := json.Marshal(m.field("File", "sizeBytes").typ); string(b) != `"Int!"` {
-		t.Errorf("File.sizeBytes: %s", b)
+	if f := m.field("File", "sizeBytes"); f == nil || f.named != "Int" || f.list || !f.nonNull {
+		t.Errorf("File.sizeBytes = %+v", f)
 	}
 }

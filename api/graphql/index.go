@@ -13,7 +13,6 @@ type typeInfo struct {
 
 // fieldInfo is a field (or input field) of a type.
 type fieldInfo struct {
-	typ     string // as written in the SDL, e.g. "[Product!]!"
 	named   string // the named type under the wrappers
 	list    bool   // the outer type (under a non-null) is a list
 	nonNull bool
@@ -31,8 +30,7 @@ func (m *Model) index() {
 			t = &typeInfo{fields: map[string]*fieldInfo{}}
 			m.types[typeName] = t
 		}
-		printed, _ := doc.PrintTypeBytes(typeRef, nil)
-		fi := &fieldInfo{typ: string(printed), named: strings.Clone(doc.ResolveTypeNameString(typeRef))}
+		fi := &fieldInfo{named: strings.Clone(doc.ResolveTypeNameString(typeRef))}
 		tr := doc.Types[typeRef]
 		if tr.TypeKind == ast.TypeKindNonNull {
 			fi.nonNull = true
