@@ -66,6 +66,7 @@ func TestGraphQLFrontEndThroughTheServer(t *testing.T) {
 		{name: "too many aliases", ct: "application/json", body: body(aliases), status: 400, code: "BAD_REQUEST", msg: "alias"},
 		{name: "document too large", ct: "application/json", body: body("{ productsCount " + strings.Repeat("# pad\n", 1000) + "}"), status: 400, code: "PAYLOAD_TOO_LARGE", msg: "exceeds 4096 bytes"},
 		{name: "Int variable 1.5", ct: "application/json", body: body(intVar, `,"variables":{"n":1.5}`), status: 400, code: "BAD_REQUEST", msg: "Int cannot represent non-integer value: 1.5"},
+		{name: "Int in an input object 1.5", ct: "application/json", body: body("query($w: ProductWhere) { products(where: $w) { id } }", `,"variables":{"w":{"stock":{"equals":1.5}}}`), status: 200, code: "VALIDATION_ERROR", msg: "where.stock: $eq must be an integer"}, // an execution error: data null
 		{name: "Int variable a string", ct: "application/json", body: body(intVar, `,"variables":{"n":"x"}`), status: 400, code: "BAD_REQUEST", msg: "Int cannot represent"},
 	}
 	for _, c := range cases {
