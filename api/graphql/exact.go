@@ -157,12 +157,14 @@ func (x *execCtx) exactGetSQL(e *schema.Entity, cf *cfield, sh *shape) string {
 // writeExactGet runs the get by id text with id bound and writes the
 // record as Postgres built it, or null when there is none.
 func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, text, id string) error {
-	id, ok := canonicalID(id)
-	if !ok { // names no record
-		b.WriteString("null")
-		return nil
+	// In the form Postgres reads as a uuid, as the compiler's Get takes it.
+	// The callers pass UUIDs (one and delete check them, update reads its
+	// from Postgres); anything else would be refused as not found.
+	id, err := query.ParseID(e.Name, id)
+	if err != nil {
+		return err
 	}
-	err := x.e.store.RunFunc(x.ctx, x.sc, e.Name, query.Statement{SQL: text, Args: []any{id}}, func(raw []byte) error {
+	err = x.e.store.RunFunc(x.ctx, x.sc, e.Name, query.Statement{SQL: text, Args: []any{id}}, func(raw []byte) error {
 		if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
 			return apperr.Wrap(errBadJSON, "read result")
 		}
@@ -174,16 +176,6 @@ func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, text, id stri
 		return nil
 	}
 	return err
-}
-
-// canonicalID is id, a UUID in any form uuid.Parse takes, in the usual
-// form (what Postgres reads as a uuid), or false when it is not a UUID.
-func canonicalID(id string) (string, bool) {
-	if len(id) == 36 && isUUID(id) {
-		return id, true
-	}
-	u, err := uuid.Parse(id)
-	return u.String(), err == nil
 }
 
 // A list of a kept flat selection is compiled with Output as well, its
