@@ -83,58 +83,44 @@ func TestBadListenAddressIsReported(t *testing.T) {
 	}
 }
 
-// DDS_VECTOR_EF_SEARCH defaults to the value db.Open uses without it and
-// is refused outside pgvector's 1 to 1000.
-func TestVectorEfSearch(t *testing.T) {
-	for _, c := range []struct {
+// Integer settings with bounds default to what the rest of DDS assumes
+// without them and are refused by name outside their bounds:
+// DDS_VECTOR_EF_SEARCH within pgvector's 1 to 1000, DDS_DB_MAX_CONNS at
+// least 1 (the pool would otherwise quietly take another size).
+func TestBoundedIntegers(t *testing.T) {
+	type tc struct {
 		env  string
 		want int // 0: refused
-	}{{"", db.DefaultVectorEfSearch}, {"250", 250}, {"1000", 1000}, {"0", 0}, {"1001", 0}, {"-3", 0}, {"many", 0}} {
-		t.Run(c.env, func(t *testing.T) {
-			t.Setenv("DATABASE_URL", "postgres://x")
-			t.Setenv("DDS_JWT_SECRET", strings.Repeat("s", 32))
-			t.Setenv("DDS_VECTOR_EF_SEARCH", c.env)
-			if c.env == "" {
-				os.Unsetenv("DDS_VECTOR_EF_SEARCH")
-			}
-			cfg, err := Load()
-			if c.want == 0 {
-				if err == nil || !strings.Contains(err.Error(), "DDS_VECTOR_EF_SEARCH") {
-					t.Fatalf("got %v, want an error naming DDS_VECTOR_EF_SEARCH", err)
-				}
-				return
-			}
-			if err != nil || cfg.VectorEfSearch != c.want {
-				t.Fatalf("got %v (%v), want %d", cfg, err, c.want)
-			}
-		})
 	}
-}
-
-// DDS_DB_MAX_CONNS below 1 is refused by name (the pool would otherwise
-// silently fall back to another size).
-func TestDBMaxConns(t *testing.T) {
-	for _, c := range []struct {
-		env  string
-		want int // 0: refused
-	}{{"", 40}, {"7", 7}, {"0", 0}, {"-2", 0}, {"lots", 0}} {
-		t.Run(c.env, func(t *testing.T) {
-			t.Setenv("DATABASE_URL", "postgres://x")
-			t.Setenv("DDS_JWT_SECRET", strings.Repeat("s", 32))
-			t.Setenv("DDS_DB_MAX_CONNS", c.env)
-			if c.env == "" {
-				os.Unsetenv("DDS_DB_MAX_CONNS")
-			}
-			cfg, err := Load()
-			if c.want == 0 {
-				if err == nil || !strings.Contains(err.Error(), "DDS_DB_MAX_CONNS") {
-					t.Fatalf("got %v, want an error naming DDS_DB_MAX_CONNS", err)
+	for _, v := range []struct {
+		name  string
+		get   func(*Config) int
+		cases []tc
+	}{
+		{"DDS_VECTOR_EF_SEARCH", func(c *Config) int { return c.VectorEfSearch },
+			[]tc{{"", db.DefaultVectorEfSearch}, {"250", 250}, {"1000", 1000}, {"0", 0}, {"1001", 0}, {"-3", 0}, {"many", 0}}},
+		{"DDS_DB_MAX_CONNS", func(c *Config) int { return c.DBMaxConns },
+			[]tc{{"", 40}, {"7", 7}, {"0", 0}, {"-2", 0}, {"lots", 0}}},
+	} {
+		for _, c := range v.cases {
+			t.Run(v.name+"="+c.env, func(t *testing.T) {
+				t.Setenv("DATABASE_URL", "postgres://x")
+				t.Setenv("DDS_JWT_SECRET", strings.Repeat("s", 32))
+				t.Setenv(v.name, c.env)
+				if c.env == "" {
+					os.Unsetenv(v.name)
 				}
-				return
-			}
-			if err != nil || cfg.DBMaxConns != c.want {
-				t.Fatalf("got %v (%v), want %d", cfg, err, c.want)
-			}
-		})
+				cfg, err := Load()
+				if c.want == 0 {
+					if err == nil || !strings.Contains(err.Error(), v.name) {
+						t.Fatalf("got %v, want an error naming %s", err, v.name)
+					}
+					return
+				}
+				if err != nil || v.get(cfg) != c.want {
+					t.Fatalf("got %v (%v), want %d", cfg, err, c.want)
+				}
+			})
+		}
 	}
 }
