@@ -30,6 +30,7 @@ func TestGraphQLFrontEndThroughTheServer(t *testing.T) {
 		}},
 	}, "relationships": []any{map[string]any{"name": "RELATED", "from": "Product", "to": "Product", "fromField": "related", "toField": "relatedBy"}}})
 	app.Must(t, 201, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": "a", "stock": 1})
+	app.Must(t, 201, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": "big", "stock": int64(5_000_000_000)})
 	path := "/api/v1/dynamic-gql/" + tenantID
 	body := func(query string, rest ...string) string {
 		q, _ := json.Marshal(query)
@@ -68,6 +69,8 @@ func TestGraphQLFrontEndThroughTheServer(t *testing.T) {
 		{name: "Int variable 1.5", ct: "application/json", body: body(intVar, `,"variables":{"n":1.5}`), status: 400, code: "BAD_REQUEST", msg: "Int cannot represent non-integer value: 1.5"},
 		{name: "Int in an input object 1.5", ct: "application/json", body: body("query($w: ProductWhere) { products(where: $w) { id } }", `,"variables":{"w":{"stock":{"equals":1.5}}}`), status: 200, code: "VALIDATION_ERROR", msg: "where.stock: $eq must be an integer"}, // an execution error: data null
 		{name: "Int variable a string", ct: "application/json", body: body(intVar, `,"variables":{"n":"x"}`), status: 400, code: "BAD_REQUEST", msg: "Int cannot represent"},
+		{name: "Int variable beyond 64 bits", ct: "application/json", body: body(intVar, `,"variables":{"n":9223372036854775808}`), status: 400, code: "BAD_REQUEST", msg: "non 64-bit signed integer value"},
+		{name: "limit beyond its bound", ct: "application/json", body: body(intVar, `,"variables":{"n":3000000000}`), status: 400, code: "BAD_REQUEST", msg: "lower limit/first/last"}, // a valid Int, refused by the limits
 	}
 	for _, c := range cases {
 		var r *testenv.Response
@@ -99,5 +102,10 @@ func TestGraphQLFrontEndThroughTheServer(t *testing.T) {
 	r = app.Do(t, "GET", path+"?query="+url.QueryEscape(intVar)+"&variables="+url.QueryEscape(`{"n":1}`), key, nil)
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"products":[{"id":`) {
 		t.Errorf("a valid GET: %d %s", r.Status, r.Body)
+	}
+	// INTEGER fields are 64-bit: a variable carries a value beyond 32 bits.
+	r = app.Do(t, "POST", path, key, body(`query($n: Int!) { products(where: {stock: {gte: $n}}) { name stock } }`, `,"variables":{"n":4000000000}`), "Content-Type", "application/json")
+	if r.Status != 200 || !strings.Contains(string(r.Body), `{"name":"big","stock":5000000000}`) || strings.Contains(string(r.Body), `"errors"`) {
+		t.Errorf("an INTEGER filter beyond 32 bits: %d %s", r.Status, r.Body)
 	}
 }

@@ -75,7 +75,7 @@ type varDef struct {
 	check   varCheck
 	// ints: the type's named type is Int. The library's variable
 	// validation only checks that such a value is a number; intsValid
-	// refuses the fractions and the numbers beyond 32 bits it lets pass.
+	// refuses the fractions and the numbers beyond 64 bits it lets pass.
 	ints bool
 }
 
@@ -452,9 +452,12 @@ func (e *Engine) validateVariables(ctx context.Context, m *Model, op *operation,
 }
 
 // intsValid refuses an Int variable (or an item of an Int list) that is
-// not an integer of 32 bits, as GraphQL's Int coercion does: without it
-// 1.5 or 1e400 passed the library's check and reached the executor, which
-// ignored the argument (a limit of 1.5 gave the default page).
+// not an integer of 64 bits: without it 1.5 or 1e400 passed the library's
+// check and reached the executor, which ignored the argument (a limit of
+// 1.5 gave the default page). The bound is 64 bits, not GraphQL's 32:
+// INTEGER fields are Postgres bigints, and a variable is how a client
+// sends a value beyond 32 bits (a literal is checked as 32-bit by GraphQL's
+// validation); fields whose bound is smaller (limit, first) check their own.
 func intsValid(defs []varDef, given map[string]any) *Result {
 	for i := range defs {
 		if !defs[i].ints {
@@ -468,16 +471,20 @@ func intsValid(defs []varDef, given map[string]any) *Result {
 }
 
 // notInt is the first number in v (a number or nested lists of numbers,
-// as the library let pass) that is not a 32-bit integer, with the reason.
+// as the library let pass) that is not a 64-bit integer, with the reason.
+// An integer written with an exponent or a zero fraction (3e9, 2.0) is one.
 func notInt(v any) (bad, why string) {
 	switch x := v.(type) {
 	case json.Number:
+		if _, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return "", ""
+		}
 		f, err := strconv.ParseFloat(string(x), 64)
 		switch {
 		case err == nil && f != math.Trunc(f):
 			return string(x), "non-integer value: " + string(x)
-		case err != nil || f < math.MinInt32 || f > math.MaxInt32:
-			return string(x), "non 32-bit signed integer value: " + string(x)
+		case err != nil || f < math.MinInt64 || f >= math.MaxInt64:
+			return string(x), "non 64-bit signed integer value: " + string(x)
 		}
 	case []any:
 		for _, item := range x {
