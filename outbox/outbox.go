@@ -140,13 +140,38 @@ func InsertEdgeCTE(a *query.Args, o Origin, eventType, name, sourceEntity, targe
 	})
 }
 
+// InsertOneCTE is InsertCTE for a write of at most one row (a create,
+// update or delete by id), whose event id the writer made (NewEventID) and
+// bound as idArg. It returns nothing: the writer already knows the id it
+// is to announce, so the statement need not carry it out (measured on a
+// create, the event-id subquery and dds.uuid_v7() cost Postgres about 20
+// µs of a 150 µs statement). It binds the same five values as InsertCTE.
+func InsertOneCTE(a *query.Args, idArg string, o Origin, eventType, name, src string) string {
+	return insertWithID(a, idArg, o, eventType, name, src, func(string) string { return `row_to_json(w)::jsonb` })
+}
+
+// NewEventID returns a new event id for InsertOneCTE: time-ordered (UUID
+// version 7), as the ids dds.events' default makes.
+func NewEventID() string { return uuid.Must(uuid.NewV7()).String() }
+
 // insert binds the five common values, then lets record render the record
-// expression (given the placeholder of name).
+// expression (given the placeholder of name); the event ids are dds.events'
+// default.
 func insert(a *query.Args, o Origin, eventType, name, src string, record func(nameArg string) string) string {
+	return insertWithID(a, "", o, eventType, name, src, record)
+}
+
+// insertWithID is insert with the event id bound as idArg ("" for the
+// column default).
+func insertWithID(a *query.Args, idArg string, o Origin, eventType, name, src string, record func(nameArg string) string) string {
 	t, sid, sn, ty, n := a.Add(o.TenantID, "uuid"), a.Add(o.SchemaID, "uuid"), a.Add(o.SchemaName, "text"),
 		a.Add(eventType, "text"), a.Add(name, "text")
-	return fmt.Sprintf(`INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
+	if idArg == "" {
+		return fmt.Sprintf(`INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
   SELECT %s, %s, %s, %s, %s, w."id", %s FROM %s w RETURNING id, seq, created_at`, t, sid, sn, ty, n, record(n), src)
+	}
+	return fmt.Sprintf(`INSERT INTO dds.events (id, tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
+  SELECT %s, %s, %s, %s, %s, %s, w."id", %s FROM %s w`, idArg, t, sid, sn, ty, n, record(n), src)
 }
 
 // EventIDs is the select-list expression of the ids of the events a

@@ -266,14 +266,16 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	if err := s.VerifyRowFiles(ctx, sc.TenantID, row); err != nil {
 		return nil, err
 	}
-	// Bind order: id, the present fields, then outbox.InsertCTE's five
-	// values (the same for every create of the entity, boxed once).
+	// Bind order: id, event id, the present fields, then
+	// outbox.InsertOneCTE's five values (the same for every create of the
+	// entity, boxed once).
 	cache := sc.stmts()
 	tail := cache.tail(e.Name, func() []any {
 		return []any{sc.TenantID, sc.Schema.ID, sc.Schema.Name, outbox.EntityCreated, e.Name}
 	})
-	args := make([]any, 0, 1+len(row.Values)+len(tail))
-	args = append(args, uuid.Must(uuid.NewV7()).String())
+	eventID := outbox.NewEventID()
+	args := make([]any, 0, 2+len(row.Values)+len(tail))
+	args = append(args, uuid.Must(uuid.NewV7()).String(), eventID)
 	args = append(args, row.Values...)
 	args = append(args, tail...)
 	// The text depends on the entity and the fields present: the key is
@@ -292,22 +294,35 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	sqlText, ok := cache.lookup(key)
 	if !ok {
 		var a query.Args
-		cols := []string{`"id"`}
-		vals := []string{a.Add(args[0], "uuid")}
-		for i, f := range row.Fields {
-			cols = append(cols, schema.Ident(f.Name))
-			vals = append(vals, a.Add(row.Values[i], schema.ColumnType(f)))
-		}
-		ret, _ := sc.Compiler.Columns(e, nil, "t")
-		sqlText = fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+outbox.EventIDs+" FROM w",
-			sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
-			outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
+		sqlText = CreateSQL(sc, e, row.Fields, &a)
 		if len(a.List()) != len(args) {
 			panic("records.Create: bind order out of step with the statement")
 		}
 		cache.put(string(key), sqlText)
 	}
-	return s.one(ctx, sc, entity, "", sqlText, args)
+	return s.one(ctx, sc, entity, "", sqlText, args, eventID)
+}
+
+// CreateSQL is the statement of Create for a record of e with fields
+// present: one data-modifying CTE inserting the row with every value bound
+// and cast to its column type, one inserting its entity.created event
+// (outbox.InsertOneCTE), and row_to_json of the inserted row. It adds its
+// placeholders to a, in the order they bind: record id, event id, the
+// fields' values, then the outbox's five (a holds zero values as the
+// record's: only their placeholders and order matter). Exported for the
+// benchmark's minimal handler, which must run the very statement DDS runs.
+func CreateSQL(sc *Scope, e *schema.Entity, fields []*schema.Field, a *query.Args) string {
+	cols := []string{`"id"`}
+	vals := []string{a.Add(nil, "uuid")}
+	eventArg := a.Add(nil, "uuid")
+	for _, f := range fields {
+		cols = append(cols, schema.Ident(f.Name))
+		vals = append(vals, a.Add(nil, schema.ColumnType(f)))
+	}
+	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	return fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
+		sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
+		outbox.InsertOneCTE(a, eventArg, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
 }
 
 // Update replaces (PUT) or merges (PATCH) a record and writes its
@@ -329,6 +344,8 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 	}
 	var a query.Args
 	idArg := a.Add(id, "uuid")
+	eventID := outbox.NewEventID()
+	eventArg := a.Add(eventID, "uuid")
 	sets := []string{`"updatedAt" = now()`}
 	for i, f := range row.Fields {
 		sets = append(sets, schema.Ident(f.Name)+" = "+a.Add(row.Values[i], schema.ColumnType(f)))
@@ -342,10 +359,10 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 		}
 	}
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+outbox.EventIDs+" FROM w",
+	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
 		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), idArg, strings.Join(ret, ", "),
-		outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w"))
-	return s.one(ctx, sc, entity, id, sqlText, a.List())
+		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"))
+	return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)
 }
 
 func containsField(fs []*schema.Field, f *schema.Field) bool {
@@ -375,12 +392,14 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	}
 	var a query.Args
 	idArg := a.Add(id, "uuid")
+	eventID := outbox.NewEventID()
+	eventArg := a.Add(eventID, "uuid")
 	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w), "+outbox.EventIDs+" FROM w",
-		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"))
+	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
+		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityDeleted, e.Name, "w"))
 	fileFields := e.FileFields()
 	if s.files == nil || len(fileFields) == 0 {
-		return s.one(ctx, sc, entity, id, sqlText, a.List())
+		return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)
 	}
 	// The record holds files: they are marked deleted in the same
 	// transaction, and their objects purged after commit.
@@ -389,7 +408,7 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 		return nil, apperr.Wrap(err, "begin")
 	}
 	defer tx.Rollback()
-	out, events, err := s.oneIn(ctx, tx, sc, entity, id, sqlText, a.List())
+	out, err := s.oneIn(ctx, tx, sc, entity, id, sqlText, a.List())
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +419,7 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	if err := tx.Commit(); err != nil {
 		return nil, MapError(sc, entity, err)
 	}
-	s.announce(sc.TenantID, events)
+	s.announce(sc.TenantID, eventID)
 	s.files.PurgeDeleted(ctx, sc.TenantID, ids)
 	return out, nil
 }
@@ -421,28 +440,28 @@ func FileIDs(record []byte, fields []string) []string {
 }
 
 // one runs a single-record write (which commits by itself) and announces
-// its event.
-func (s *Store) one(ctx context.Context, sc *Scope, entity, id, sqlText string, args []any) (json.RawMessage, error) {
-	out, events, err := s.oneIn(ctx, s.db, sc, entity, id, sqlText, args)
+// its event, eventID, once the write has found its row.
+func (s *Store) one(ctx context.Context, sc *Scope, entity, id, sqlText string, args []any, eventID string) (json.RawMessage, error) {
+	out, err := s.oneIn(ctx, s.db, sc, entity, id, sqlText, args)
 	if err == nil {
-		s.announce(sc.TenantID, events)
+		s.announce(sc.TenantID, eventID)
 	}
 	return out, err
 }
 
-// oneIn runs a single-record write in q and returns the record and its
-// event ids, to be announced once the caller has committed.
-func (s *Store) oneIn(ctx context.Context, q sqlx.QueryerContext, sc *Scope, entity, id, sqlText string, args []any) (json.RawMessage, string, error) {
+// oneIn runs a single-record write in q and returns the record (a write
+// that finds no row is NotFound); the caller announces its event once it
+// has committed.
+func (s *Store) oneIn(ctx context.Context, q sqlx.QueryerContext, sc *Scope, entity, id, sqlText string, args []any) (json.RawMessage, error) {
 	var out []byte
-	var events sql.NullString
-	err := q.QueryRowxContext(ctx, sqlText, args...).Scan(&out, &events)
+	err := q.QueryRowxContext(ctx, sqlText, args...).Scan(&out)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, "", apperr.New(apperr.NotFound, "%s %q not found", entity, id)
+		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
 	}
 	if err != nil {
-		return nil, "", MapError(sc, entity, err)
+		return nil, MapError(sc, entity, err)
 	}
-	return out, events.String, nil
+	return out, nil
 }
 
 // limitError names the field whose value Postgres could not index. Values

@@ -426,7 +426,7 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 		m, err = load.MinimalServer(pool.DB, b.create.sql, func(r *http.Request) []any {
 			a := b.minimalCreateArgs(r)
 			if a != nil {
-				pub.PublishList(outbox.Channel, tenantID, a[0].(string))
+				pub.PublishList(outbox.Channel, tenantID, a[1].(string)) // the event id
 			}
 			return a
 		})

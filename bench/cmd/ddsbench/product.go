@@ -128,11 +128,8 @@ type createStmt struct {
 	outbox []any // the outbox CTE's bound values (tenant, schema id, schema name, event type, entity)
 }
 
-// compileCreate builds the statement exactly as records.Store.Create does
-// (which keeps the SQL text private to its method): one data-modifying
-// CTE inserting the row with every value bound and cast to its column
-// type, one inserting the entity.created event (outbox.InsertCTE), and
-// row_to_json of the inserted row. Keep it in step with records.Store.Create.
+// compileCreate builds the statement records.Store.Create runs for a body
+// carrying every field of Product (records.CreateSQL, the same function).
 func compileCreate(sc *records.Scope, e *schema.Entity) (createStmt, error) {
 	input := map[string]any{"name": "x", "price": json.Number("1.5"), "stock": json.Number("1"), "tags": []any{"a"}}
 	row, errs := records.Prepare(e, input, records.Create)
@@ -143,28 +140,22 @@ func compileCreate(sc *records.Scope, e *schema.Entity) (createStmt, error) {
 	if len(row.Fields) != len(want) {
 		return createStmt{}, fmt.Errorf("prepared %d fields, want %v", len(row.Fields), want)
 	}
-	var a query.Args
-	cols := []string{`"id"`}
-	vals := []string{a.Add(uuid.Must(uuid.NewV7()).String(), "uuid")}
 	for i, f := range row.Fields {
 		if f.Name != want[i] {
 			return createStmt{}, fmt.Errorf("field %d is %s, want %s (bind order changed)", i, f.Name, want[i])
 		}
-		cols = append(cols, schema.Ident(f.Name))
-		vals = append(vals, a.Add(row.Values[i], schema.ColumnType(f)))
 	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
-		outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
-	return createStmt{sql: sqlText, outbox: a.List()[1+len(want):]}, nil
+	var a query.Args
+	sqlText := records.CreateSQL(sc, e, row.Fields, &a)
+	return createStmt{sql: sqlText, outbox: a.List()[2+len(want):]}, nil
 }
 
-// args binds a product: id, name, price, stock, tags, then the outbox values.
+// args binds a product: id, event id, name, price, stock, tags, then the
+// outbox values.
 func (c createStmt) args(p product) []any {
-	out := make([]any, 0, 5+len(c.outbox))
+	out := make([]any, 0, 6+len(c.outbox))
 	// The list goes as its array literal, sent as text, as DDS binds lists.
-	out = append(out, uuid.Must(uuid.NewV7()).String(), p.Name, p.Price, p.Stock, schema.ArrayLiteral(p.Tags))
+	out = append(out, uuid.Must(uuid.NewV7()).String(), outbox.NewEventID(), p.Name, p.Price, p.Stock, schema.ArrayLiteral(p.Tags))
 	return append(out, c.outbox...)
 }
 
