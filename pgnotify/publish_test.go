@@ -187,3 +187,52 @@ func TestRunFlushesWhatShutdownInterrupts(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPacesFlushesUnderSteadyWrites: writes published one after another
+// for a while are announced, all and in order, in at most one notification
+// per pace (20 ms) of the time they took (plus the first and the last),
+// not one per write: each notification is a transaction in Postgres and a
+// wake-up of every listener.
+func TestRunPacesFlushesUnderSteadyWrites(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	hub := pgnotify.New(testenv.DatabaseURL(t), log)
+	ch := "test_pace_" + uuid.NewString()[:8]
+	got := make(chan string, 1000)
+	if err := hub.Subscribe(ch, func(p string) { got <- p }); err != nil {
+		t.Fatal(err)
+	}
+	go hub.Run(ctx)
+	pub := pgnotify.NewPublisher(testenv.DB(t), log)
+	go pub.Run(ctx)
+
+	const n = 200
+	var want []string
+	start := time.Now()
+	for range n {
+		id := uuid.NewString()
+		want = append(want, id)
+		pub.PublishList(ch, "tenant", id)
+		time.Sleep(time.Millisecond) // a steady stream of writes, not a condition to await
+	}
+	took := time.Since(start)
+	var seen []string
+	notifications := 0
+	for len(seen) < n {
+		select {
+		case p := <-got:
+			notifications++
+			_, ids, _ := strings.Cut(p, ":")
+			seen = append(seen, strings.Split(ids, ",")...)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d ids announced", len(seen), n)
+		}
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("ids differ or are out of order")
+	}
+	if limit := int(took/(20*time.Millisecond)) + 2; notifications > limit {
+		t.Errorf("%d writes over %s announced in %d notifications, want at most %d (one per 20 ms)", n, took, notifications, limit)
+	}
+}
