@@ -277,12 +277,22 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				continue
 			}
 			verdict(r >= target && s.errors == 0, "%-26s = %5.1f%% of the minimal handler's req/s (target ≥ %.0f%%)", s.name, 100*r, 100*target)
+			// The database-time target is judged on what Postgres itself
+			// spent per request when its CPU can be read. pg_stat_statements'
+			// execution time is wall time: with the server, Postgres and wrk
+			// on two cores it also counts a backend's wait for a core, so it
+			// grows with the server's CPU, not with the statement's cost (the
+			// list section's contenders run the same statement text, and it
+			// read 1.05× in one run and 1.36× in the next at 0.98× and 1.05×
+			// Postgres CPU). It is printed beside it, not judged.
 			d := float64(s.dbPerRq) / float64(minimal.dbPerRq)
-			verdict(d <= targetDBTime, "%-26s DB time/request = %.2f× the minimal handler's (target ≤ %.1f×)", s.name, d, targetDBTime)
-			if minimal.pgCPURq > 0 { // what Postgres itself spent, not statements' wall time
+			if minimal.pgCPURq > 0 {
 				c := float64(s.pgCPURq) / float64(minimal.pgCPURq)
 				verdict(c <= targetDBTime, "%-26s Postgres CPU/request = %.2f× the minimal handler's, %s against %s (target ≤ %.1f×)", s.name,
 					c, round(s.pgCPURq), round(minimal.pgCPURq), targetDBTime)
+				fmt.Printf("%-26s DB time/request = %.2f× the minimal handler's (statements' wall time, waits for a core included: not judged)\n", s.name, d)
+			} else {
+				verdict(d <= targetDBTime, "%-26s DB time/request = %.2f× the minimal handler's (target ≤ %.1f×)", s.name, d, targetDBTime)
 			}
 		}
 		if len(ss) == 3 && (section == "get" || section == "list") {
