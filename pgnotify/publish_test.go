@@ -97,13 +97,7 @@ func TestPublishListIsCoarseAndBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := slog.New(slog.DiscardHandler)
-	hub := pgnotify.New(testenv.DatabaseURL(t), log)
-	ch := "test_list_" + uuid.NewString()[:8]
-	got := make(chan string, 1000)
-	if err := hub.Subscribe(ch, func(p string) { got <- p }); err != nil {
-		t.Fatal(err)
-	}
-	go hub.Run(ctx)
+	ch, got := listen(ctx, t, log, "test_list_")
 
 	pub := pgnotify.NewPublisher(testenv.DB(t), log)
 	const n = 2000 // 2000 uuids: about 74 kB, ten times the payload limit
@@ -160,13 +154,7 @@ func TestRunFlushesWhatShutdownInterrupts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := slog.New(slog.DiscardHandler)
-	hub := pgnotify.New(testenv.DatabaseURL(t), log)
-	ch := "test_shutdown_" + uuid.NewString()[:8]
-	got := make(chan string, 10)
-	if err := hub.Subscribe(ch, func(p string) { got <- p }); err != nil {
-		t.Fatal(err)
-	}
-	go hub.Run(ctx)
+	ch, got := listen(ctx, t, log, "test_shutdown_")
 
 	db := testenv.DB(t)
 	for i := range 20 {
@@ -197,13 +185,7 @@ func TestRunPacesFlushesUnderSteadyWrites(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := slog.New(slog.DiscardHandler)
-	hub := pgnotify.New(testenv.DatabaseURL(t), log)
-	ch := "test_pace_" + uuid.NewString()[:8]
-	got := make(chan string, 1000)
-	if err := hub.Subscribe(ch, func(p string) { got <- p }); err != nil {
-		t.Fatal(err)
-	}
-	go hub.Run(ctx)
+	ch, got := listen(ctx, t, log, "test_pace_")
 	pub := pgnotify.NewPublisher(testenv.DB(t), log)
 	go pub.Run(ctx)
 
@@ -235,4 +217,19 @@ func TestRunPacesFlushesUnderSteadyWrites(t *testing.T) {
 	if limit := int(took/(20*time.Millisecond)) + 2; notifications > limit {
 		t.Errorf("%d writes over %s announced in %d notifications, want at most %d (one per 20 ms)", n, took, notifications, limit)
 	}
+}
+
+// listen subscribes a hub running until ctx ends to a channel of this test
+// only (prefix and a random suffix, so parallel tests' notifications do not
+// mix in) and returns the channel and the payloads it receives.
+func listen(ctx context.Context, t *testing.T, log *slog.Logger, prefix string) (string, chan string) {
+	t.Helper()
+	hub := pgnotify.New(testenv.DatabaseURL(t), log)
+	ch := prefix + uuid.NewString()[:8]
+	got := make(chan string, 1000)
+	if err := hub.Subscribe(ch, func(p string) { got <- p }); err != nil {
+		t.Fatal(err)
+	}
+	go hub.Run(ctx)
+	return ch, got
 }

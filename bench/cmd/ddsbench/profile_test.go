@@ -261,27 +261,13 @@ func BenchmarkGraphQLGetDDS(b *testing.B) {
 	for i, id := range f.ids {
 		bodies[i] = gqlBody(gqlGetQuery, map[string]any{"id": id})
 	}
-	benchLoad(b, func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(bodies[rand.IntN(len(bodies))]))
-		if err == nil {
-			req.Header.Set("Authorization", "Bearer "+f.key)
-			req.Header.Set("Content-Type", "application/json")
-		}
-		return req, err
-	})
+	benchPost(b, f.key, url, func() []byte { return bodies[rand.IntN(len(bodies))] })
 }
 
 func BenchmarkCreateDDS(b *testing.B) {
 	f := newFixture(b, 1)
 	url := f.app.URL + "/api/v1/dynamic/" + entity
-	benchLoad(b, func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(randomBody()))
-		if err == nil {
-			req.Header.Set("Authorization", "Bearer "+f.key)
-			req.Header.Set("Content-Type", "application/json")
-		}
-		return req, err
-	})
+	benchPost(b, f.key, url, randomBody)
 }
 
 // BenchmarkCreateMinimal is BenchmarkCreateDDS against the minimal handler
@@ -338,10 +324,15 @@ func BenchmarkFlatDDS(b *testing.B) {
 func benchGraphQL(b *testing.B, f *fixture, q string) {
 	url := f.app.URL + "/api/v1/dynamic-gql/" + f.b.scope.TenantID
 	body := gqlBody(q, nil)
+	benchPost(b, f.key, url, func() []byte { return body })
+}
+
+// benchPost loads DDS with JSON POSTs to url under key, each body from body.
+func benchPost(b *testing.B, key, url string, body func() []byte) {
 	benchLoad(b, func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body()))
 		if err == nil {
-			req.Header.Set("Authorization", "Bearer "+f.key)
+			req.Header.Set("Authorization", "Bearer "+key)
 			req.Header.Set("Content-Type", "application/json")
 		}
 		return req, err
@@ -357,12 +348,5 @@ func BenchmarkListDDS(b *testing.B) {
 	for i := range bodies {
 		bodies[i] = restListBody(float64(rand.IntN(1000)))
 	}
-	benchLoad(b, func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(bodies[rand.IntN(len(bodies))]))
-		if err == nil {
-			req.Header.Set("Authorization", "Bearer "+f.key)
-			req.Header.Set("Content-Type", "application/json")
-		}
-		return req, err
-	})
+	benchPost(b, f.key, url, func() []byte { return bodies[rand.IntN(len(bodies))] })
 }
