@@ -308,8 +308,8 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 // and cast to its column type, one inserting its entity.created event
 // (outbox.InsertOneCTE), and row_to_json of the inserted row. It adds its
 // placeholders to a, in the order they bind: record id, event id, the
-// fields' values, then the outbox's five (a holds zero values as the
-// record's: only their placeholders and order matter). Exported for the
+// fields' values, then the outbox's five (the record's slots hold nil in a:
+// only their placeholders and order matter). Exported for the
 // benchmark's minimal handler, which must run the very statement DDS runs.
 func CreateSQL(sc *Scope, e *schema.Entity, fields []*schema.Field, a *query.Args) string {
 	cols := []string{`"id"`}
