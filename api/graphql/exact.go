@@ -40,11 +40,18 @@ func exactOutput(s *shape, sel *query.Selection) *shape {
 	return setOutput(s, sel)
 }
 
+// maxColumnName is the longest column name Postgres keeps (it cuts longer
+// ones): a response key is a column name of the statement building it.
+const maxColumnName = 63
+
 func exactable(s *shape, sel *query.Selection) bool {
 	if len(sel.Files) > 0 {
 		return false
 	}
 	for _, f := range s.fields {
+		if len(f.key) > maxColumnName { // a longer alias is written by Go
+			return false
+		}
 		switch f.kind {
 		case oTypename, oScalar:
 		case oList:

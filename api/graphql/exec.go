@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -252,8 +253,16 @@ func intArg(v any) (int, bool) {
 	case float64:
 		return int(x), true
 	case json.Number:
-		n, err := x.Int64()
-		return int(n), err == nil
+		if n, err := x.Int64(); err == nil {
+			return int(n), true
+		}
+		// An Int variable may be written 2.0 or 3e1 (validation accepts
+		// whole numbers in any JSON form).
+		f, err := x.Float64()
+		if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return 0, false
+		}
+		return int(f), true
 	case string:
 		n, err := strconv.Atoi(x)
 		return n, err == nil
