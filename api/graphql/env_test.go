@@ -199,6 +199,7 @@ type gqlResp struct {
 	Errors []struct {
 		Message    string         `json:"message"`
 		Path       []any          `json:"path"`
+		Locations  []Location     `json:"locations"`
 		Extensions map[string]any `json:"extensions"`
 	}
 }

@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/dds-project/dds/internal/testenv"
@@ -15,7 +14,7 @@ import (
 func TestTenantDropTakesItsTables(t *testing.T) {
 	testenv.DB(t) // the test database, migrated
 	ctx := context.Background()
-	d, created, drop, err := Tenant(ctx, os.Getenv("DATABASE_URL"), "bench-drop-test", 2)
+	d, created, drop, err := Tenant(ctx, testenv.DatabaseURL(t), "bench-drop-test", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
