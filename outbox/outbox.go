@@ -125,15 +125,18 @@ type Origin struct {
 // InsertEdgeCTE. It binds, in order: tenant, schema id, schema name, type,
 // name (callers caching statement text rely on that order).
 func InsertCTE(a *query.Args, o Origin, eventType, name, src string) string {
-	return insert(a, o, eventType, name, src, func(string) string { return `row_to_json(w)::jsonb` })
+	return insert(a, "", o, eventType, name, src, entityRecord)
 }
+
+// entityRecord is the record expression of entity events: the written row.
+func entityRecord(string) string { return `row_to_json(w)::jsonb` }
 
 // InsertEdgeCTE is InsertCTE for relationship events: the src rows are edge
 // rows (id, source_id, target_id, properties, created_at) of relationship
 // name from sourceEntity to targetEntity; each event's record is an Edge.
 // It binds the same five values as InsertCTE, then the two entity names.
 func InsertEdgeCTE(a *query.Args, o Origin, eventType, name, sourceEntity, targetEntity, src string) string {
-	return insert(a, o, eventType, name, src, func(nameArg string) string {
+	return insert(a, "", o, eventType, name, src, func(nameArg string) string {
 		return fmt.Sprintf(`jsonb_build_object('id', w."id", 'relationshipName', %s, 'sourceEntity', %s, 'sourceId', w."source_id",
     'targetEntity', %s, 'targetId', w."target_id", 'properties', w."properties", 'createdAt', w."created_at")`,
 			nameArg, a.Add(sourceEntity, "text"), a.Add(targetEntity, "text"))
@@ -147,7 +150,7 @@ func InsertEdgeCTE(a *query.Args, o Origin, eventType, name, sourceEntity, targe
 // create, the event-id subquery and dds.uuid_v7() cost Postgres about 20
 // µs of a 150 µs statement). It binds the same five values as InsertCTE.
 func InsertOneCTE(a *query.Args, idArg string, o Origin, eventType, name, src string) string {
-	return insertWithID(a, idArg, o, eventType, name, src, func(string) string { return `row_to_json(w)::jsonb` })
+	return insert(a, idArg, o, eventType, name, src, entityRecord)
 }
 
 // NewEventID returns a new event id for InsertOneCTE: time-ordered (UUID
@@ -155,15 +158,10 @@ func InsertOneCTE(a *query.Args, idArg string, o Origin, eventType, name, src st
 func NewEventID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // insert binds the five common values, then lets record render the record
-// expression (given the placeholder of name); the event ids are dds.events'
-// default.
-func insert(a *query.Args, o Origin, eventType, name, src string, record func(nameArg string) string) string {
-	return insertWithID(a, "", o, eventType, name, src, record)
-}
-
-// insertWithID is insert with the event id bound as idArg ("" for the
-// column default).
-func insertWithID(a *query.Args, idArg string, o Origin, eventType, name, src string, record func(nameArg string) string) string {
+// expression (given the placeholder of name). The event ids are bound as
+// idArg, or, when it is "", dds.events' default, returned with their seq
+// and created_at.
+func insert(a *query.Args, idArg string, o Origin, eventType, name, src string, record func(nameArg string) string) string {
 	t, sid, sn, ty, n := a.Add(o.TenantID, "uuid"), a.Add(o.SchemaID, "uuid"), a.Add(o.SchemaName, "text"),
 		a.Add(eventType, "text"), a.Add(name, "text")
 	if idArg == "" {
