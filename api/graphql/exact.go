@@ -154,8 +154,12 @@ func (x *execCtx) exactGetSQL(e *schema.Entity, cf *cfield, sh *shape) string {
 	}
 	g := &keptStatement{c: c}
 	// Any well-formed id: it is bound, not written into the text.
-	if st, err := c.Get(e.Name, uuid.Nil.String(), query.Selection{Output: l.out}); err == nil && len(st.Args) == 1 {
-		g.st.SQL = st.SQL // "" when not built: the get runs REST's statement
+	st, err := c.Get(e.Name, uuid.Nil.String(), query.Selection{Output: l.out})
+	switch {
+	case err != nil: // exactable admitted what the compiler refuses: ours to fix, the request still answers
+		x.e.log.Error("graphql: the get building the response did not compile; REST's statement answers", "entity", e.Name, "err", err)
+	case len(st.Args) == 1:
+		g.st.SQL = st.SQL // otherwise "": the get runs REST's statement
 	}
 	l.get.Store(g)
 	return g.st.SQL
