@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // RequireVar is the variable that makes a missing service a failure.
@@ -38,40 +39,34 @@ func Required() bool {
 
 var (
 	mu      sync.Mutex
-	skipped = map[string]bool{} // top-level tests skipped for want of the stack
-	missing []string            // the variables they missed, in first-seen order
+	skipped = map[string]bool{}   // top-level tests skipped for want of the stack
+	reasons []string              // why ("DATABASE_URL is not set"), in first-seen order
+	reason  = map[string]string{} // why, by test
 )
 
 // Need skips t (or fails it, when Required) unless every variable in vars
 // is set.
 func Need(t testing.TB, vars ...string) {
 	t.Helper()
-	var unset []string
 	for _, v := range vars {
 		if os.Getenv(v) == "" {
-			unset = append(unset, v)
+			Missing(t, v+" is not set")
 		}
 	}
-	if len(unset) == 0 {
-		return
-	}
-	what := strings.Join(unset, ", ") + " " + isOrAre(len(unset)) + " not set"
+}
+
+// Missing skips t (or fails it, when Required) for want of what `make
+// test` provides; what says what is missing ("node is not on PATH").
+func Missing(t testing.TB, what string) {
+	t.Helper()
 	if Required() {
 		t.Fatalf("%s but the stack is required here (%s=1 or CI=true): %s", what, RequireVar, hint)
 	}
-	skip(t, what, unset...)
-}
-
-// skip records t as skipped for want of the stack (for Main's line) and
-// skips it.
-func skip(t testing.TB, what string, unset ...string) {
-	t.Helper()
 	mu.Lock()
 	skipped[strings.SplitN(t.Name(), "/", 2)[0]] = true
-	for _, v := range unset {
-		if !slices.Contains(missing, v) {
-			missing = append(missing, v)
-		}
+	reason[t.Name()] = what
+	if !slices.Contains(reasons, what) {
+		reasons = append(reasons, what)
 	}
 	mu.Unlock()
 	t.Skipf("needs the stack (%s): %s", what, hint)
@@ -92,18 +87,22 @@ func Main(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	os.Stdout = pw
-	held := make(chan bool)
+	held := make(chan bool, 1)
 	go func() { held <- forward(out, pr) }()
 	code := m.Run()
 	os.Stdout = out
 	pw.Close()
-	pass := <-held
+	var pass bool
+	select {
+	case pass = <-held:
+	case <-time.After(5 * time.Second): // a process a test started still holds the pipe
+		pass = code == 0
+	}
 	mu.Lock()
-	n, vars := len(skipped), missing
+	n, why := len(skipped), reasons
 	mu.Unlock()
 	if n > 0 {
-		fmt.Fprintf(out, "not tested: %d %s the stack (%s %s not set): %s\n", n, plural(n, "test needs", "tests need"),
-			strings.Join(vars, ", "), isOrAre(len(vars)), hint)
+		fmt.Fprintf(out, "not tested: %d %s the stack (%s): %s\n", n, plural(n, "test needs", "tests need"), strings.Join(why, "; "), hint)
 		code = 1
 	} else if pass {
 		fmt.Fprintln(out, "PASS")
@@ -118,13 +117,13 @@ func forward(w io.Writer, r io.Reader) (heldPass bool) {
 	for {
 		line, err := br.ReadString('\n')
 		if heldPass && line != "" {
-			io.WriteString(w, "PASS\n")
+			fmt.Fprint(w, "PASS\n")
 			heldPass = false
 		}
 		if line == "PASS\n" {
 			heldPass = true
 		} else {
-			io.WriteString(w, line)
+			fmt.Fprint(w, line)
 		}
 		if err != nil {
 			return heldPass
@@ -171,7 +170,7 @@ type Once[T any] struct {
 	once    sync.Once
 	v       T
 	err     error
-	skipped string // why the set-up was skipped (Need), if it was
+	skipped string // why the set-up was skipped (Missing), if it was
 }
 
 // Get returns the value, making it with setup on the first call. setup
@@ -185,9 +184,14 @@ func (o *Once[T]) Get(t testing.TB, setup func(t testing.TB) (T, error)) T {
 		returned := false
 		defer func() { // setup ended t's goroutine: t.FailNow or t.SkipNow
 			if !returned {
-				o.err = fmt.Errorf("set-up failed in %s (see its failure)", t.Name())
+				o.err = fmt.Errorf("failed in %s (see its failure)", t.Name())
 				if t.Skipped() && !t.Failed() {
-					o.err, o.skipped = nil, "see "+t.Name()
+					mu.Lock()
+					o.err, o.skipped = nil, reason[t.Name()]
+					mu.Unlock()
+					if o.skipped == "" { // skipped other than by Missing
+						o.skipped = "the set-up was skipped in " + t.Name()
+					}
 				}
 			}
 		}()
@@ -195,7 +199,7 @@ func (o *Once[T]) Get(t testing.TB, setup func(t testing.TB) (T, error)) T {
 		returned = true
 	})
 	if o.skipped != "" {
-		skip(t, o.skipped)
+		Missing(t, o.skipped)
 	}
 	if o.err != nil {
 		t.Fatalf("set-up: %v", o.err)
