@@ -7,16 +7,16 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/dds-project/dds/internal/testenv/teststack"
 )
 
 // TestOpenTurnsJITOff: pooled connections run with jit off (a nested
 // selection's estimate would otherwise get every execution JIT-compiled),
 // unless the operator's URL sets jit.
 func TestOpenTurnsJITOff(t *testing.T) {
+	teststack.Need(t, "DATABASE_URL")
 	base := os.Getenv("DATABASE_URL")
-	if base == "" {
-		t.Fatal("DATABASE_URL is not set: run the tests with `make test`")
-	}
 	withJIT, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
@@ -48,10 +48,8 @@ func TestOpenTurnsJITOff(t *testing.T) {
 // loads in the session (the startup packet sets a placeholder that pgvector
 // takes when it defines the setting).
 func TestOpenSetsVectorEfSearch(t *testing.T) {
+	teststack.Need(t, "DATABASE_URL")
 	base := os.Getenv("DATABASE_URL")
-	if base == "" {
-		t.Fatal("DATABASE_URL is not set: run the tests with `make test`")
-	}
 	ctx := context.Background()
 	m, err := Open(ctx, base, 1)
 	if err != nil {

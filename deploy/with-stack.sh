@@ -86,6 +86,10 @@ if [ -n "$db" ]; then
 	export DATABASE_URL
 fi
 
+# Tests under the stack must find every service: a missing one fails them instead of
+# skipping them (internal/testenv/teststack), so `make test` runs every test or fails.
+export DDS_REQUIRE_STACK=1
+
 set +e
 "$@"
 rc=$?

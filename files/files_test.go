@@ -21,6 +21,7 @@ import (
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/storage/storagetest"
 )
@@ -36,10 +37,8 @@ type env struct {
 // and a Temporal dev server with a worker for the file workflows.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	teststack.Need(t, "DDS_TEMPORAL_CLI")
 	cli := os.Getenv("DDS_TEMPORAL_CLI")
-	if cli == "" {
-		t.Fatal("DDS_TEMPORAL_CLI is not set: run the tests with `make test`")
-	}
 	d := testenv.DB(t)
 	tenant := testenv.TenantRow(t, "files-service")
 	store := storagetest.Local(t)

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"
 
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/schema"
 )
 
@@ -20,10 +21,8 @@ import (
 // schema.Diff), filled with fixtures, and returns a compiler over it.
 func scratch(t *testing.T) (*sqlx.DB, *Compiler) {
 	t.Helper()
+	teststack.Need(t, "DATABASE_URL")
 	url := os.Getenv("DATABASE_URL")
-	if url == "" {
-		t.Fatal("DATABASE_URL is not set: run the tests with `make test`")
-	}
 	db, err := sqlx.Open("postgres", url)
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ const LocalRoute = "/api/v1/storage/"
 //   - 400 BAD_REQUEST: Content-Length below the signed size, a body shorter than
 //     announced, or a Content-Type other than the signed one.
 //   - 404 NOT_FOUND: GET of an object that is not stored.
+//   - 409 CONFLICT: PUT to a key that already holds an object.
 //
 // Uploads stream to a temporary file in the target directory and are renamed
 // into place only when complete, so a failed upload leaves nothing behind.
@@ -231,6 +232,45 @@ func (l *Local) Delete(_ context.Context, key string) error {
 		}
 	}
 	return nil
+}
+
+// Routes registers the local driver's presigned-URL routes with handle:
+// PUT {LocalRoute}{token} (ServeUpload) and GET {LocalRoute}{token}
+// (ServeDownload, HEAD too). They are public routes: the token is the
+// credential. writeErr renders the error a route returns (the DDS server
+// passes the writer of all its routes, api.WriteError); nil answers it as
+// plain text with the status of the table on Local, the statuses S3 gives
+// the same refusals (what test fixtures below the HTTP layer need).
+func (l *Local) Routes(handle func(pattern string, h http.Handler), writeErr func(http.ResponseWriter, *http.Request, error)) {
+	if writeErr == nil {
+		writeErr = writePlainError
+	}
+	for _, rt := range []struct {
+		method string
+		serve  func(http.ResponseWriter, *http.Request) error
+	}{{http.MethodPut, l.ServeUpload}, {http.MethodGet, l.ServeDownload}} {
+		handle(rt.method+" "+LocalRoute+"{token}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := rt.serve(w, r); err != nil {
+				writeErr(w, r, err)
+			}
+		}))
+	}
+}
+
+// localStatus is the status of each code the local routes return (see
+// Local); anything else, such as a wrapped disk error, is a 500.
+var localStatus = map[apperr.Code]int{
+	apperr.BadRequest: http.StatusBadRequest, apperr.Forbidden: http.StatusForbidden, apperr.NotFound: http.StatusNotFound,
+	apperr.Conflict: http.StatusConflict, apperr.TooLarge: http.StatusRequestEntityTooLarge,
+}
+
+func writePlainError(w http.ResponseWriter, _ *http.Request, err error) {
+	e := apperr.As(err)
+	status, ok := localStatus[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	http.Error(w, string(e.Code)+": "+e.Message, status)
 }
 
 // ServeUpload handles PUT {LocalRoute}{token}: the body is streamed to disk,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -23,20 +22,7 @@ func drivers(t *testing.T) map[string]storage.Driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]storage.Driver{"s3": s3d, "local": newLocal(t)}
-}
-
-func newLocal(t *testing.T) *storage.Local {
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	l, err := storage.NewLocal(t.TempDir(), "", srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux.HandleFunc("PUT "+storage.LocalRoute+"{token}", storagetest.Render(l.ServeUpload))
-	mux.HandleFunc("GET "+storage.LocalRoute+"{token}", storagetest.Render(l.ServeDownload))
-	return l
+	return map[string]storage.Driver{"s3": s3d, "local": storagetest.Local(t)}
 }
 
 func put(t *testing.T, url, contentType string, body []byte) int {
@@ -249,7 +235,7 @@ func TestDriverContract(t *testing.T) {
 }
 
 func TestLocalRejectsBadKeys(t *testing.T) {
-	l := newLocal(t)
+	l := storagetest.Local(t)
 	for _, key := range []string{"../etc/passwd", "/abs", "a/../../b", "", "a//b"} {
 		if _, err := l.PresignPut(context.Background(), key, "text/plain", 1, time.Minute); err == nil {
 			t.Errorf("PresignPut(%q) accepted a key escaping the storage directory", key)

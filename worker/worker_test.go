@@ -13,6 +13,7 @@ import (
 
 	"github.com/dds-project/dds/internal/tcpproxy"
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/worker"
 )
 
@@ -23,6 +24,7 @@ func TestWorkerProbes(t *testing.T) {
 	cfg.FileStorageDriver, cfg.FileStorageLocalDir = "local", t.TempDir()
 	cfg.TemporalTaskQueue = "worker-probes-test"
 	cfg.PublicURL = "http://127.0.0.1:1" // the local driver needs one; this worker signs no URL
+	teststack.Need(t, "TEMPORAL_ADDRESS")
 	temporal := tcpproxy.Start(t, os.Getenv("TEMPORAL_ADDRESS"))
 	cfg.TemporalAddress = temporal.Addr()
 	w, err := worker.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -12,16 +12,15 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/webhook"
 )
 
 // A namespace without the DDS search attributes still gets its retries:
 // StartDelivery falls back to starting the workflow without them.
 func TestStartDeliveryWithoutSearchAttributes(t *testing.T) {
+	teststack.Need(t, "DDS_TEMPORAL_CLI")
 	cli := os.Getenv("DDS_TEMPORAL_CLI")
-	if cli == "" {
-		t.Fatal("DDS_TEMPORAL_CLI is not set: run the tests with `make test`")
-	}
 	srv, err := testsuite.StartDevServer(context.Background(), testsuite.DevServerOptions{ExistingPath: cli, LogLevel: "error",
 		Stdout: io.Discard, Stderr: io.Discard,
 		ClientOptions: &client.Options{Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}})

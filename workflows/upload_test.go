@@ -23,6 +23,7 @@ import (
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/storage/storagetest"
 	"github.com/dds-project/dds/workflows"
@@ -38,10 +39,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	teststack.Need(t, "DATABASE_URL")
 	url := os.Getenv("DATABASE_URL")
-	if url == "" {
-		t.Fatal("DATABASE_URL is not set: run the tests with `make test`")
-	}
 	ctx := context.Background()
 	d, err := db.Open(ctx, url, 4)
 	if err != nil {
@@ -254,10 +253,8 @@ func TestUploadWorkflow(t *testing.T) {
 // own and loses its object.
 func TestUploadWorkflowDevServer(t *testing.T) {
 	t.Parallel()
+	teststack.Need(t, "DDS_TEMPORAL_CLI")
 	cli := os.Getenv("DDS_TEMPORAL_CLI")
-	if cli == "" {
-		t.Fatal("DDS_TEMPORAL_CLI is not set: run the tests with `make test`")
-	}
 	f := newFixture(t)
 	ctx := context.Background()
 	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{

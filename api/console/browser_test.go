@@ -18,6 +18,7 @@ import (
 
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/webhook/webhooktest"
 	"github.com/dds-project/dds/worker"
@@ -40,16 +41,17 @@ func TestConsoleInBrowser(t *testing.T) {
 	npmDir := filepath.Join(root, "deploy", "npm")
 	for _, need := range []string{chromium, filepath.Join(npmDir, "node_modules", "playwright-core")} {
 		if _, err := os.Stat(need); err != nil {
-			t.Fatalf("%s is missing: run the tests with `make test` (deploy/install.sh installs Chromium and deploy/npm)", need)
+			teststack.Missing(t, need+" is missing") // deploy/install.sh installs Chromium and deploy/npm
 		}
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatal("node is not on PATH: run the tests with `make test`")
+		teststack.Missing(t, "node is not on PATH")
 	}
 
 	// Its own database (the worker's relay delivers every tenant's events
 	// there) and task queue; the Temporal dev server of `make test`.
+	teststack.Need(t, "DATABASE_URL", "DDS_TEMPORAL_CLI")
 	dbURL, err := webhooktest.IsolatedURL()
 	if err != nil {
 		t.Fatal(err)

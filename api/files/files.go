@@ -35,20 +35,9 @@ func (h *Handler) Routes(r *api.Router) {
 	r.Handle("GET /api/v1/files/{id}", api.Func(h.get))
 	r.Handle("GET /api/v1/files", api.Func(h.list))
 	r.Handle("DELETE /api/v1/files/{id}", api.Func(h.delete))
-	if h.local != nil {
-		r.Public("PUT "+storage.LocalRoute+"{token}", LocalHandler(h.local.ServeUpload))
-		r.Public("GET "+storage.LocalRoute+"{token}", LocalHandler(h.local.ServeDownload))
+	if h.local != nil { // its errors rendered the way every other route's are
+		h.local.Routes(r.Public, api.WriteError)
 	}
-}
-
-// LocalHandler serves one of the local driver's presigned-URL routes,
-// rendering its errors the way every other route does.
-func LocalHandler(serve func(http.ResponseWriter, *http.Request) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := serve(w, r); err != nil {
-			api.WriteError(w, r, err)
-		}
-	})
 }
 
 // tenant checks the scope file:*:op and returns the caller's tenant.

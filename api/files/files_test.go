@@ -20,6 +20,7 @@ import (
 
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/storage/storagetest"
@@ -198,10 +199,8 @@ func upload(t *testing.T, a *testenv.App, key string, name, ct string, body []by
 func TestFilesAPI(t *testing.T) {
 	// The Temporal dev server of `make test`; each run gets its own task
 	// queues, so workflows of earlier runs (kept in .dds/) are not ours.
+	teststack.Need(t, "TEMPORAL_ADDRESS")
 	hostPort := os.Getenv("TEMPORAL_ADDRESS")
-	if hostPort == "" {
-		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test` (it starts the Temporal dev server)")
-	}
 	testenv.DB(t)
 	tc, err := client.Dial(client.Options{HostPort: hostPort,
 		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
@@ -49,25 +49,14 @@ type env struct {
 	Subs    *Subscriptions
 }
 
-var (
-	envOnce sync.Once
-	shared  *env
-	envErr  error
-)
+var sharedEnv teststack.Once[*env]
 
 const testJWTSecret = "graphql-test-secret-0123456789abcdef0123"
 
 func testEnv(t testing.TB) *env {
 	t.Helper()
-	url := os.Getenv("DATABASE_URL")
-	if url == "" {
-		t.Fatal("DATABASE_URL is not set: run the tests with `make test` (it starts Postgres and exports the environment)")
-	}
-	envOnce.Do(func() { shared, envErr = startEnv(url) })
-	if envErr != nil {
-		t.Fatalf("test env: %v", envErr)
-	}
-	return shared
+	teststack.Need(t, "DATABASE_URL")
+	return sharedEnv.Get(t, func(testing.TB) (*env, error) { return startEnv(os.Getenv("DATABASE_URL")) })
 }
 
 func startEnv(url string) (*env, error) {

@@ -3,10 +3,10 @@ package graphql_test
 import (
 	"encoding/json"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 )
 
 // FuzzDocumentsNeverFailServerSide sends arbitrary GraphQL documents (and
@@ -35,13 +35,15 @@ func FuzzDocumentsNeverFailServerSide(f *testing.F) {
 	} {
 		f.Add(s[0], s[1])
 	}
-	var once sync.Once
-	var app *testenv.App
-	var key, tenant string
+	type fixture struct {
+		app         *testenv.App
+		key, tenant string
+	}
+	var shared teststack.Once[fixture]
 	f.Fuzz(func(t *testing.T, query, variables string) {
-		once.Do(func() {
-			app = testenv.Server(t)
-			tenant, key = app.Tenant(t)
+		fx := shared.Get(t, func(t testing.TB) (fixture, error) {
+			app := testenv.Server(t)
+			tenant, key := app.Tenant(t)
 			app.Schema(t, key, map[string]any{"name": "fuzz", "entities": []any{
 				map[string]any{"name": "Product", "fields": []any{
 					map[string]any{"name": "name", "type": "STRING", "searchable": true},
@@ -49,7 +51,9 @@ func FuzzDocumentsNeverFailServerSide(f *testing.F) {
 					map[string]any{"name": "embedding", "type": "VECTOR", "vectorDimensions": 2}}},
 				map[string]any{"name": "Category", "fields": []any{map[string]any{"name": "name", "type": "STRING"}}},
 			}, "relationships": []any{map[string]any{"name": "IN_CATEGORY", "from": "Product", "to": "Category", "fromField": "categories", "toField": "products"}}})
+			return fixture{app, key, tenant}, nil
 		})
+		app, key, tenant := fx.app, fx.key, fx.tenant
 		body := map[string]any{"query": query}
 		if variables != "" {
 			body["variables"] = json.RawMessage(variables)

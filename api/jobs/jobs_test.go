@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -35,22 +35,16 @@ type env struct {
 	app *testenv.App
 }
 
-var (
-	envOnce sync.Once
-	shared  *env
-	envErr  error
-)
+var sharedEnv teststack.Once[*env]
 
 func setup(t *testing.T) *env {
 	t.Helper()
+	teststack.Need(t, "TEMPORAL_ADDRESS")
 	hostPort := os.Getenv("TEMPORAL_ADDRESS")
-	if hostPort == "" {
-		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test` (it starts the Temporal dev server)")
-	}
 	d := testenv.DB(t)
 	cfg := testenv.Config(t)
-	envOnce.Do(func() {
-		shared, envErr = func() (*env, error) {
+	return sharedEnv.Get(t, func(testing.TB) (*env, error) {
+		e, err := func() (*env, error) {
 			ctx := context.Background()
 			dir, err := os.MkdirTemp("", "dds-jobs-test-")
 			if err != nil {
@@ -90,11 +84,11 @@ func setup(t *testing.T) *env {
 			}
 			return &env{app: &testenv.App{URL: cfg.PublicURL, Server: s, Client: &http.Client{Timeout: 60 * time.Second}}}, nil
 		}()
+		if err != nil {
+			return nil, fmt.Errorf("start server and worker: %w", err)
+		}
+		return e, nil
 	})
-	if envErr != nil {
-		t.Fatalf("start server and worker: %v", envErr)
-	}
-	return shared
 }
 
 // productSchema has a required field, an ENUM, a unique field, a list, a

@@ -2,10 +2,10 @@ package rest_test
 
 import (
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 )
 
 // FuzzWritesNeverFailServerSide posts arbitrary bodies to create, patch and
@@ -34,16 +34,20 @@ func FuzzWritesNeverFailServerSide(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	var once sync.Once
-	var app *testenv.App
-	var key, id string
+	type fixture struct {
+		app     *testenv.App
+		key, id string
+	}
+	var shared teststack.Once[fixture]
 	f.Fuzz(func(t *testing.T, body string) {
-		once.Do(func() {
-			app = testenv.Server(t)
-			_, key = app.Tenant(t)
+		fx := shared.Get(t, func(t testing.TB) (fixture, error) {
+			app := testenv.Server(t)
+			_, key := app.Tenant(t)
 			app.Schema(t, key, catalog)
-			id = app.Must(t, http.StatusCreated, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": "seed"}).JSON(t)["id"].(string)
+			id := app.Must(t, http.StatusCreated, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": "seed"}).JSON(t)["id"].(string)
+			return fixture{app, key, id}, nil
 		})
+		app, key, id := fx.app, fx.key, fx.id
 		for _, req := range []struct{ method, path string }{
 			{"POST", "/api/v1/dynamic/Product"},
 			{"PATCH", "/api/v1/dynamic/Product/" + id},

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/server"
 )
 
@@ -26,10 +27,8 @@ import (
 // one takes the job over, and the records and their events are written
 // exactly once.
 func TestJobSurvivesWorkerKill(t *testing.T) {
+	teststack.Need(t, "TEMPORAL_ADDRESS")
 	hostPort := os.Getenv("TEMPORAL_ADDRESS")
-	if hostPort == "" {
-		t.Fatal("TEMPORAL_ADDRESS is not set: run the tests with `make test`")
-	}
 	d := testenv.DB(t)
 	bin := filepath.Join(t.TempDir(), "dds")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

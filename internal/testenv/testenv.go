@@ -1,19 +1,21 @@
 // Package testenv gives integration tests the real services: the migrated
 // Postgres of `make test`, a real DDS server on 127.0.0.1, and a fresh tenant
-// per test so tests run in parallel without seeing each other.
+// per test so tests run in parallel without seeing each other. Without the
+// stack its helpers skip the test, or fail it where the stack is required
+// (see package teststack, whose Main a package using them runs as TestMain).
 package testenv
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,41 +23,38 @@ import (
 
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/server"
 )
 
 // OperatorToken is the operator token of test servers.
 const OperatorToken = "test-operator-token-0123456789abcdef"
 
-var (
-	dbOnce sync.Once
-	dbConn *sqlx.DB
-	dbErr  error
-)
+var sharedDB teststack.Once[*sqlx.DB]
 
-// DatabaseURL returns the test database URL or fails the test.
+// DatabaseURL returns the test database URL; without one it skips the test
+// (fails it where the stack is required).
 func DatabaseURL(t testing.TB) string {
-	u := os.Getenv("DATABASE_URL")
-	if u == "" {
-		t.Fatal("DATABASE_URL is not set: run the tests with `make test` (it starts Postgres and exports the environment)")
-	}
-	return u
+	t.Helper()
+	teststack.Need(t, "DATABASE_URL")
+	return os.Getenv("DATABASE_URL")
 }
 
 // DB returns a migrated connection pool shared by the test binary.
 func DB(t testing.TB) *sqlx.DB {
+	t.Helper()
 	url := DatabaseURL(t)
-	dbOnce.Do(func() {
+	return sharedDB.Get(t, func(testing.TB) (*sqlx.DB, error) {
 		ctx := context.Background()
-		dbConn, dbErr = db.Open(ctx, url, 20)
-		if dbErr == nil {
-			dbErr = db.Migrate(ctx, dbConn.DB)
+		d, err := db.Open(ctx, url, 20)
+		if err != nil {
+			return nil, fmt.Errorf("test database: %w", err)
 		}
+		if err := db.Migrate(ctx, d.DB); err != nil {
+			return nil, fmt.Errorf("test database: %w", err)
+		}
+		return d, nil
 	})
-	if dbErr != nil {
-		t.Fatalf("test database: %v", dbErr)
-	}
-	return dbConn
 }
 
 // unlistenedURL is the public URL of a Config until a server listens:
@@ -82,25 +81,25 @@ type App struct {
 	stop   func()
 }
 
-var (
-	appOnce sync.Once
-	shared  *App
-	appErr  error
-)
+var sharedApp teststack.Once[*App]
 
 // Server returns the server shared by the test binary (rate limits off).
 func Server(t testing.TB) *App {
+	t.Helper()
 	DB(t)
-	appOnce.Do(func() { shared, appErr = start(Config(t)) })
-	if appErr != nil {
-		t.Fatalf("start server: %v", appErr)
-	}
-	return shared
+	return sharedApp.Get(t, func(t testing.TB) (*App, error) {
+		a, err := start(Config(t))
+		if err != nil {
+			return nil, fmt.Errorf("start server: %w", err)
+		}
+		return a, nil
+	})
 }
 
 // NewServer starts a dedicated server with cfg (for tests that change
 // configuration, such as rate limits); it stops when the test ends.
 func NewServer(t testing.TB, cfg *config.Config) *App {
+	t.Helper()
 	DB(t)
 	a, err := start(cfg)
 	if err != nil {

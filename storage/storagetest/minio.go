@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/storage"
 )
 
@@ -21,7 +22,8 @@ import (
 // store: DDS_TEST_S3_ENDPOINT (with DDS_TEST_S3_ACCESS_KEY/SECRET_KEY) when
 // set, otherwise a MinIO started from DDS_MINIO_BIN on a free 127.0.0.1 port
 // with a temporary data directory, stopped when the test ends. The bucket is
-// created. The test fails (never skips) when neither is available.
+// created. When neither is available the test is skipped (failed where the
+// stack is required, see package teststack).
 func MinIO(t testing.TB) storage.S3Config {
 	t.Helper()
 	cfg := storage.S3Config{Region: "us-east-1", PathStyle: true, Bucket: "dds-test-" + randHex(6)}
@@ -30,10 +32,8 @@ func MinIO(t testing.TB) storage.S3Config {
 		cfg.AccessKey = os.Getenv("DDS_TEST_S3_ACCESS_KEY")
 		cfg.SecretKey = os.Getenv("DDS_TEST_S3_SECRET_KEY")
 	} else {
+		teststack.Need(t, "DDS_MINIO_BIN")
 		bin := os.Getenv("DDS_MINIO_BIN")
-		if bin == "" {
-			t.Fatal("DDS_MINIO_BIN is not set: run the tests with `make test` (it installs and points to MinIO)")
-		}
 		cfg.AccessKey, cfg.SecretKey = "ddstest", "ddstest-"+randHex(8)
 		addr, console := freeAddr(t), freeAddr(t)
 		cmd := exec.Command(bin, "server", "--quiet", "--address", addr, "--console-address", console, t.TempDir())
