@@ -15,9 +15,9 @@ import (
 // (validate every item, then one atomic statement with its outbox events).
 // A rejected batch is data, not an error: successful is empty and failed
 // lists every problem, as in REST.
-func (x *execCtx) batch(rf rootField, cf *cfield, args map[string]any) ([]byte, error) {
-	e := rf.entity
-	op := map[rootKind]string{rBatchCreate: "create", rBatchUpdate: "update", rBatchDelete: "delete"}[rf.kind]
+func (x *execCtx) batch(rf RootField, cf *cfield, args map[string]any) ([]byte, error) {
+	e := rf.Entity
+	op := map[RootKind]string{KindBatchCreate: "create", KindBatchUpdate: "update", KindBatchDelete: "delete"}[rf.Kind]
 	if err := x.p.Require("entity", e.Name, op); err != nil {
 		return nil, err
 	}
@@ -25,7 +25,7 @@ func (x *execCtx) batch(rf rootField, cf *cfield, args map[string]any) ([]byte, 
 	var sel query.Selection
 	type part struct {
 		cf *cfield
-		sh *shape
+		sh *Shape
 	}
 	var parts []part
 	for _, c := range x.collect(cf.sel, resT) {
@@ -50,11 +50,11 @@ func (x *execCtx) batch(rf rootField, cf *cfield, args map[string]any) ([]byte, 
 	}
 	var res *records.BatchResult
 	var err error
-	switch rf.kind {
-	case rBatchCreate:
+	switch rf.Kind {
+	case KindBatchCreate:
 		items, _ := norm(args["input"]).([]any)
 		res, err = x.e.store.BatchCreate(x.ctx, x.sc, e.Name, items)
-	case rBatchUpdate:
+	case KindBatchUpdate:
 		list, _ := norm(args["input"]).([]any)
 		items := make([]records.BatchUpdateItem, len(list))
 		for i, it := range list {
@@ -63,7 +63,7 @@ func (x *execCtx) batch(rf rootField, cf *cfield, args map[string]any) ([]byte, 
 			items[i] = records.BatchUpdateItem{ID: m["id"], Data: data, Raw: it}
 		}
 		res, err = x.e.store.BatchUpdate(x.ctx, x.sc, e.Name, items)
-	case rBatchDelete:
+	case KindBatchDelete:
 		ids, _ := norm(args["ids"]).([]any)
 		res, err = x.e.store.BatchDelete(x.ctx, x.sc, e.Name, ids)
 	}
@@ -80,20 +80,20 @@ func (x *execCtx) batch(rf rootField, cf *cfield, args map[string]any) ([]byte, 
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeKey(&b, p.cf.key)
+		WriteKey(&b, p.cf.key)
 		switch p.cf.field.Name {
 		case "__typename":
-			writeString(&b, resT)
+			WriteString(&b, resT)
 		case "successful":
 			succ := []byte(res.Successful)
 			if len(succ) == 0 {
 				succ = []byte("[]")
 			}
-			if err := writeList(&b, p.sh, succ); err != nil {
+			if err := WriteList(&b, p.sh, succ); err != nil {
 				return nil, apperr.Wrap(err, "reshape result")
 			}
 		case "failed":
-			if err := writeList(&b, p.sh, failed); err != nil {
+			if err := WriteList(&b, p.sh, failed); err != nil {
 				return nil, apperr.Wrap(err, "reshape result")
 			}
 		case "totalCount":
@@ -108,24 +108,24 @@ func (x *execCtx) batch(rf rootField, cf *cfield, args map[string]any) ([]byte, 
 	return b.Bytes(), nil
 }
 
-func (x *execCtx) failureShape(cf *cfield) *shape {
-	sh := &shape{}
+func (x *execCtx) failureShape(cf *cfield) *Shape {
+	sh := &Shape{}
 	for _, f := range x.collect(cf.sel, "BatchFailure") {
 		switch f.field.Name {
 		case "__typename":
-			sh.fields = append(sh.fields, outField{key: f.key, kind: oTypename, typename: "BatchFailure"})
+			sh.Fields = append(sh.Fields, OutField{Key: f.key, Kind: Typename, Typename: "BatchFailure"})
 		case "error":
-			es := &shape{}
+			es := &Shape{}
 			for _, ef := range x.collect(f.sel, "BatchError") {
 				if ef.field.Name == "__typename" {
-					es.fields = append(es.fields, outField{key: ef.key, kind: oTypename, typename: "BatchError"})
+					es.Fields = append(es.Fields, OutField{Key: ef.key, Kind: Typename, Typename: "BatchError"})
 				} else {
-					es.fields = append(es.fields, outField{key: ef.key, kind: oScalar, src: ef.field.Name})
+					es.Fields = append(es.Fields, OutField{Key: ef.key, Kind: Scalar, Src: ef.field.Name})
 				}
 			}
-			sh.fields = append(sh.fields, outField{key: f.key, kind: oObject, src: "error", sub: es})
+			sh.Fields = append(sh.Fields, OutField{Key: f.key, Kind: Object, Src: "error", Sub: es})
 		default:
-			sh.fields = append(sh.fields, outField{key: f.key, kind: oScalar, src: f.field.Name})
+			sh.Fields = append(sh.Fields, OutField{Key: f.key, Kind: Scalar, Src: f.field.Name})
 		}
 	}
 	return sh
@@ -133,17 +133,17 @@ func (x *execCtx) failureShape(cf *cfield) *shape {
 
 // edge runs the relationship mutations. By-id mutations first find the
 // edge's source (the store acts on edges of a record), then write.
-func (x *execCtx) edge(rf rootField, cf *cfield, args map[string]any) ([]byte, error) {
-	rel := rf.rel
-	op := map[rootKind]string{rRelCreate: "create", rRelUpdate: "update", rRelDelete: "delete"}[rf.kind]
+func (x *execCtx) edge(rf RootField, cf *cfield, args map[string]any) ([]byte, error) {
+	rel := rf.Rel
+	op := map[RootKind]string{KindRelCreate: "create", KindRelUpdate: "update", KindRelDelete: "delete"}[rf.Kind]
 	if err := x.p.Require("relationship", rel.Name, op); err != nil {
 		return nil, err
 	}
 	props, _ := norm(args["properties"]).(map[string]any)
 	var raw []byte
 	var err error
-	switch rf.kind {
-	case rRelCreate:
+	switch rf.Kind {
+	case KindRelCreate:
 		from, _ := args["from"].(string)
 		to, _ := args["to"].(string)
 		raw, err = x.e.store.CreateEdge(x.ctx, x.sc, rel.From, from, rel.Name, to, props)
@@ -153,7 +153,7 @@ func (x *execCtx) edge(rf rootField, cf *cfield, args map[string]any) ([]byte, e
 		if serr != nil {
 			return nil, serr
 		}
-		if rf.kind == rRelUpdate {
+		if rf.Kind == KindRelUpdate {
 			raw, err = x.e.store.UpdateEdgeByID(x.ctx, x.sc, rel.From, source, rel.Name, id, props)
 		} else {
 			raw, err = x.e.store.DeleteEdgeByID(x.ctx, x.sc, rel.From, source, rel.Name, id)
@@ -162,24 +162,24 @@ func (x *execCtx) edge(rf rootField, cf *cfield, args map[string]any) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	if rf.kind != rRelCreate { // by-id writes answer {"items": [the edge]}
-		ms, err := objectMembers(raw, nil)
+	if rf.Kind != KindRelCreate { // by-id writes answer {"items": [the edge]}
+		ms, err := ObjectMembers(raw, nil)
 		if err != nil {
 			return nil, apperr.Wrap(err, "read result")
 		}
-		items, err := arrayItems(lookup(ms, "items"), nil)
+		items, err := ArrayItems(Lookup(ms, "items"), nil)
 		if err != nil || len(items) != 1 {
-			return nil, apperr.Wrap(errBadJSON, "read result")
+			return nil, apperr.Wrap(ErrBadJSON, "read result")
 		}
 		raw = items[0]
 	}
 	typ := "DeletedRelationship"
-	if rf.kind != rRelDelete {
-		typ = newNamer().relationship(rel).Edge
+	if rf.Kind != KindRelDelete {
+		typ = EdgeType(rel)
 	}
 	sh := x.edgeShape(rel, typ, cf.sel)
 	var b bytes.Buffer
-	if err := writeObj(&b, sh, raw); err != nil {
+	if err := WriteObj(&b, sh, raw); err != nil {
 		return nil, apperr.Wrap(err, "reshape result")
 	}
 	return b.Bytes(), nil
@@ -189,8 +189,8 @@ func (x *execCtx) edge(rf rootField, cf *cfield, args map[string]any) ([]byte, e
 // result or a relationship event) of GraphQL type typ over an edge object
 // as records and the outbox write it: {id, sourceId, targetId, createdAt,
 // properties}.
-func (x *execCtx) edgeShape(rel *schema.Relationship, typ string, set selectionSet) *shape {
-	sh := &shape{}
+func (x *execCtx) edgeShape(rel *schema.Relationship, typ string, set SelectionSet) *Shape {
+	sh := &Shape{}
 	for _, f := range x.collect(set, typ) {
 		src := map[string]string{"from": "sourceId", "to": "targetId"}[f.field.Name]
 		if src == "" {
@@ -198,20 +198,20 @@ func (x *execCtx) edgeShape(rel *schema.Relationship, typ string, set selectionS
 		}
 		switch f.field.Name {
 		case "__typename":
-			sh.fields = append(sh.fields, outField{key: f.key, kind: oTypename, typename: typ})
+			sh.Fields = append(sh.Fields, OutField{Key: f.key, Kind: Typename, Typename: typ})
 		case "properties":
-			ps := &shape{}
-			propsT := newNamer().relationship(rel).Properties
+			ps := &Shape{}
+			propsT := PropertiesType(rel)
 			for _, pf := range x.collect(f.sel, propsT) {
 				if pf.field.Name == "__typename" {
-					ps.fields = append(ps.fields, outField{key: pf.key, kind: oTypename, typename: propsT})
+					ps.Fields = append(ps.Fields, OutField{Key: pf.key, Kind: Typename, Typename: propsT})
 				} else {
-					ps.fields = append(ps.fields, outField{key: pf.key, kind: oScalar, src: pf.field.Name})
+					ps.Fields = append(ps.Fields, OutField{Key: pf.key, Kind: Scalar, Src: pf.field.Name})
 				}
 			}
-			sh.fields = append(sh.fields, outField{key: f.key, kind: oObject, src: "properties", sub: ps})
+			sh.Fields = append(sh.Fields, OutField{Key: f.key, Kind: Object, Src: "properties", Sub: ps})
 		default:
-			sh.fields = append(sh.fields, outField{key: f.key, kind: oScalar, src: src})
+			sh.Fields = append(sh.Fields, OutField{Key: f.key, Kind: Scalar, Src: src})
 		}
 	}
 	return sh

@@ -35,14 +35,14 @@ type opCache struct {
 
 type opEntry struct {
 	key opKey
-	op  *operation
+	op  *Operation
 }
 
 func newOpCache(maxEntries, maxBytes int) *opCache {
 	return &opCache{maxEntries: maxEntries, maxBytes: maxBytes, order: list.New(), items: map[opKey]*list.Element{}}
 }
 
-func (c *opCache) get(k opKey) (*operation, bool) {
+func (c *opCache) get(k opKey) (*Operation, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.items[k]
@@ -55,7 +55,7 @@ func (c *opCache) get(k opKey) (*operation, bool) {
 
 // put stores op unless it alone exceeds the byte bound, evicting the least
 // recently used entries to stay within both bounds.
-func (c *opCache) put(k opKey, op *operation) {
+func (c *opCache) put(k opKey, op *Operation) {
 	if c.maxEntries <= 0 || op.size > c.maxBytes {
 		return
 	}

@@ -34,7 +34,7 @@ func TestPreparedOperationsFollowTheModel(t *testing.T) {
 		t.Fatalf("full model: %+v", res.Errors)
 	}
 	again, res := eng.Prepare(context.Background(), full, Request{Query: q})
-	if res != nil || again.op != first.op {
+	if res != nil || again.Op != first.Op {
 		t.Fatalf("the same document for the same model was prepared twice (%v)", res)
 	}
 
@@ -88,8 +88,8 @@ func TestPreparedOperationsRecheckVariables(t *testing.T) {
 	if res != nil {
 		t.Fatalf("small limits: %+v", res.Errors)
 	}
-	if pr.vars["m"] != int64(2) {
-		t.Errorf("default of $m: %#v", pr.vars["m"])
+	if pr.Vars["m"] != int64(2) {
+		t.Errorf("default of $m: %#v", pr.Vars["m"])
 	}
 	_, res = eng.Prepare(context.Background(), m, Request{Query: q, Variables: map[string]any{"n": json.Number("100000")}})
 	if res == nil || !strings.Contains(res.Errors[0].Message, "complexity") {
@@ -99,7 +99,7 @@ func TestPreparedOperationsRecheckVariables(t *testing.T) {
 	if res == nil || res.Errors[0].Extensions["code"] != "BAD_REQUEST" {
 		t.Fatalf("a string for $n: Int: %+v", res)
 	}
-	if pr, res := eng.Prepare(context.Background(), m, Request{Query: q, Variables: map[string]any{"n": json.Number("3")}}); res != nil || pr.vars["n"] != json.Number("3") {
+	if pr, res := eng.Prepare(context.Background(), m, Request{Query: q, Variables: map[string]any{"n": json.Number("3")}}); res != nil || pr.Vars["n"] != json.Number("3") {
 		t.Fatalf("after refusals the document still prepares: %+v", res)
 	}
 	// A single value for a list-typed variable is a list of one; the
@@ -109,8 +109,8 @@ func TestPreparedOperationsRecheckVariables(t *testing.T) {
 	if res != nil {
 		t.Fatalf("single value for a list: %+v", res.Errors)
 	}
-	if l, ok := pr.vars["ids"].([]any); !ok || len(l) != 1 || l[0] != "x" || sent["ids"] != "x" {
-		t.Errorf("coerced %#v, sent %#v", pr.vars["ids"], sent["ids"])
+	if l, ok := pr.Vars["ids"].([]any); !ok || len(l) != 1 || l[0] != "x" || sent["ids"] != "x" {
+		t.Errorf("coerced %#v, sent %#v", pr.Vars["ids"], sent["ids"])
 	}
 }
 
@@ -132,7 +132,7 @@ func TestPreparedOperationsBounded(t *testing.T) {
 		t.Errorf("%d entries, bound 3", n)
 	}
 	pr, _ := eng.Prepare(context.Background(), m, Request{Query: "{ a0: productsCount }"})
-	size := pr.op.size
+	size := pr.Op.size
 	eng.cache = newOpCache(100, 2*size+size/2)
 	for i := 0; i < 10; i++ {
 		eng.Prepare(context.Background(), m, Request{Query: fmt.Sprintf("{ a%d: productsCount }", i)})
@@ -164,8 +164,8 @@ func TestPreparedOperationsConcurrent(t *testing.T) {
 					t.Error(res.Errors)
 					return
 				}
-				x := &execCtx{e: eng, m: m, vars: pr.vars}
-				if fs := x.collect(pr.op.SelectionSet, m.queryType); len(fs) != 2 || fs[0].field.ArgumentMap(pr.vars)["limit"] != json.Number("2") {
+				x := &execCtx{e: eng, m: m, vars: pr.Vars}
+				if fs := x.collect(pr.Op.SelectionSet, m.QueryType()); len(fs) != 2 || fs[0].field.ArgumentMap(pr.Vars)["limit"] != json.Number("2") {
 					t.Errorf("plan: %+v", fs)
 					return
 				}
@@ -234,8 +234,8 @@ func TestPreparedOperationsOfSeveralOperations(t *testing.T) {
 			t.Fatalf("%s: %+v", name, res.Errors)
 		}
 		again, res := eng.Prepare(context.Background(), m, Request{Query: good, OperationName: name})
-		if res != nil || again.op != first.op || executed(first.op.doc) != name {
-			t.Fatalf("%s: not served from the cache, or another operation (%q, %v)", name, executed(first.op.doc), res)
+		if res != nil || again.Op != first.Op || executed(first.Op.doc) != name {
+			t.Fatalf("%s: not served from the cache, or another operation (%q, %v)", name, executed(first.Op.doc), res)
 		}
 	}
 	if n, _ := eng.cache.stats(); n != 2 {

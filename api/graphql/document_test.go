@@ -57,7 +57,7 @@ func TestWholeDocumentValidated(t *testing.T) {
 		if c.code == "" {
 			if res != nil {
 				t.Errorf("%s: refused: %+v", c.name, res.Errors)
-			} else if got := executed(p.op.doc); got != c.op {
+			} else if got := executed(p.Op.doc); got != c.op {
 				t.Errorf("%s: prepared operation %q", c.name, got)
 			}
 			continue

@@ -33,7 +33,7 @@ import (
 // s writes, and returns the shape of the JSON then compiled (every member
 // copied under its own key); nil, and sel untouched, when s holds
 // something Postgres does not build as the response has it.
-func exactOutput(s *shape, sel *query.Selection) *shape {
+func exactOutput(s *Shape, sel *query.Selection) *Shape {
 	if !exactable(s, sel) {
 		return nil
 	}
@@ -44,19 +44,19 @@ func exactOutput(s *shape, sel *query.Selection) *shape {
 // ones): a response key is a column name of the statement building it.
 const maxColumnName = 63
 
-func exactable(s *shape, sel *query.Selection) bool {
+func exactable(s *Shape, sel *query.Selection) bool {
 	if len(sel.Files) > 0 {
 		return false
 	}
-	for _, f := range s.fields {
-		if len(f.key) > maxColumnName { // a longer alias is written by Go
+	for _, f := range s.Fields {
+		if len(f.Key) > maxColumnName { // a longer alias is written by Go
 			return false
 		}
-		switch f.kind {
-		case oTypename, oScalar:
-		case oList:
-			k := nestedIndex(sel, f.src)
-			if k < 0 || sel.Nested[k].Edges || !exactable(f.sub, &sel.Nested[k].Select) {
+		switch f.Kind {
+		case Typename, Scalar:
+		case List:
+			k := nestedIndex(sel, f.Src)
+			if k < 0 || sel.Nested[k].Edges || !exactable(f.Sub, &sel.Nested[k].Select) {
 				return false
 			}
 		default:
@@ -66,24 +66,24 @@ func exactable(s *shape, sel *query.Selection) bool {
 	return true
 }
 
-func setOutput(s *shape, sel *query.Selection) *shape {
-	out := make([]query.Member, 0, len(s.fields))
-	id := &shape{fields: make([]outField, 0, len(s.fields))}
-	for _, f := range s.fields {
-		m := query.Member{Key: f.key}
-		o := outField{key: f.key, src: f.key, kind: oScalar}
-		switch f.kind {
-		case oTypename:
-			m.Const = f.typename
-		case oScalar:
-			m.Field = f.src
-		case oList:
-			k := nestedIndex(sel, f.src)
+func setOutput(s *Shape, sel *query.Selection) *Shape {
+	out := make([]query.Member, 0, len(s.Fields))
+	id := &Shape{Fields: make([]OutField, 0, len(s.Fields))}
+	for _, f := range s.Fields {
+		m := query.Member{Key: f.Key}
+		o := OutField{Key: f.Key, Src: f.Key, Kind: Scalar}
+		switch f.Kind {
+		case Typename:
+			m.Const = f.Typename
+		case Scalar:
+			m.Field = f.Src
+		case List:
+			k := nestedIndex(sel, f.Src)
 			m.Nested = k + 1
-			o.kind, o.sub = oList, setOutput(f.sub, &sel.Nested[k].Select)
+			o.Kind, o.Sub = List, setOutput(f.Sub, &sel.Nested[k].Select)
 		}
 		out = append(out, m)
-		id.fields = append(id.fields, o)
+		id.Fields = append(id.Fields, o)
 	}
 	sel.Output = out
 	return id
@@ -103,7 +103,7 @@ func nestedIndex(sel *query.Selection, key string) int {
 // Output, raw being {"items" : [...]}: the array as it stands but for
 // json_agg's separators. It reports false, having written nothing, when
 // raw is not in that form.
-func writeExactItems(b *bytes.Buffer, raw []byte, i int) bool {
+func WriteExactItems(b *bytes.Buffer, raw []byte, i int) bool {
 	end := len(raw) - 1
 	if i <= 0 || end <= i || raw[end] != '}' || raw[end-1] != ']' || raw[i] != '[' {
 		return false
@@ -140,7 +140,7 @@ func writeExactItems(b *bytes.Buffer, raw []byte, i int) bool {
 // exactGetSQL is the text of the get by id of field cf's selection over e
 // built as the response has it, "" when sh is not the field's kept flat
 // shape (the get then runs REST's statement and reshapes its row).
-func (x *execCtx) exactGetSQL(e *schema.Entity, cf *cfield, sh *shape) string {
+func (x *execCtx) exactGetSQL(e *schema.Entity, cf *cfield, sh *Shape) string {
 	if x.e.noExact {
 		return ""
 	}
@@ -177,7 +177,7 @@ func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, text, id stri
 	}
 	err = x.e.store.RunFunc(x.ctx, x.sc, e.Name, query.Statement{SQL: text, Args: []any{id}}, func(raw []byte) error {
 		if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
-			return apperr.Wrap(errBadJSON, "read result")
+			return apperr.Wrap(ErrBadJSON, "read result")
 		}
 		b.Write(raw)
 		return nil
@@ -204,7 +204,7 @@ func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, text, id stri
 // are literals).
 type exactList struct {
 	out     []query.Member
-	id      *shape
+	id      *Shape
 	literal bool // the field's arguments hold no variable
 	st      atomic.Pointer[keptStatement]
 	get     atomic.Pointer[keptStatement]
@@ -218,7 +218,7 @@ type keptStatement struct {
 
 // flatOutput is what a get or list of field cf's selection over e builds
 // once, nil when sh is not the field's kept flat shape.
-func (x *execCtx) flatOutput(e *schema.Entity, cf *cfield, sh *shape) *exactList {
+func (x *execCtx) flatOutput(e *schema.Entity, cf *cfield, sh *Shape) *exactList {
 	m := cf.field.flat.Load()
 	if m == nil || m.shape == nil || m.shape != sh || m.entity != e.Name {
 		return nil
@@ -237,16 +237,16 @@ func (x *execCtx) flatOutput(e *schema.Entity, cf *cfield, sh *shape) *exactList
 }
 
 // hasVariable reports whether an argument's value holds a variable.
-func hasVariable(args []argument) bool {
-	var holds func(v *value) bool
-	holds = func(v *value) bool {
-		if v.kind == vVariable {
+func hasVariable(args []Argument) bool {
+	var holds func(v *Value) bool
+	holds = func(v *Value) bool {
+		if v.Kind == ValueVariable {
 			return true
 		}
-		return slices.ContainsFunc(v.items, holds)
+		return slices.ContainsFunc(v.Items, holds)
 	}
 	for _, a := range args {
-		if holds(a.v) {
+		if holds(a.Value) {
 			return true
 		}
 	}

@@ -244,8 +244,8 @@ func TestWriteExactItemsDropsOnlyJSONAggSeparators(t *testing.T) {
 		`{"items" : [{"l":[{"b":1}, ` + "\n " + `{"b":2}]}, ` + "\n " + `{}]}`: `[{"l":[{"b":1},{"b":2}]},{}]`,
 	} {
 		var b bytes.Buffer
-		i, err := memberAt([]byte(raw), "items")
-		if err != nil || !writeExactItems(&b, []byte(raw), i) || b.String() != want {
+		i, err := MemberAt([]byte(raw), "items")
+		if err != nil || !WriteExactItems(&b, []byte(raw), i) || b.String() != want {
 			t.Errorf("%s: wrote %s (%v), want %s", raw, b.String(), err, want)
 		}
 	}
@@ -256,8 +256,8 @@ func TestWriteExactItemsDropsOnlyJSONAggSeparators(t *testing.T) {
 		"{\"items\" : [{\"a\":1}, \n {\"a\":2}]}\n",
 	} {
 		b := bytes.NewBufferString("keep")
-		i, _ := memberAt([]byte(raw), "items")
-		if writeExactItems(b, []byte(raw), i) || b.String() != "keep" {
+		i, _ := MemberAt([]byte(raw), "items")
+		if WriteExactItems(b, []byte(raw), i) || b.String() != "keep" {
 			t.Errorf("%q: written as it stands: %s", raw, b.String())
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
@@ -19,7 +18,6 @@ import (
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
-	"github.com/dds-project/dds/schema"
 )
 
 // Limits protect the server from expensive documents.
@@ -87,64 +85,6 @@ func NewEngine(store *records.Store, limits Limits, log *slog.Logger) *Engine {
 	return &Engine{store: store, limits: limits.withDefaults(), log: log, cache: newOpCache(preparedEntries, preparedBytes)}
 }
 
-type modelMemo struct {
-	m   *Model
-	err error
-}
-
-// ModelFor returns the GraphQL model of the scope's active schema version
-// as principal p may see it (nil: all of it), built once per version and
-// visibility: introspection, schema.graphql and validation then show a
-// credential only the entities, fields, relationships and operations its
-// scopes allow.
-func ModelFor(sc *records.Scope, p *auth.Principal) (*Model, error) {
-	key, allow := visibilityKey(sc.Schema.Def, p)
-	mm := sc.Schema.Memo("graphql.Model"+key, func() any {
-		m, err := build(sc.Schema.Def, allow)
-		return modelMemo{m, err}
-	}).(modelMemo)
-	return mm.m, mm.err
-}
-
-var visibilityOps = [...]string{"read", "create", "update", "delete"}
-
-// visibilityKey is the cache key of what p may do on def's entities and
-// relationships ("" when p may do everything, the shared model) and the
-// matching Allows.
-func visibilityKey(def *schema.Definition, p *auth.Principal) (string, Allows) {
-	if p == nil {
-		return "", nil
-	}
-	for _, s := range p.Scopes {
-		if s.Kind == "*" && s.Name == "*" && s.Op == "*" { // a grant of everything: the shared model
-			return "", nil
-		}
-	}
-	var b strings.Builder
-	all := true
-	bit := func(kind, name string) {
-		for _, op := range visibilityOps {
-			if p.Scopes.Allows(kind, name, op) {
-				b.WriteByte('1')
-			} else {
-				b.WriteByte('0')
-				all = false
-			}
-		}
-	}
-	b.WriteByte(':')
-	for i := range def.Entities {
-		bit("entity", def.Entities[i].Name)
-	}
-	for i := range def.Relationships {
-		bit("relationship", def.Relationships[i].Name)
-	}
-	if all {
-		return "", nil
-	}
-	return b.String(), p.Scopes.Allows
-}
-
 // Request is a GraphQL request (GraphQL over HTTP).
 type Request struct {
 	Query         string         `json:"query"`
@@ -153,7 +93,7 @@ type Request struct {
 	Extensions    map[string]any `json:"extensions"`
 	// variablesJSON is the variables object as sent, when the transport
 	// has it (the library's variable validation reads JSON).
-	variablesJSON []byte
+	VariablesJSON []byte
 }
 
 // Error is one GraphQL error.
@@ -186,7 +126,7 @@ type Result struct {
 // release hands the buffer r was written into back to the engine for
 // another request: r (its Data and what MarshalJSON returned) must not be
 // used after.
-func (r *Result) release() {
+func (r *Result) Release() {
 	if r.buf != nil && r.buf.Cap() <= maxPooledBuffer {
 		r.pool.Put(r.buf)
 	}
@@ -195,12 +135,12 @@ func (r *Result) release() {
 
 // MarshalJSON renders {"errors": [...], "data": ...}.
 func (r *Result) MarshalJSON() ([]byte, error) {
-	if r.body != nil && len(r.Errors) == 0 && len(r.body) == len(dataPrefix)+len(r.Data)+1 &&
-		len(r.Data) > 0 && &r.body[len(dataPrefix)] == &r.Data[0] {
+	if r.body != nil && len(r.Errors) == 0 && len(r.body) == len(DataPrefix)+len(r.Data)+1 &&
+		len(r.Data) > 0 && &r.body[len(DataPrefix)] == &r.Data[0] {
 		return r.body, nil
 	}
 	var b bytes.Buffer
-	b.Grow(len(r.Data) + len(dataPrefix) + 1)
+	b.Grow(len(r.Data) + len(DataPrefix) + 1)
 	b.WriteByte('{')
 	if len(r.Errors) > 0 {
 		b.WriteString(`"errors":`)
@@ -221,30 +161,30 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func requestError(code apperr.Code, msg string) *Result {
+func NewRequestError(code apperr.Code, msg string) *Result {
 	return &Result{RequestError: true, Errors: []Error{{Message: msg, Extensions: map[string]any{"code": string(code)}}}}
 }
 
 // errorResult is a request error carrying err's code and message; an
 // internal error is logged with the request and shows only "internal error",
 // as api.WriteError does for REST.
-func errorResult(ctx context.Context, err error) *Result {
+func ErrorResult(ctx context.Context, err error) *Result {
 	ae := api.Classify(err)
 	if ae.Code == apperr.Internal || ae.Code == apperr.Unavailable {
 		api.LoggerFrom(ctx).Error("graphql request failed", "code", ae.Code, "err", ae)
-		return requestError(ae.Code, "internal error")
+		return NewRequestError(ae.Code, "internal error")
 	}
-	return requestError(ae.Code, ae.Message)
+	return NewRequestError(ae.Code, ae.Message)
 }
 
 // prepared is a prepared operation with one request's coerced variables.
-type prepared struct {
-	m    *Model
-	op   *operation
-	vars map[string]any
+type Prepared struct {
+	Model *Model
+	Op    *Operation
+	Vars  map[string]any
 }
 
-func intArg(v any) (int, bool) {
+func IntArg(v any) (int, bool) {
 	switch x := v.(type) {
 	case int64:
 		return int(x), true
@@ -271,22 +211,22 @@ func intArg(v any) (int, bool) {
 }
 
 // Execute runs a prepared query or mutation.
-func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Principal, pr *prepared) *Result {
-	x := &execCtx{e: e, ctx: ctx, sc: sc, p: p, m: pr.m, vars: pr.vars}
+func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Principal, pr *Prepared) *Result {
+	x := &execCtx{e: e, ctx: ctx, sc: sc, p: p, m: pr.Model, vars: pr.Vars}
 	root := ""
-	switch pr.op.kind {
+	switch pr.Op.Kind {
 	case ast.OperationTypeQuery:
-		root = pr.m.queryType
+		root = pr.Model.QueryType()
 	case ast.OperationTypeMutation:
-		root = pr.m.mutationType
+		root = pr.Model.MutationType()
 	}
 	switch {
-	case root == "" && pr.op.kind == ast.OperationTypeMutation:
-		return requestError(apperr.Forbidden, "this credential may not write anything")
+	case root == "" && pr.Op.Kind == ast.OperationTypeMutation:
+		return NewRequestError(apperr.Forbidden, "this credential may not write anything")
 	case root == "":
-		return requestError(apperr.BadRequest, "subscriptions are served over graphql-transport-ws at /api/v1/dynamic-gql/ws")
+		return NewRequestError(apperr.BadRequest, "subscriptions are served over graphql-transport-ws at /api/v1/dynamic-gql/ws")
 	}
-	fields := x.collect(pr.op.SelectionSet, root)
+	fields := x.collect(pr.Op.SelectionSet, root)
 	// The whole response is written into one buffer, {"data": first, so
 	// that a result without errors is sent as it stands (see body): the
 	// resolvers write their values into it rather than returning copies.
@@ -295,19 +235,19 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 		b = new(bytes.Buffer)
 	}
 	b.Reset()
-	b.WriteString(dataPrefix)
+	b.WriteString(DataPrefix)
 	b.WriteByte('{')
 	nullData := false
 	for i, cf := range fields {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeKey(b, cf.key)
+		WriteKey(b, cf.key)
 		mark := b.Len()
 		if err := x.resolveRoot(b, root, cf); err != nil {
 			b.Truncate(mark)
 			x.fieldError(cf, err)
-			if def := pr.m.field(root, cf.field.Name); def != nil && def.nonNull {
+			if def := pr.Model.Field(root, cf.field.Name); def != nil && def.NonNull {
 				nullData = true
 			}
 			b.WriteString("null")
@@ -316,7 +256,7 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 	}
 	b.WriteString("}}")
 	full := b.Bytes()
-	res := &Result{Data: full[len(dataPrefix) : len(full)-1], Errors: x.errs, buf: b, pool: &e.buffers}
+	res := &Result{Data: full[len(DataPrefix) : len(full)-1], Errors: x.errs, buf: b, pool: &e.buffers}
 	switch {
 	case nullData:
 		res.Data = []byte("null")
@@ -327,7 +267,7 @@ func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Princip
 }
 
 // dataPrefix starts a response holding data and no errors.
-const dataPrefix = `{"data":`
+const DataPrefix = `{"data":`
 
 // execCtx is the state of one execution.
 type execCtx struct {
@@ -357,8 +297,8 @@ func (x *execCtx) fieldError(cf *cfield, err error) {
 		ext["details"] = ae.Details
 	}
 	ge := Error{Message: msg, Path: []any{cf.key}, Extensions: ext}
-	if cf.field.loc.Line > 0 {
-		ge.Locations = []Location{cf.field.loc}
+	if cf.field.Loc.Line > 0 {
+		ge.Locations = []Location{cf.field.Loc}
 	}
 	x.errs = append(x.errs, ge)
 }
@@ -367,13 +307,13 @@ func (x *execCtx) fieldError(cf *cfield, err error) {
 // by response key.
 type cfield struct {
 	key   string
-	field *fieldSel
-	sel   selectionSet // merged sub-selections of every occurrence
+	field *Field
+	sel   SelectionSet // merged sub-selections of every occurrence
 }
 
 // collect expands fragments, applies @skip/@include and merges fields by
 // response key, in order of first appearance (GraphQL CollectFields).
-func (x *execCtx) collect(set selectionSet, typeName string) []*cfield {
+func (x *execCtx) collect(set SelectionSet, typeName string) []*cfield {
 	var out []*cfield
 	var index map[string]*cfield // beyond a few fields; below, out is searched
 	find := func(key string) *cfield {
@@ -387,11 +327,11 @@ func (x *execCtx) collect(set selectionSet, typeName string) []*cfield {
 		}
 		return nil
 	}
-	var walk func(set selectionSet)
-	walk = func(set selectionSet) {
+	var walk func(set SelectionSet)
+	walk = func(set SelectionSet) {
 		for _, s := range set {
 			switch s := s.(type) {
-			case *fieldSel:
+			case *Field:
 				if !x.included(s.Directives) {
 					continue
 				}
@@ -413,7 +353,7 @@ func (x *execCtx) collect(set selectionSet, typeName string) []*cfield {
 						index[c.key] = c
 					}
 				}
-			case *inlineFragment:
+			case *InlineFragment:
 				if !x.included(s.Directives) || (s.TypeCondition != "" && s.TypeCondition != typeName) {
 					continue
 				}
@@ -425,10 +365,10 @@ func (x *execCtx) collect(set selectionSet, typeName string) []*cfield {
 	return out
 }
 
-func (x *execCtx) included(ds []directive) bool {
+func (x *execCtx) included(ds []Directive) bool {
 	for _, d := range ds {
-		args := argumentMap(d.args, x.vars)
-		switch d.name {
+		args := ArgumentMap(d.Args, x.vars)
+		switch d.Name {
 		case "skip":
 			if b, _ := args["if"].(bool); b {
 				return false
@@ -442,13 +382,13 @@ func (x *execCtx) included(ds []directive) bool {
 	return true
 }
 
-func writeKey(b *bytes.Buffer, k string) {
+func WriteKey(b *bytes.Buffer, k string) {
 	b.WriteByte('"')
 	b.WriteString(k) // GraphQL names need no escaping
 	b.WriteString(`":`)
 }
 
-func writeString(b *bytes.Buffer, s string) {
+func WriteString(b *bytes.Buffer, s string) {
 	q, _ := json.Marshal(s)
 	b.Write(q)
 }

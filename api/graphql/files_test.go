@@ -229,10 +229,10 @@ func TestFileFieldNameCollisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := m.field("Doc", "scanFile"); f == nil || f.named != "File" || f.list || f.nonNull {
+	if f := m.Field("Doc", "scanFile"); f == nil || f.Named != "File" || f.List || f.NonNull {
 		t.Errorf("Doc.scanFile = %v", f)
 	}
-	if f := m.field("File", "sizeBytes"); f == nil || f.named != "Int" || f.list || !f.nonNull {
+	if f := m.Field("File", "sizeBytes"); f == nil || f.Named != "Int" || f.List || !f.NonNull {
 		t.Errorf("File.sizeBytes = %+v", f)
 	}
 }

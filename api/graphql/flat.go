@@ -21,7 +21,7 @@ import (
 // selection is not flat (it is then built per request).
 type flatMemo struct {
 	entity string
-	shape  *shape
+	shape  *Shape
 	fields []string // cap == len: a caller appending to it never writes into the memo
 	// list is the Output of a get or list of this selection and its kept
 	// statements (exact.go), built on the first request executing it.
@@ -30,7 +30,7 @@ type flatMemo struct {
 
 // recordOf is record for field cf's selection over e into sel (which must
 // be empty), through the memo on the operation's tree when it is flat.
-func (x *execCtx) recordOf(e *schema.Entity, cf *cfield, sel *query.Selection) (*shape, error) {
+func (x *execCtx) recordOf(e *schema.Entity, cf *cfield, sel *query.Selection) (*Shape, error) {
 	f := cf.field
 	// A field merged from several occurrences has a selection of its own
 	// (collect joins them per request): build it per request.
@@ -60,12 +60,12 @@ func (x *execCtx) recordOf(e *schema.Entity, cf *cfield, sel *query.Selection) (
 
 // isFlat reports whether a built shape and selection read only the
 // record's own columns.
-func isFlat(s *shape, sel *query.Selection) bool {
+func isFlat(s *Shape, sel *query.Selection) bool {
 	if len(sel.Nested) > 0 || len(sel.Files) > 0 || sel.TenantID != "" {
 		return false
 	}
-	for i := range s.fields {
-		if k := s.fields[i].kind; k != oScalar && k != oTypename {
+	for i := range s.Fields {
+		if k := s.Fields[i].Kind; k != Scalar && k != Typename {
 			return false
 		}
 	}
@@ -74,14 +74,14 @@ func isFlat(s *shape, sel *query.Selection) bool {
 
 // hasDirectives reports whether a directive (@skip/@include, whose
 // arguments may be variables) appears in set or its inline fragments.
-func hasDirectives(set selectionSet) bool {
+func hasDirectives(set SelectionSet) bool {
 	for _, s := range set {
 		switch s := s.(type) {
-		case *fieldSel:
+		case *Field:
 			if len(s.Directives) > 0 {
 				return true
 			}
-		case *inlineFragment:
+		case *InlineFragment:
 			if len(s.Directives) > 0 || hasDirectives(s.SelectionSet) {
 				return true
 			}
@@ -97,8 +97,8 @@ type flatField = atomic.Pointer[flatMemo]
 // statement come with their members in one order, so once streaming gave
 // up on a row of this shape (it wants them in another order), the rows
 // after it are reshaped without trying. Both write the same bytes.
-func writeKept(b *bytes.Buffer, s *shape, raw []byte) error {
-	if isNull(raw) || s.reorders.Load() {
+func WriteKept(b *bytes.Buffer, s *Shape, raw []byte) error {
+	if IsNull(raw) || s.reorders.Load() {
 		return reshapeFlat(b, s, raw)
 	}
 	if streamed, err := tryStream(b, s, raw); streamed || err != nil {
@@ -118,26 +118,26 @@ const maxFlatFields = 32
 // shape's order, without splitting raw into members. Any other shape, an
 // escaped key or malformed JSON goes to reshapeObj, which writes nothing
 // different (or returns its error).
-func reshapeFlat(b *bytes.Buffer, s *shape, raw []byte) error {
-	if isNull(raw) || len(s.fields) > maxFlatFields {
+func reshapeFlat(b *bytes.Buffer, s *Shape, raw []byte) error {
+	if IsNull(raw) || len(s.Fields) > maxFlatFields {
 		return reshapeObj(b, s, raw)
 	}
-	for i := range s.fields {
-		if k := s.fields[i].kind; k != oScalar && k != oTypename {
+	for i := range s.Fields {
+		if k := s.Fields[i].Kind; k != Scalar && k != Typename {
 			return reshapeObj(b, s, raw)
 		}
 	}
 	var at [maxFlatFields][2]int
-	i := skipWS(raw, 0)
+	i := SkipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return reshapeObj(b, s, raw)
 	}
-	i = skipWS(raw, i+1)
+	i = SkipWS(raw, i+1)
 	for i < len(raw) && raw[i] != '}' { // a member, after '{' or ','
 		if raw[i] != '"' {
 			return reshapeObj(b, s, raw)
 		}
-		kend, err := skipString(raw, i)
+		kend, err := SkipString(raw, i)
 		if err != nil {
 			return reshapeObj(b, s, raw)
 		}
@@ -145,42 +145,42 @@ func reshapeFlat(b *bytes.Buffer, s *shape, raw []byte) error {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return reshapeObj(b, s, raw)
 		}
-		i = skipWS(raw, kend)
+		i = SkipWS(raw, kend)
 		if i >= len(raw) || raw[i] != ':' {
 			return reshapeObj(b, s, raw)
 		}
-		start := skipWS(raw, i+1)
-		end, err := skipValue(raw, start)
+		start := SkipWS(raw, i+1)
+		end, err := SkipValue(raw, start)
 		if err != nil {
 			return reshapeObj(b, s, raw)
 		}
-		for k := range s.fields {
-			if f := &s.fields[k]; f.kind == oScalar && at[k][1] == 0 && f.src == string(key) {
+		for k := range s.Fields {
+			if f := &s.Fields[k]; f.Kind == Scalar && at[k][1] == 0 && f.Src == string(key) {
 				at[k] = [2]int{start, end}
 			}
 		}
-		i = skipWS(raw, end)
+		i = SkipWS(raw, end)
 		if i < len(raw) && raw[i] == ',' {
-			if i = skipWS(raw, i+1); i >= len(raw) || raw[i] != '"' {
+			if i = SkipWS(raw, i+1); i >= len(raw) || raw[i] != '"' {
 				return reshapeObj(b, s, raw)
 			}
 			continue
 		}
 		break
 	}
-	if i >= len(raw) || raw[i] != '}' || skipWS(raw, i+1) != len(raw) {
+	if i >= len(raw) || raw[i] != '}' || SkipWS(raw, i+1) != len(raw) {
 		return reshapeObj(b, s, raw)
 	}
 	b.WriteByte('{')
-	for k := range s.fields {
-		f := &s.fields[k]
+	for k := range s.Fields {
+		f := &s.Fields[k]
 		if k > 0 {
 			b.WriteByte(',')
 		}
-		writeKey(b, f.key)
-		if f.kind == oTypename {
-			writeString(b, f.typename)
-		} else if v := raw[at[k][0]:at[k][1]]; !isNull(v) {
+		WriteKey(b, f.Key)
+		if f.Kind == Typename {
+			WriteString(b, f.Typename)
+		} else if v := raw[at[k][0]:at[k][1]]; !IsNull(v) {
 			b.Write(v)
 		} else {
 			b.WriteString("null")

@@ -84,7 +84,7 @@ func TestFlatSelectionAnswersAsTheGeneralPath(t *testing.T) {
 // (or has no default), the checked variables are the given map itself,
 // equal to what withDefaults builds.
 func TestVariablesGivenAreTheDefaultsApplied(t *testing.T) {
-	one := &value{lit: int64(1)}
+	one := &Value{Lit: int64(1)}
 	defs := []varDef{{name: "id", nonNull: true, check: checkString}, {name: "n", def: one, check: checkFloat}, {name: "s", check: checkString}}
 	for _, given := range []map[string]any{
 		{"id": "a", "n": json.Number("2")},
@@ -105,10 +105,10 @@ func TestVariablesGivenAreTheDefaultsApplied(t *testing.T) {
 // TestArgumentIsArgumentMapsValue: one argument read alone is what the map
 // of all of them holds.
 func TestArgumentIsArgumentMapsValue(t *testing.T) {
-	f := &fieldSel{Name: "product", Arguments: []argument{{name: "id", v: &value{kind: vVariable, name: "id"}}, {name: "x", v: &value{lit: "lit"}}}}
+	f := &Field{Name: "product", Arguments: []Argument{{Name: "id", Value: &Value{Kind: ValueVariable, Name: "id"}}, {Name: "x", Value: &Value{Lit: "lit"}}}}
 	vars := map[string]any{"id": "abc"}
 	for _, name := range []string{"id", "x", "absent"} {
-		if got, want := f.argument(name, vars), f.ArgumentMap(vars)[name]; got != want {
+		if got, want := f.Argument(name, vars), f.ArgumentMap(vars)[name]; got != want {
 			t.Errorf("%s: %v, want %v", name, got, want)
 		}
 	}
@@ -118,11 +118,11 @@ func TestArgumentIsArgumentMapsValue(t *testing.T) {
 // the set is searched in order (a few fields) or through its index.
 func TestCollectMergesBeyondSmallSets(t *testing.T) {
 	x := &execCtx{}
-	var set selectionSet
+	var set SelectionSet
 	for i := 0; i < 12; i++ {
-		set = append(set, &fieldSel{Name: "f" + strconv.Itoa(i), SelectionSet: selectionSet{&fieldSel{Name: "a"}}})
+		set = append(set, &Field{Name: "f" + strconv.Itoa(i), SelectionSet: SelectionSet{&Field{Name: "a"}}})
 	}
-	set = append(set, &fieldSel{Name: "f1", SelectionSet: selectionSet{&fieldSel{Name: "b"}}}, &fieldSel{Name: "f10", SelectionSet: selectionSet{&fieldSel{Name: "c"}}})
+	set = append(set, &Field{Name: "f1", SelectionSet: SelectionSet{&Field{Name: "b"}}}, &Field{Name: "f10", SelectionSet: SelectionSet{&Field{Name: "c"}}})
 	got := x.collect(set, "T")
 	if len(got) != 12 {
 		t.Fatalf("%d fields, want 12", len(got))
@@ -136,7 +136,7 @@ func TestCollectMergesBeyondSmallSets(t *testing.T) {
 			t.Errorf("field %d: %s with %d selections, want %d", i, cf.key, len(cf.sel), want)
 		}
 	}
-	if len(set[1].(*fieldSel).SelectionSet) != 1 || len(set[10].(*fieldSel).SelectionSet) != 1 {
+	if len(set[1].(*Field).SelectionSet) != 1 || len(set[10].(*Field).SelectionSet) != 1 {
 		t.Error("merging wrote into the shared tree")
 	}
 }
@@ -187,23 +187,23 @@ func TestWriteKeptIsWriteObj(t *testing.T) {
 	rows := []string{inOrder, `{"id":"b","createdAt":"u","name":"y \"q\"","price":null}`, `null`, `{"id":"c","name":"z"}`, inOrder,
 		`{}`, ` { "id" : "d" , "name" : [1, {"x": "}"}] } `, `{"id":"e","name":"first","name":"second"}`, `{"id":"f","n\u0061me":"esc"}`,
 		`{"id":"g",}`, `{"id":"h"`, `{"id":"i"} tail`, `[1]`, `{"id":1.5e3,"price":true,"name":false}`}
-	for _, fields := range [][]outField{
-		{{key: "id", src: "id", kind: oScalar}, {key: "name", src: "name", kind: oScalar}},                                                      // streams
-		{{key: "id", src: "id", kind: oScalar}, {key: "name", src: "name", kind: oScalar}, {key: "createdAt", src: "createdAt", kind: oScalar}}, // reorders
-		{{key: "t", kind: oTypename, typename: "P"}, {key: "p", src: "price", kind: oScalar}, {key: "n", src: "name", kind: oScalar}},
+	for _, fields := range [][]OutField{
+		{{Key: "id", Src: "id", Kind: Scalar}, {Key: "name", Src: "name", Kind: Scalar}},                                                     // streams
+		{{Key: "id", Src: "id", Kind: Scalar}, {Key: "name", Src: "name", Kind: Scalar}, {Key: "createdAt", Src: "createdAt", Kind: Scalar}}, // reorders
+		{{Key: "t", Kind: Typename, Typename: "P"}, {Key: "p", Src: "price", Kind: Scalar}, {Key: "n", Src: "name", Kind: Scalar}},
 	} {
-		kept := &shape{fields: fields}
+		kept := &Shape{Fields: fields}
 		for _, raw := range append(rows, rows...) { // the second time round, the shape may have given up streaming
 			var flat, obj bytes.Buffer
-			errFlat, errObj := reshapeFlat(&flat, &shape{fields: fields}, []byte(raw)), reshapeObj(&obj, &shape{fields: fields}, []byte(raw))
+			errFlat, errObj := reshapeFlat(&flat, &Shape{Fields: fields}, []byte(raw)), reshapeObj(&obj, &Shape{Fields: fields}, []byte(raw))
 			if (errFlat == nil) != (errObj == nil) || errObj == nil && !bytes.Equal(flat.Bytes(), obj.Bytes()) {
 				t.Errorf("%s: reshapeFlat %s (%v), reshapeObj %s (%v)", raw, flat.Bytes(), errFlat, obj.Bytes(), errObj)
 			}
 			var got, want bytes.Buffer
 			got.WriteString("[")
 			want.WriteString("[")
-			errGot := writeKept(&got, kept, []byte(raw))
-			errWant := writeObj(&want, &shape{fields: fields}, []byte(raw))
+			errGot := WriteKept(&got, kept, []byte(raw))
+			errWant := WriteObj(&want, &Shape{Fields: fields}, []byte(raw))
 			if (errGot == nil) != (errWant == nil) || errWant == nil && !bytes.Equal(got.Bytes(), want.Bytes()) { // on an error the caller cuts what was written
 				t.Errorf("%s: kept %s (%v), writeObj %s (%v)", raw, got.Bytes(), errGot, want.Bytes(), errWant)
 			}

@@ -166,7 +166,7 @@ func parseAccept(header string) string {
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	media := accepts(r.Header.Get("Accept"))
 	if media == "" {
-		h.write(w, mediaJSON, http.StatusNotAcceptable, requestError(apperr.BadRequest, "Accept must allow application/graphql-response+json or application/json"))
+		h.write(w, mediaJSON, http.StatusNotAcceptable, NewRequestError(apperr.BadRequest, "Accept must allow application/graphql-response+json or application/json"))
 		return
 	}
 	req, res, status := h.decode(r)
@@ -176,7 +176,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, m, err := h.scope(r)
 	if err != nil {
-		h.write(w, media, api.Status(api.Classify(err).Code), errorResult(r.Context(), err))
+		h.write(w, media, api.Status(api.Classify(err).Code), ErrorResult(r.Context(), err))
 		return
 	}
 	pr, res := h.engine.Prepare(r.Context(), m, req)
@@ -188,9 +188,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.write(w, media, status, res)
 		return
 	}
-	if r.Method == http.MethodGet && pr.op.kind != ast.OperationTypeQuery {
+	if r.Method == http.MethodGet && pr.Op.Kind != ast.OperationTypeQuery {
 		w.Header().Set("Allow", "POST")
-		h.write(w, media, http.StatusMethodNotAllowed, requestError(apperr.BadRequest, "only queries may be sent with GET; use POST for "+opName(pr.op.kind)+"s"))
+		h.write(w, media, http.StatusMethodNotAllowed, NewRequestError(apperr.BadRequest, "only queries may be sent with GET; use POST for "+OpName(pr.Op.Kind)+"s"))
 		return
 	}
 	res = h.engine.Execute(r.Context(), sc, api.Principal(r), pr)
@@ -211,7 +211,7 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		Extensions    json.RawMessage `json:"extensions"`
 	}
 	bad := func(msg string) (Request, *Result, int) {
-		return Request{}, requestError(apperr.BadRequest, msg), http.StatusBadRequest
+		return Request{}, NewRequestError(apperr.BadRequest, msg), http.StatusBadRequest
 	}
 	if r.Method == http.MethodGet {
 		q := r.URL.Query()
@@ -234,7 +234,7 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 			ct, _, err = mime.ParseMediaType(ct)
 		}
 		if err != nil || ct != mediaJSON {
-			return Request{}, requestError(apperr.BadRequest, "Content-Type must be application/json"), http.StatusUnsupportedMediaType
+			return Request{}, NewRequestError(apperr.BadRequest, "Content-Type must be application/json"), http.StatusUnsupportedMediaType
 		}
 		rb := h.readBuf()
 		defer h.putReadBuf(rb)
@@ -252,7 +252,7 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		// errors (a read error comes after the bytes read).
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errorReader{err}))
 		if err := api.DecodeJSON(r, &raw); err != nil {
-			return Request{}, errorResult(r.Context(), err), api.Status(api.Classify(err).Code)
+			return Request{}, ErrorResult(r.Context(), err), api.Status(api.Classify(err).Code)
 		}
 	}
 	var req Request
@@ -284,7 +284,7 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		}
 	}
 	if req.Variables != nil {
-		req.variablesJSON = raw.Variables
+		req.VariablesJSON = raw.Variables
 	}
 	return req, nil, 0
 }
@@ -296,7 +296,7 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if media == "" {
 		media = mediaJSON
 	}
-	h.write(w, media, api.Status(api.Classify(err).Code), errorResult(r.Context(), err))
+	h.write(w, media, api.Status(api.Classify(err).Code), ErrorResult(r.Context(), err))
 }
 
 func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Result) {
@@ -318,7 +318,7 @@ func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Re
 	// application/graphql-response+json (media is one of those two constants, see accepts), never
 	// as HTML, so reflected strings inside it are JSON data a browser does not render.
 	_, _ = w.Write(body) //nolint:gosec // G705: JSON body under an explicit JSON Content-Type, not HTML.
-	res.release()
+	res.Release()
 }
 
 // contentType is the Content-Type of a response of media type media.
@@ -374,24 +374,24 @@ func decodeBody(a arena.Arena, body []byte) (req Request, ok bool) {
 	if astjson.ValidateBytes(body) != nil || hasSurrogateEscape(body) { // strict: the parser alone takes 1.2.3 or NaN
 		return Request{}, false
 	}
-	i := skipWS(body, 0)
+	i := SkipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return Request{}, false
 	}
 	var p astjson.Parser
 	seen := 0
-	for i = skipWS(body, i+1); i < len(body) && body[i] == '"'; {
-		kend, err := skipString(body, i)
+	for i = SkipWS(body, i+1); i < len(body) && body[i] == '"'; {
+		kend, err := SkipString(body, i)
 		if err != nil {
 			return Request{}, false
 		}
 		key := body[i+1 : kend-1]
-		i = skipWS(body, kend)
+		i = SkipWS(body, kend)
 		if i >= len(body) || body[i] != ':' {
 			return Request{}, false
 		}
-		start := skipWS(body, i+1)
-		end, err := skipValue(body, start)
+		start := SkipWS(body, i+1)
+		end, err := SkipValue(body, start)
 		if err != nil {
 			return Request{}, false
 		}
@@ -437,14 +437,14 @@ func decodeBody(a arena.Arena, body []byte) (req Request, ok bool) {
 				return Request{}, false
 			}
 			if bit == 4 {
-				req.Variables, req.variablesJSON = m, bytes.Clone(val)
+				req.Variables, req.VariablesJSON = m, bytes.Clone(val)
 			} else {
 				req.Extensions = m
 			}
 		}
-		i = skipWS(body, end)
+		i = SkipWS(body, end)
 		if i < len(body) && body[i] == ',' {
-			i = skipWS(body, i+1)
+			i = SkipWS(body, i+1)
 			continue
 		}
 		break

@@ -14,7 +14,7 @@ import (
 
 func (x *execCtx) introspect(cf *cfield) ([]byte, error) {
 	var b bytes.Buffer
-	s := x.m.intro
+	s := x.m.Intro()
 	if cf.field.Name == "__schema" {
 		x.introSchema(&b, s, cf.sel)
 		return b.Bytes(), nil
@@ -28,15 +28,15 @@ func (x *execCtx) introspect(cf *cfield) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func (x *execCtx) obj(b *bytes.Buffer, typename string, set selectionSet, field func(cf *cfield)) {
+func (x *execCtx) obj(b *bytes.Buffer, typename string, set SelectionSet, field func(cf *cfield)) {
 	b.WriteByte('{')
 	for i, cf := range x.collect(set, typename) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeKey(b, cf.key)
+		WriteKey(b, cf.key)
 		if cf.field.Name == "__typename" {
-			writeString(b, typename)
+			WriteString(b, typename)
 			continue
 		}
 		field(cf)
@@ -49,7 +49,7 @@ func writeNullable(b *bytes.Buffer, s string) {
 		b.WriteString("null")
 		return
 	}
-	writeString(b, s)
+	WriteString(b, s)
 }
 
 func writeNullablePtr(b *bytes.Buffer, s *string) {
@@ -57,7 +57,7 @@ func writeNullablePtr(b *bytes.Buffer, s *string) {
 		b.WriteString("null")
 		return
 	}
-	writeString(b, *s)
+	WriteString(b, *s)
 }
 
 // writeArray writes n items as a JSON array.
@@ -72,7 +72,7 @@ func writeArray(b *bytes.Buffer, n int, item func(i int)) {
 	b.WriteByte(']')
 }
 
-func (x *execCtx) introSchema(b *bytes.Buffer, s *introspection.Schema, set selectionSet) {
+func (x *execCtx) introSchema(b *bytes.Buffer, s *introspection.Schema, set SelectionSet) {
 	x.obj(b, "__Schema", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "description":
@@ -108,7 +108,7 @@ func includeDeprecated(x *execCtx, cf *cfield) bool {
 
 // introRef writes a type reference: a wrapper (NON_NULL, LIST) or the
 // named type it ends in.
-func (x *execCtx) introRef(b *bytes.Buffer, t *introspection.TypeRef, set selectionSet) {
+func (x *execCtx) introRef(b *bytes.Buffer, t *introspection.TypeRef, set SelectionSet) {
 	if t == nil {
 		b.WriteString("null")
 		return
@@ -118,13 +118,13 @@ func (x *execCtx) introRef(b *bytes.Buffer, t *introspection.TypeRef, set select
 			b.WriteString("null")
 			return
 		}
-		x.introFull(b, x.m.intro.TypeByName(*t.Name), set)
+		x.introFull(b, x.m.Intro().TypeByName(*t.Name), set)
 		return
 	}
 	x.obj(b, "__Type", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "kind":
-			writeString(b, t.Kind.String())
+			WriteString(b, t.Kind.String())
 		case "ofType":
 			x.introRef(b, t.OfType, cf.sel)
 		case "fields", "inputFields", "interfaces", "possibleTypes", "enumValues", "name", "description", "specifiedByURL":
@@ -138,7 +138,7 @@ func (x *execCtx) introRef(b *bytes.Buffer, t *introspection.TypeRef, set select
 }
 
 // introFull writes a named __Type.
-func (x *execCtx) introFull(b *bytes.Buffer, t *introspection.FullType, set selectionSet) {
+func (x *execCtx) introFull(b *bytes.Buffer, t *introspection.FullType, set SelectionSet) {
 	if t == nil {
 		b.WriteString("null")
 		return
@@ -147,9 +147,9 @@ func (x *execCtx) introFull(b *bytes.Buffer, t *introspection.FullType, set sele
 	x.obj(b, "__Type", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "kind":
-			writeString(b, t.Kind.String())
+			WriteString(b, t.Kind.String())
 		case "name":
-			writeString(b, t.Name)
+			WriteString(b, t.Name)
 		case "description":
 			writeNullable(b, t.Description)
 		case "specifiedByURL":
@@ -208,7 +208,7 @@ func (x *execCtx) introFull(b *bytes.Buffer, t *introspection.FullType, set sele
 				x.obj(b, "__EnumValue", cf.sel, func(ef *cfield) {
 					switch ef.field.Name {
 					case "name":
-						writeString(b, v.Name)
+						WriteString(b, v.Name)
 					case "description":
 						writeNullable(b, v.Description)
 					case "isDeprecated":
@@ -226,11 +226,11 @@ func (x *execCtx) introFull(b *bytes.Buffer, t *introspection.FullType, set sele
 	})
 }
 
-func (x *execCtx) introField(b *bytes.Buffer, f *introspection.Field, set selectionSet) {
+func (x *execCtx) introField(b *bytes.Buffer, f *introspection.Field, set SelectionSet) {
 	x.obj(b, "__Field", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "name":
-			writeString(b, f.Name)
+			WriteString(b, f.Name)
 		case "description":
 			writeNullable(b, f.Description)
 		case "args":
@@ -247,11 +247,11 @@ func (x *execCtx) introField(b *bytes.Buffer, f *introspection.Field, set select
 	})
 }
 
-func (x *execCtx) introInput(b *bytes.Buffer, v *introspection.InputValue, set selectionSet) {
+func (x *execCtx) introInput(b *bytes.Buffer, v *introspection.InputValue, set SelectionSet) {
 	x.obj(b, "__InputValue", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "name":
-			writeString(b, v.Name)
+			WriteString(b, v.Name)
 		case "description":
 			writeNullable(b, v.Description)
 		case "type":
@@ -268,15 +268,15 @@ func (x *execCtx) introInput(b *bytes.Buffer, v *introspection.InputValue, set s
 	})
 }
 
-func (x *execCtx) introDirective(b *bytes.Buffer, d *introspection.Directive, set selectionSet) {
+func (x *execCtx) introDirective(b *bytes.Buffer, d *introspection.Directive, set SelectionSet) {
 	x.obj(b, "__Directive", set, func(cf *cfield) {
 		switch cf.field.Name {
 		case "name":
-			writeString(b, d.Name)
+			WriteString(b, d.Name)
 		case "description":
 			writeNullable(b, d.Description)
 		case "locations":
-			writeArray(b, len(d.Locations), func(i int) { writeString(b, d.Locations[i]) })
+			writeArray(b, len(d.Locations), func(i int) { WriteString(b, d.Locations[i]) })
 		case "args":
 			writeArray(b, len(d.Args), func(i int) { x.introInput(b, &d.Args[i], cf.sel) })
 		case "isRepeatable":

@@ -12,14 +12,14 @@ import (
 // result for GraphQL (aliases, field order, __typename) costs one pass and
 // no per-value allocation.
 
-var errBadJSON = errors.New("graphql: malformed JSON from the database")
+var ErrBadJSON = errors.New("graphql: malformed JSON from the database")
 
-type member struct {
-	key string
-	val []byte
+type Member struct {
+	Key string
+	Val []byte
 }
 
-func skipWS(b []byte, i int) int {
+func SkipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
 		i++
 	}
@@ -27,20 +27,20 @@ func skipWS(b []byte, i int) int {
 }
 
 // skipValue returns the index just past the value starting at b[i].
-func skipValue(b []byte, i int) (int, error) {
-	i = skipWS(b, i)
+func SkipValue(b []byte, i int) (int, error) {
+	i = SkipWS(b, i)
 	if i >= len(b) {
-		return 0, errBadJSON
+		return 0, ErrBadJSON
 	}
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		return SkipString(b, i)
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
 			switch b[i] {
 			case '"':
-				j, err := skipString(b, i)
+				j, err := SkipString(b, i)
 				if err != nil {
 					return 0, err
 				}
@@ -56,7 +56,7 @@ func skipValue(b []byte, i int) (int, error) {
 			}
 			i++
 		}
-		return 0, errBadJSON
+		return 0, ErrBadJSON
 	default:
 		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
 			i++
@@ -69,7 +69,7 @@ func skipValue(b []byte, i int) (int, error) {
 // looks for the next quote or backslash eight bytes at a time (Postgres'
 // strings are mostly short ids and names, too short for bytes.IndexByte
 // to pay off).
-func skipString(b []byte, i int) (int, error) {
+func SkipString(b []byte, i int) (int, error) {
 	i++ // opening quote
 	for {
 		for i+8 <= len(b) {
@@ -84,7 +84,7 @@ func skipString(b []byte, i int) (int, error) {
 			i++
 		}
 		if i >= len(b) {
-			return 0, errBadJSON
+			return 0, ErrBadJSON
 		}
 		if b[i] == '"' {
 			return i + 1, nil
@@ -104,82 +104,82 @@ func hasByte(x uint64, c byte) uint64 {
 // memberAt returns the index of the value of member key of the JSON
 // object b (-1 when it has none), skipping the values of the members
 // before it.
-func memberAt(b []byte, key string) (int, error) {
-	i := skipWS(b, 0)
+func MemberAt(b []byte, key string) (int, error) {
+	i := SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return 0, errBadJSON
+		return 0, ErrBadJSON
 	}
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return -1, nil
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return 0, errBadJSON
+			return 0, ErrBadJSON
 		}
-		end, err := skipString(b, i)
+		end, err := SkipString(b, i)
 		if err != nil {
 			return 0, err
 		}
 		k := b[i+1 : end-1]
-		i = skipWS(b, end)
+		i = SkipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return 0, errBadJSON
+			return 0, ErrBadJSON
 		}
-		i = skipWS(b, i+1)
+		i = SkipWS(b, i+1)
 		if string(k) == key {
 			return i, nil
 		}
-		if i, err = skipValue(b, i); err != nil {
+		if i, err = SkipValue(b, i); err != nil {
 			return 0, err
 		}
-		i = skipWS(b, i)
+		i = SkipWS(b, i)
 		if i < len(b) && b[i] == '}' {
 			return -1, nil
 		}
 		if i >= len(b) || b[i] != ',' {
-			return 0, errBadJSON
+			return 0, ErrBadJSON
 		}
-		i = skipWS(b, i+1)
+		i = SkipWS(b, i+1)
 	}
 }
 
 // objectMembers splits a JSON object into members, appending to dst.
-func objectMembers(b []byte, dst []member) ([]member, error) {
-	i := skipWS(b, 0)
+func ObjectMembers(b []byte, dst []Member) ([]Member, error) {
+	i := SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return dst, errBadJSON
+		return dst, ErrBadJSON
 	}
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return dst, nil
 	}
 	for i < len(b) {
-		i = skipWS(b, i)
+		i = SkipWS(b, i)
 		if i >= len(b) || b[i] != '"' {
-			return dst, errBadJSON
+			return dst, ErrBadJSON
 		}
-		end, err := skipString(b, i)
+		end, err := SkipString(b, i)
 		if err != nil {
 			return dst, err
 		}
 		key := string(b[i+1 : end-1])
 		if containsByte(b[i+1:end-1], '\\') {
 			if key, err = strconv.Unquote(string(b[i:end])); err != nil {
-				return dst, errBadJSON
+				return dst, ErrBadJSON
 			}
 		}
-		i = skipWS(b, end)
+		i = SkipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return dst, errBadJSON
+			return dst, ErrBadJSON
 		}
-		start := skipWS(b, i+1)
-		vend, err := skipValue(b, start)
+		start := SkipWS(b, i+1)
+		vend, err := SkipValue(b, start)
 		if err != nil {
 			return dst, err
 		}
-		dst = append(dst, member{key: key, val: b[start:vend]})
-		i = skipWS(b, vend)
+		dst = append(dst, Member{Key: key, Val: b[start:vend]})
+		i = SkipWS(b, vend)
 		if i < len(b) && b[i] == ',' {
 			i++
 			continue
@@ -187,32 +187,32 @@ func objectMembers(b []byte, dst []member) ([]member, error) {
 		if i < len(b) && b[i] == '}' {
 			return dst, nil
 		}
-		return dst, errBadJSON
+		return dst, ErrBadJSON
 	}
-	return dst, errBadJSON
+	return dst, ErrBadJSON
 }
 
 // arrayItems splits a JSON array (null is an empty array).
-func arrayItems(b []byte, dst [][]byte) ([][]byte, error) {
-	i := skipWS(b, 0)
+func ArrayItems(b []byte, dst [][]byte) ([][]byte, error) {
+	i := SkipWS(b, 0)
 	if i >= len(b) || i+4 <= len(b) && string(b[i:i+4]) == "null" {
 		return dst, nil
 	}
 	if i >= len(b) || b[i] != '[' {
-		return dst, errBadJSON
+		return dst, ErrBadJSON
 	}
-	i = skipWS(b, i+1)
+	i = SkipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return dst, nil
 	}
 	for i < len(b) {
-		start := skipWS(b, i)
-		end, err := skipValue(b, start)
+		start := SkipWS(b, i)
+		end, err := SkipValue(b, start)
 		if err != nil {
 			return dst, err
 		}
 		dst = append(dst, b[start:end])
-		i = skipWS(b, end)
+		i = SkipWS(b, end)
 		if i < len(b) && b[i] == ',' {
 			i++
 			continue
@@ -220,9 +220,9 @@ func arrayItems(b []byte, dst [][]byte) ([][]byte, error) {
 		if i < len(b) && b[i] == ']' {
 			return dst, nil
 		}
-		return dst, errBadJSON
+		return dst, ErrBadJSON
 	}
-	return dst, errBadJSON
+	return dst, ErrBadJSON
 }
 
 func containsByte(b []byte, c byte) bool {
@@ -234,13 +234,13 @@ func containsByte(b []byte, c byte) bool {
 	return false
 }
 
-func lookup(ms []member, key string) []byte {
+func Lookup(ms []Member, key string) []byte {
 	for i := range ms {
-		if ms[i].key == key {
-			return ms[i].val
+		if ms[i].Key == key {
+			return ms[i].Val
 		}
 	}
 	return nil
 }
 
-func isNull(b []byte) bool { return len(b) == 0 || string(b) == "null" }
+func IsNull(b []byte) bool { return len(b) == 0 || string(b) == "null" }

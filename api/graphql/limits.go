@@ -101,7 +101,7 @@ func (l *limiter) measure() *Result {
 			continue
 		}
 		var t tally
-		if _, _, err := l.set(op.SelectionSet, l.m.rootType(op.OperationType), 0, false, &t); err != nil {
+		if _, _, err := l.set(op.SelectionSet, l.m.RootType(op.OperationType), 0, false, &t); err != nil {
 			return l.result(err)
 		}
 	}
@@ -114,7 +114,7 @@ func (l *limiter) measure() *Result {
 		if name := l.doc.FragmentDefinitionNameString(i); !l.used[name] {
 			// Normalization drops unused fragments unread: refused here, as the
 			// specification asks.
-			return validationFailed(Error{Message: fmt.Sprintf("Fragment %q is never used.", name),
+			return ValidationFailed(Error{Message: fmt.Sprintf("Fragment %q is never used.", name),
 				Locations: []Location{locationOf(l.doc.FragmentDefinitions[i].FragmentLiteral)}})
 		}
 	}
@@ -126,11 +126,11 @@ func (l *limiter) result(err error) *Result {
 	if errors.As(err, &el) {
 		return el.res
 	}
-	return errorResult(l.ctx, err)
+	return ErrorResult(l.ctx, err)
 }
 
 func (l *limiter) tooDeep(depth int) error {
-	return errLimit{requestError(apperr.BadRequest, fmt.Sprintf("the query is more than %d levels deep; at most %d are allowed", depth-1, l.lim.MaxDepth))}
+	return errLimit{NewRequestError(apperr.BadRequest, fmt.Sprintf("the query is more than %d levels deep; at most %d are allowed", depth-1, l.lim.MaxDepth))}
 }
 
 func (l *limiter) cycle(name string, at position.Position) error {
@@ -138,19 +138,19 @@ func (l *limiter) cycle(name string, at position.Position) error {
 	if at.LineStart > 0 {
 		e.Locations = []Location{locationOf(at)}
 	}
-	return errLimit{validationFailed(e)}
+	return errLimit{ValidationFailed(e)}
 }
 
 func (l *limiter) tooComplex() error {
-	return errLimit{requestError(apperr.BadRequest, fmt.Sprintf("the query's estimated complexity exceeds %d, the most allowed (lower limit/first/last on list fields)", l.lim.MaxComplexity))}
+	return errLimit{NewRequestError(apperr.BadRequest, fmt.Sprintf("the query's estimated complexity exceeds %d, the most allowed (lower limit/first/last on list fields)", l.lim.MaxComplexity))}
 }
 
 func (l *limiter) tooLarge() error {
-	return errLimit{requestError(apperr.BadRequest, fmt.Sprintf("the query expands to more than %d selections once its fragments are inlined, the most allowed", maxExpanded))}
+	return errLimit{NewRequestError(apperr.BadRequest, fmt.Sprintf("the query expands to more than %d selections once its fragments are inlined, the most allowed", maxExpanded))}
 }
 
 func (l *limiter) tooManyAliases() error {
-	return errLimit{requestError(apperr.BadRequest, fmt.Sprintf("the query has more than %d aliases, the most allowed", l.lim.MaxAliases))}
+	return errLimit{NewRequestError(apperr.BadRequest, fmt.Sprintf("the query has more than %d aliases, the most allowed", l.lim.MaxAliases))}
 }
 
 // step counts work and honours cancellation (a client that went away).
@@ -192,12 +192,12 @@ func (l *limiter) set(ref int, parent string, depth int, intro bool, t *tally) (
 					return 0, 0, l.tooManyAliases()
 				}
 			}
-			def := l.m.field(parent, name)
+			def := l.m.Field(parent, name)
 			// Introspection's depth is not counted: below __schema/__type,
 			// and in a fragment on an introspection type measured on its own.
 			sub, childIntro, d := "", intro || name == "__schema" || name == "__type" || strings.HasPrefix(parent, "__"), depth
 			if def != nil {
-				sub = def.named
+				sub = def.Named
 			}
 			if !childIntro {
 				d = depth + 1
@@ -283,7 +283,7 @@ func (l *limiter) fragment(name string, at position.Position, intro bool) (*frag
 		if at.LineStart > 0 {
 			e.Locations = []Location{locationOf(at)}
 		}
-		return nil, errLimit{validationFailed(e)}
+		return nil, errLimit{ValidationFailed(e)}
 	}
 	fc := &fragCost{}
 	l.frags[k] = fc
@@ -312,7 +312,7 @@ func (l *limiter) argument(ref int, name string) any {
 			if l.doc.ValueContainsVariable(v) {
 				l.byVariables = true
 			}
-			return valueOf(l.doc, v).eval(l.vars)
+			return valueOf(l.doc, v).Eval(l.vars)
 		}
 	}
 	return nil
@@ -321,17 +321,17 @@ func (l *limiter) argument(ref int, name string) any {
 // multiplier is how many times a field's selection may be repeated in the
 // response: its limit/first/last/topK, the default page size for lists
 // without one, 1 otherwise.
-func (l *limiter) multiplier(ref int, name string, def *fieldInfo) int {
+func (l *limiter) multiplier(ref int, name string, def *FieldInfo) int {
 	if def == nil {
 		return 1
 	}
 	for _, arg := range []string{"limit", "first", "last"} {
-		if n, ok := intArg(l.argument(ref, arg)); ok && n > 0 {
+		if n, ok := IntArg(l.argument(ref, arg)); ok && n > 0 {
 			return n
 		}
 	}
-	if in, ok := l.argument(ref, "input").(map[string]any); ok && def.list {
-		if n, ok := intArg(in["topK"]); ok && n > 0 {
+	if in, ok := l.argument(ref, "input").(map[string]any); ok && def.List {
+		if n, ok := IntArg(in["topK"]); ok && n > 0 {
 			return n
 		}
 		if _, ok := in["vector"]; ok {
@@ -341,13 +341,13 @@ func (l *limiter) multiplier(ref int, name string, def *fieldInfo) int {
 	if name == "edges" {
 		return 1 // paged by the enclosing connection
 	}
-	if def.list {
-		if len(def.args) == 0 {
+	if def.List {
+		if len(def.Args) == 0 {
 			return 1 // scalar lists (tags, vectors), batch results
 		}
 		return query.DefaultLimit
 	}
-	if def.args["first"] || def.args["nodeWhere"] {
+	if def.Args["first"] || def.Args["nodeWhere"] {
 		return query.DefaultLimit
 	}
 	return 1

@@ -310,12 +310,12 @@ func TestNoDeferDirective(t *testing.T) {
 	if strings.Contains(m.SDL, "@defer") {
 		t.Error("the SDL declares @defer")
 	}
-	for _, d := range m.intro.Directives {
+	for _, d := range m.Intro().Directives {
 		if d.Name == "defer" {
 			t.Error("the introspection data declares @defer")
 		}
 	}
-	if _, ok := m.doc.Index.FirstNodeByNameStr("defer"); ok {
+	if _, ok := m.Doc().Index.FirstNodeByNameStr("defer"); ok {
 		t.Error("the schema introspection reads declares @defer")
 	}
 	_, res := eng.Prepare(context.Background(), m, Request{Query: `{ products { id ... @defer { name } } }`})
@@ -333,7 +333,7 @@ func TestRepeatedSelectionsMerged(t *testing.T) {
 	if res != nil {
 		t.Fatalf("20000 repeated fields of one record: %+v", res.Errors)
 	}
-	if f := pr.op.SelectionSet[0].(*fieldSel); len(f.SelectionSet) != 1 {
+	if f := pr.Op.SelectionSet[0].(*Field); len(f.SelectionSet) != 1 {
 		t.Errorf("the repeated fields were not merged: %d selections", len(f.SelectionSet))
 	}
 	for _, c := range []struct{ name, q, msg string }{

@@ -26,45 +26,45 @@ import (
 )
 
 // rootKind says what a root field does.
-type rootKind int
+type RootKind int
 
 const (
-	rList rootKind = iota
-	rOne
-	rCount
-	rConnection
-	rVectorSearch
-	rCreate
-	rUpdate
-	rDelete
-	rBatchCreate
-	rBatchUpdate
-	rBatchDelete
-	rRelCreate
-	rRelUpdate
-	rRelDelete
-	rNone // noQueriesAvailable: a credential that may read nothing
-	rCreated
-	rUpdated
-	rDeleted
-	rRelCreated
-	rRelUpdated
-	rRelDeleted
+	KindList RootKind = iota
+	KindOne
+	KindCount
+	KindConnection
+	KindVectorSearch
+	KindCreate
+	KindUpdate
+	KindDelete
+	KindBatchCreate
+	KindBatchUpdate
+	KindBatchDelete
+	KindRelCreate
+	KindRelUpdate
+	KindRelDelete
+	KindNone // noQueriesAvailable: a credential that may read nothing
+	KindCreated
+	KindUpdated
+	KindDeleted
+	KindRelCreated
+	KindRelUpdated
+	KindRelDeleted
 )
 
 // rootField is the meaning of one Query/Mutation/Subscription field.
-type rootField struct {
-	kind   rootKind
-	entity *schema.Entity
-	rel    *schema.Relationship
+type RootField struct {
+	Kind   RootKind
+	Entity *schema.Entity
+	Rel    *schema.Relationship
 }
 
 // relField is a relationship field of an entity type.
-type relField struct {
-	rel    *schema.Relationship
-	dir    query.Direction
-	target *schema.Entity
-	conn   bool // <field>Connection: edges with properties
+type RelField struct {
+	Rel    *schema.Relationship
+	Dir    query.Direction
+	Target *schema.Entity
+	Conn   bool // <field>Connection: edges with properties
 }
 
 // Model is the GraphQL view of one schema version as one credential may
@@ -86,11 +86,11 @@ type Model struct {
 	// Root type names ("" when the credential has no such operation).
 	queryType, mutationType, subscriptionType string
 
-	roots map[string]rootField
+	roots map[string]RootField
 	// rels[entity][field] are the relationship fields of an entity type;
 	// preds[entity][name] the <field>_some/_none/_every where-predicates.
-	rels  map[string]map[string]relField
-	preds map[string]map[string]relPred
+	rels  map[string]map[string]RelField
+	preds map[string]map[string]RelPred
 	// objects maps an object type name to the entity it renders.
 	objects map[string]*schema.Entity
 	// files[entity][field] names the FILE field whose metadata the object
@@ -98,11 +98,11 @@ type Model struct {
 	files map[string]map[string]string
 }
 
-type relPred struct {
-	rel    *schema.Relationship
-	dir    query.Direction
-	target *schema.Entity
-	q      query.Quantifier
+type RelPred struct {
+	Rel        *schema.Relationship
+	Dir        query.Direction
+	Target     *schema.Entity
+	Quantifier query.Quantifier
 }
 
 // Build generates the model of def. An error means the schema cannot be
@@ -122,8 +122,8 @@ type Allows func(kind, name, op string) bool
 // scope for it.
 func build(def *schema.Definition, allow Allows) (*Model, error) {
 	g := &gen{n: newNamer(), def: def, allow: allow, defined: map[string]bool{}, m: &Model{
-		Def: def, roots: map[string]rootField{}, rels: map[string]map[string]relField{},
-		preds: map[string]map[string]relPred{}, objects: map[string]*schema.Entity{},
+		Def: def, roots: map[string]RootField{}, rels: map[string]map[string]RelField{},
+		preds: map[string]map[string]RelPred{}, objects: map[string]*schema.Entity{},
 		files: map[string]map[string]string{},
 	}}
 	sdl, err := g.sdl()
@@ -212,7 +212,7 @@ func (g *gen) define(name string) {
 	g.defined[name] = true
 }
 
-func (g *gen) root(list *[]string, name string, rf rootField, decl string) {
+func (g *gen) root(list *[]string, name string, rf RootField, decl string) {
 	if _, dup := g.m.roots[name]; dup {
 		g.errs = append(g.errs, fmt.Sprintf("root field %s is generated twice", name))
 	}
@@ -337,7 +337,7 @@ func (g *gen) sdl() (string, error) {
 		}
 	}
 	// Relationship fields per entity, in schema order.
-	relsOf := map[string][]relField{}
+	relsOf := map[string][]RelField{}
 	relNamesOf := map[string][]string{}
 	for i := range g.def.Relationships {
 		r := &g.def.Relationships[i]
@@ -348,11 +348,11 @@ func (g *gen) sdl() (string, error) {
 		}
 		readable := g.can("relationship", r.Name, "read")
 		if r.FromField != "" && readable && g.visible("entity", r.From) && g.can("entity", r.To, "read") {
-			relsOf[r.From] = append(relsOf[r.From], relField{rel: r, dir: query.DirOut, target: to})
+			relsOf[r.From] = append(relsOf[r.From], RelField{Rel: r, Dir: query.DirOut, Target: to})
 			relNamesOf[r.From] = append(relNamesOf[r.From], r.FromField)
 		}
 		if r.ToField != "" && readable && g.visible("entity", r.To) && g.can("entity", r.From, "read") {
-			relsOf[r.To] = append(relsOf[r.To], relField{rel: r, dir: query.DirIn, target: from})
+			relsOf[r.To] = append(relsOf[r.To], RelField{Rel: r, Dir: query.DirIn, Target: from})
 			relNamesOf[r.To] = append(relNamesOf[r.To], r.ToField)
 		}
 	}
@@ -369,7 +369,7 @@ func (g *gen) sdl() (string, error) {
 		}
 	}
 	if len(g.query) == 0 { // a schema needs a query type with a field
-		g.root(&g.query, "noQueriesAvailable", rootField{kind: rNone}, ": Boolean")
+		g.root(&g.query, "noQueriesAvailable", RootField{Kind: KindNone}, ": Boolean")
 		g.query[0] = "  \"Always null: this credential may read nothing.\"\n" + g.query[0]
 	}
 	g.typ("type", "Query", "", g.query)
@@ -479,11 +479,11 @@ func (g *gen) enums(owner string, fields []schema.Field) {
 	}
 }
 
-func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
+func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 	n := g.n.entity(e)
 	g.m.objects[n.Type] = e
-	g.m.rels[e.Name] = map[string]relField{}
-	g.m.preds[e.Name] = map[string]relPred{}
+	g.m.rels[e.Name] = map[string]RelField{}
+	g.m.preds[e.Name] = map[string]RelPred{}
 	g.m.files[e.Name] = map[string]string{}
 	g.enums(e.Name, e.Fields)
 
@@ -512,21 +512,21 @@ func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
 	}
 	for i, rf := range rels {
 		name := relNames[i]
-		tn := g.n.entity(rf.target)
+		tn := g.n.entity(rf.Target)
 		claim(name)
 		g.m.rels[e.Name][name] = rf
 		obj = append(obj, fmt.Sprintf("  %s(where: %s, limit: Int, offset: Int, orderBy: [%s!]): [%s!]!", name, tn.Where, tn.OrderBy, tn.Type))
-		if len(rf.rel.Properties) > 0 {
+		if len(rf.Rel.Properties) > 0 {
 			cn := name + "Connection"
 			claim(cn)
 			c := rf
-			c.conn = true
+			c.Conn = true
 			g.m.rels[e.Name][cn] = c
-			rn := g.n.relationship(rf.rel)
-			connT, edgeT := relConnTypes(e.Name, name)
+			rn := g.n.relationship(rf.Rel)
+			connT, edgeT := RelConnTypes(e.Name, name)
 			obj = append(obj, fmt.Sprintf("  %s(nodeWhere: %s, edgeWhere: %s, limit: Int, offset: Int, orderBy: [%s!]): %s!", cn, tn.Where, rn.PropsWhere, tn.OrderBy, connT))
 			g.typ("type", connT, "", []string{"  edges: [" + edgeT + "!]!"})
-			g.typ("type", edgeT, fmt.Sprintf("An edge of %s with its properties and the related %s.", rf.rel.Name, rf.target.Name),
+			g.typ("type", edgeT, fmt.Sprintf("An edge of %s with its properties and the related %s.", rf.Rel.Name, rf.Target.Name),
 				[]string{"  id: ID!", "  createdAt: DateTime!", "  properties: " + rn.Properties + "!", "  node: " + tn.Type + "!"})
 		}
 	}
@@ -540,11 +540,11 @@ func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
 		}
 	}
 	for i, rf := range rels {
-		tn := g.n.entity(rf.target)
+		tn := g.n.entity(rf.Target)
 		for _, q := range []query.Quantifier{query.Some, query.None, query.Every} {
 			pn := relNames[i] + "_" + string(q)
 			claim(pn)
-			g.m.preds[e.Name][pn] = relPred{rel: rf.rel, dir: rf.dir, target: rf.target, q: q}
+			g.m.preds[e.Name][pn] = RelPred{Rel: rf.Rel, Dir: rf.Dir, Target: rf.Target, Quantifier: q}
 			where = append(where, "  "+pn+": "+tn.Where)
 		}
 	}
@@ -566,7 +566,7 @@ func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
 	g.typ("type", n.BatchResult, "", []string{"  successful: [" + n.Type + "!]!", "  failed: [BatchFailure!]!",
 		"  totalCount: Int!", "  successCount: Int!", "  failureCount: Int!"})
 
-	rf := rootField{entity: e}
+	rf := RootField{Entity: e}
 	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!]", n.Where, n.OrderBy)
 	if hasVector(e) {
 		g.typ("input", n.VectorInput, "", []string{"  \"A VECTOR field of " + e.Name + ".\"", "  field: String!", "  vector: [Float!]!",
@@ -580,15 +580,15 @@ func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
 	}
 	for _, m := range []struct {
 		op, name string
-		kind     rootKind
+		kind     RootKind
 		decl     string
 	}{
-		{"create", n.Create, rCreate, "(input: " + n.CreateInput + "!): " + n.Type + "!"},
-		{"update", n.Update, rUpdate, "(id: ID!, input: " + n.UpdateInput + "!): " + n.Type + "!"},
-		{"delete", n.Delete, rDelete, "(id: ID!): " + n.Type + "!"},
-		{"create", n.BatchCreate, rBatchCreate, "(input: [" + n.CreateInput + "!]!): " + n.BatchResult + "!"},
-		{"update", n.BatchUpdate, rBatchUpdate, "(input: [" + n.BatchUpdateInput + "!]!): " + n.BatchResult + "!"},
-		{"delete", n.BatchDelete, rBatchDelete, "(ids: [ID!]!): " + n.BatchResult + "!"},
+		{"create", n.Create, KindCreate, "(input: " + n.CreateInput + "!): " + n.Type + "!"},
+		{"update", n.Update, KindUpdate, "(id: ID!, input: " + n.UpdateInput + "!): " + n.Type + "!"},
+		{"delete", n.Delete, KindDelete, "(id: ID!): " + n.Type + "!"},
+		{"create", n.BatchCreate, KindBatchCreate, "(input: [" + n.CreateInput + "!]!): " + n.BatchResult + "!"},
+		{"update", n.BatchUpdate, KindBatchUpdate, "(input: [" + n.BatchUpdateInput + "!]!): " + n.BatchResult + "!"},
+		{"delete", n.BatchDelete, KindBatchDelete, "(ids: [ID!]!): " + n.BatchResult + "!"},
 	} {
 		if g.can("entity", e.Name, m.op) {
 			g.root(&g.mut, m.name, with(rf, m.kind), m.decl)
@@ -597,21 +597,21 @@ func (g *gen) entity(e *schema.Entity, rels []relField, relNames []string) {
 }
 
 // readRoots are the queries and subscriptions of an entity (its read scope).
-func (g *gen) readRoots(e *schema.Entity, n entityNames, rf rootField, page string) {
-	g.root(&g.query, n.List, with(rf, rList), "("+page+"): ["+n.Type+"!]!")
-	g.root(&g.query, n.One, with(rf, rOne), "(id: ID!): "+n.Type)
-	g.root(&g.query, n.Count, with(rf, rCount), fmt.Sprintf("(where: %s, search: String): Int!", n.Where))
-	g.root(&g.query, n.ConnectionField, with(rf, rConnection),
+func (g *gen) readRoots(e *schema.Entity, n entityNames, rf RootField, page string) {
+	g.root(&g.query, n.List, with(rf, KindList), "("+page+"): ["+n.Type+"!]!")
+	g.root(&g.query, n.One, with(rf, KindOne), "(id: ID!): "+n.Type)
+	g.root(&g.query, n.Count, with(rf, KindCount), fmt.Sprintf("(where: %s, search: String): Int!", n.Where))
+	g.root(&g.query, n.ConnectionField, with(rf, KindConnection),
 		fmt.Sprintf("(first: Int, after: String, last: Int, before: String, where: %s, search: String, orderBy: [%s!]): %s!", n.Where, n.OrderBy, n.Connection))
 	if hasVector(e) {
-		g.root(&g.query, n.VectorSearch, with(rf, rVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
+		g.root(&g.query, n.VectorSearch, with(rf, KindVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}
-	g.root(&g.sub, n.Created, with(rf, rCreated), "(where: "+n.Where+"): "+n.Type+"!")
-	g.root(&g.sub, n.Updated, with(rf, rUpdated), "(where: "+n.Where+"): "+n.Type+"!")
-	g.root(&g.sub, n.Deleted, with(rf, rDeleted), "(where: "+n.Where+"): "+n.Type+"!")
+	g.root(&g.sub, n.Created, with(rf, KindCreated), "(where: "+n.Where+"): "+n.Type+"!")
+	g.root(&g.sub, n.Updated, with(rf, KindUpdated), "(where: "+n.Where+"): "+n.Type+"!")
+	g.root(&g.sub, n.Deleted, with(rf, KindDeleted), "(where: "+n.Where+"): "+n.Type+"!")
 }
 
-func with(rf rootField, k rootKind) rootField { rf.kind = k; return rf }
+func with(rf RootField, k RootKind) RootField { rf.Kind = k; return rf }
 
 func hasVector(e *schema.Entity) bool {
 	for i := range e.Fields {
@@ -636,7 +636,7 @@ func (g *gen) relationship(r *schema.Relationship) {
 		}
 		input = append(input, "  "+f.Name+": "+inType(rn.Properties, f, false))
 	}
-	rf := rootField{rel: r}
+	rf := RootField{Rel: r}
 	edgeFields := []string{"  id: ID!", "  from: ID!", "  to: ID!", "  createdAt: DateTime!"}
 	createArgs := "(from: ID!, to: ID!)"
 	if len(r.Properties) > 0 {
@@ -649,18 +649,18 @@ func (g *gen) relationship(r *schema.Relationship) {
 	}
 	g.typ("type", rn.Edge, fmt.Sprintf("An edge of %s from a %s to a %s.", r.Name, r.From, r.To), edgeFields)
 	if g.can("relationship", r.Name, "create") {
-		g.root(&g.mut, rn.Create, with(rf, rRelCreate), createArgs+": "+rn.Edge+"!")
+		g.root(&g.mut, rn.Create, with(rf, KindRelCreate), createArgs+": "+rn.Edge+"!")
 	}
 	if len(r.Properties) > 0 && g.can("relationship", r.Name, "update") {
-		g.root(&g.mut, rn.UpdateByID, with(rf, rRelUpdate), "(id: ID!, properties: "+rn.PropsInput+"!): "+rn.Edge+"!")
+		g.root(&g.mut, rn.UpdateByID, with(rf, KindRelUpdate), "(id: ID!, properties: "+rn.PropsInput+"!): "+rn.Edge+"!")
 	}
 	if g.can("relationship", r.Name, "delete") {
-		g.root(&g.mut, rn.DeleteByID, with(rf, rRelDelete), "(id: ID!): DeletedRelationship!")
+		g.root(&g.mut, rn.DeleteByID, with(rf, KindRelDelete), "(id: ID!): DeletedRelationship!")
 	}
 	if g.can("relationship", r.Name, "read") {
 		stem := lowerFirst(strings.TrimPrefix(rn.Create, "create"))
-		g.root(&g.sub, stem+"Created", with(rf, rRelCreated), ": "+rn.Edge+"!")
-		g.root(&g.sub, stem+"Updated", with(rf, rRelUpdated), ": "+rn.Edge+"!")
-		g.root(&g.sub, stem+"Deleted", with(rf, rRelDeleted), ": "+rn.Edge+"!")
+		g.root(&g.sub, stem+"Created", with(rf, KindRelCreated), ": "+rn.Edge+"!")
+		g.root(&g.sub, stem+"Updated", with(rf, KindRelUpdated), ": "+rn.Edge+"!")
+		g.root(&g.sub, stem+"Deleted", with(rf, KindRelDeleted), ": "+rn.Edge+"!")
 	}
 }

@@ -93,7 +93,7 @@ func TestRootFieldNames(t *testing.T) {
 	if user["followingConnection"] != nil {
 		t.Error("connection field generated for a relationship without properties")
 	}
-	if m.field("UserWhere", "groups_every") == nil {
+	if m.Field("UserWhere", "groups_every") == nil {
 		t.Error("UserWhere.groups_every missing")
 	}
 }

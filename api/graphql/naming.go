@@ -141,7 +141,17 @@ func (n namer) relationship(r *schema.Relationship) relNames {
 // relConnTypes names the connection and edge types of a relationship field
 // with properties: User.groupsConnection → UserGroupsRelationshipConnection
 // with edges of UserGroupsRelationshipEdge.
-func relConnTypes(owner, field string) (conn, edge string) {
+func RelConnTypes(owner, field string) (conn, edge string) {
 	stem := owner + upperFirst(field) + "Relationship"
 	return stem + "Connection", stem + "Edge"
+}
+
+// EdgeType names the GraphQL type of an edge of rel, as its mutations and
+// events return it: MEMBER_OF → MemberOfRelationship.
+func EdgeType(rel *schema.Relationship) string { return newNamer().relationship(rel).Edge }
+
+// PropertiesType names the GraphQL type of the properties of an edge of
+// rel: MEMBER_OF → MemberOfProperties.
+func PropertiesType(rel *schema.Relationship) string {
+	return newNamer().relationship(rel).Properties
 }

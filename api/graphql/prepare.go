@@ -54,9 +54,9 @@ import (
 
 // operation is a prepared operation: immutable, shared by the requests
 // that send the same document to the same model.
-type operation struct {
-	kind         ast.OperationType
-	SelectionSet selectionSet
+type Operation struct {
+	Kind         ast.OperationType
+	SelectionSet SelectionSet
 	// doc is the normalized document holding only this operation: the
 	// library's variable validation reads its variable definitions.
 	doc     *ast.Document
@@ -69,7 +69,7 @@ type operation struct {
 
 type varDef struct {
 	name    string
-	def     *value // default value; nil when none
+	def     *Value // default value; nil when none
 	list    bool   // the type is a list: a single value is coerced to a list of one
 	nonNull bool
 	check   varCheck
@@ -145,7 +145,7 @@ func scalarsValid(defs []varDef, given map[string]any) bool {
 }
 
 // opName is the operation type as clients name it.
-func opName(k ast.OperationType) string {
+func OpName(k ast.OperationType) string {
 	switch k {
 	case ast.OperationTypeMutation:
 		return "mutation"
@@ -208,12 +208,12 @@ func newPreparer() *preparer {
 // Prepare parses and validates a request against the model and checks the
 // limits, through the cache of prepared operations; then it validates and
 // coerces the request's variables.
-func (e *Engine) Prepare(ctx context.Context, m *Model, req Request) (*prepared, *Result) {
+func (e *Engine) Prepare(ctx context.Context, m *Model, req Request) (*Prepared, *Result) {
 	if req.Query == "" {
-		return nil, requestError(apperr.BadRequest, "the request has no query")
+		return nil, NewRequestError(apperr.BadRequest, "the request has no query")
 	}
 	if len(req.Query) > e.limits.MaxDocumentBytes {
-		return nil, requestError(apperr.TooLarge, fmt.Sprintf("the query document exceeds %d bytes", e.limits.MaxDocumentBytes))
+		return nil, NewRequestError(apperr.TooLarge, fmt.Sprintf("the query document exceeds %d bytes", e.limits.MaxDocumentBytes))
 	}
 	key := opKey{m: weak.Make(m), name: req.OperationName, query: req.Query}
 	op, hit := e.cache.get(key)
@@ -234,11 +234,11 @@ func (e *Engine) Prepare(ctx context.Context, m *Model, req Request) (*prepared,
 	if res != nil {
 		return nil, res
 	}
-	return &prepared{m: m, op: op, vars: vars}, nil
+	return &Prepared{Model: m, Op: op, Vars: vars}, nil
 }
 
 // compile runs steps 1-6 on a document not in the cache.
-func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation, *Result) {
+func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*Operation, *Result) {
 	p, _ := e.preparers.Get().(*preparer)
 	if p == nil {
 		p = newPreparer()
@@ -261,9 +261,9 @@ func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation
 	}
 	inlineSpreads(doc, lim.names)
 	if ge := mergeDocument(doc); ge != nil {
-		return nil, validationFailed(*ge)
+		return nil, ValidationFailed(*ge)
 	}
-	p.directives.Validate(doc, m.doc, rep)
+	p.directives.Validate(doc, m.Doc(), rep)
 	if rep.HasErrors() {
 		return nil, reportResult(ctx, rep, "GRAPHQL_VALIDATION_FAILED", req.Query, doc)
 	}
@@ -273,9 +273,9 @@ func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation
 	}
 	// The picked operation by its own name (an only operation may be named
 	// without the request naming it).
-	p.normalizer.NormalizeNamedOperation(doc, m.doc, []byte(doc.OperationDefinitionNameString(ref)), rep)
+	p.normalizer.NormalizeNamedOperation(doc, m.Doc(), []byte(doc.OperationDefinitionNameString(ref)), rep)
 	if !rep.HasErrors() {
-		p.validator.Validate(doc, m.doc, rep)
+		p.validator.Validate(doc, m.Doc(), rep)
 	}
 	var failed *Result
 	if rep.HasErrors() {
@@ -295,7 +295,7 @@ func (e *Engine) compile(ctx context.Context, m *Model, req Request) (*operation
 		return nil, failed
 	}
 	od := doc.OperationDefinitions[ref]
-	op := &operation{kind: od.OperationType, doc: doc, byVariables: lim.byVariables}
+	op := &Operation{Kind: od.OperationType, doc: doc, byVariables: lim.byVariables}
 	if od.HasSelections {
 		op.SelectionSet = treeOf(doc, od.SelectionSet)
 	}
@@ -342,7 +342,7 @@ func (p *preparer) validateOthers(ctx context.Context, m *Model, query string, f
 	}
 	inlineSpreads(doc, frags)
 	if ge := mergeDocument(doc); ge != nil { // merged once already: never
-		return validationFailed(*ge).Errors
+		return ValidationFailed(*ge).Errors
 	}
 	var ops []ast.Node
 	for _, n := range doc.RootNodes {
@@ -353,9 +353,9 @@ func (p *preparer) validateOthers(ctx context.Context, m *Model, query string, f
 	var errs []Error
 	for _, n := range ops {
 		doc.RootNodes = append(doc.RootNodes[:0], n)
-		p.normalizer.NormalizeNamedOperation(doc, m.doc, []byte(doc.OperationDefinitionNameString(n.Ref)), rep)
+		p.normalizer.NormalizeNamedOperation(doc, m.Doc(), []byte(doc.OperationDefinitionNameString(n.Ref)), rep)
 		if !rep.HasErrors() {
-			p.othersValidator.Validate(doc, m.doc, rep)
+			p.othersValidator.Validate(doc, m.Doc(), rep)
 		}
 		if rep.HasErrors() {
 			errs = append(errs, reportResult(ctx, rep, "GRAPHQL_VALIDATION_FAILED", query, doc).Errors...)
@@ -380,11 +380,11 @@ func pickOperation(doc *ast.Document, name string) (int, *Result) {
 	}
 	switch {
 	case name != "" && found < 0:
-		return 0, requestError(apperr.BadRequest, fmt.Sprintf("unknown operation %q", name))
+		return 0, NewRequestError(apperr.BadRequest, fmt.Sprintf("unknown operation %q", name))
 	case name == "" && count > 1:
-		return 0, requestError(apperr.BadRequest, "the document has several operations: operationName is required")
+		return 0, NewRequestError(apperr.BadRequest, "the document has several operations: operationName is required")
 	case found < 0:
-		return 0, requestError("GRAPHQL_VALIDATION_FAILED", "the document has no operation")
+		return 0, NewRequestError("GRAPHQL_VALIDATION_FAILED", "the document has no operation")
 	}
 	return found, nil
 }
@@ -392,7 +392,7 @@ func pickOperation(doc *ast.Document, name string) (int, *Result) {
 // variables validates the request's variables and applies defaults: those
 // of built-in scalar types by the checks prepared with the operation (the
 // get by id's `$id: ID!`), anything else by the library's walk.
-func (e *Engine) variables(ctx context.Context, m *Model, op *operation, req Request) (map[string]any, *Result) {
+func (e *Engine) variables(ctx context.Context, m *Model, op *Operation, req Request) (map[string]any, *Result) {
 	if len(op.varDefs) == 0 {
 		return nil, nil
 	}
@@ -408,8 +408,8 @@ func (e *Engine) variables(ctx context.Context, m *Model, op *operation, req Req
 }
 
 // validateVariables is the library's validation of the variables.
-func (e *Engine) validateVariables(ctx context.Context, m *Model, op *operation, req Request) (map[string]any, *Result) {
-	given, raw := req.Variables, req.variablesJSON
+func (e *Engine) validateVariables(ctx context.Context, m *Model, op *Operation, req Request) (map[string]any, *Result) {
+	given, raw := req.Variables, req.VariablesJSON
 	// A single value for a list-typed variable is a list of one (input
 	// coercion); the library's variable validation expects it done.
 	cloned := false
@@ -428,7 +428,7 @@ func (e *Engine) validateVariables(ctx context.Context, m *Model, op *operation,
 		if given != nil {
 			var err error
 			if raw, err = json.Marshal(given); err != nil {
-				return nil, requestError(apperr.BadRequest, "variables must be a JSON object")
+				return nil, NewRequestError(apperr.BadRequest, "variables must be a JSON object")
 			}
 		}
 	}
@@ -436,14 +436,14 @@ func (e *Engine) validateVariables(ctx context.Context, m *Model, op *operation,
 	if v == nil {
 		v = variablesvalidation.NewVariablesValidator(variablesvalidation.VariablesValidatorOptions{})
 	}
-	err := v.Validate(op.doc, m.doc, raw)
+	err := v.Validate(op.doc, m.Doc(), raw)
 	e.variableValidators.Put(v)
 	if err != nil {
 		var rep operationreport.Report
 		if errors.As(err, &rep) {
 			return nil, reportResult(ctx, &rep, apperr.BadRequest, req.Query, nil)
 		}
-		return nil, requestError(apperr.BadRequest, err.Error())
+		return nil, NewRequestError(apperr.BadRequest, err.Error())
 	}
 	if res := intsValid(op.varDefs, given); res != nil {
 		return nil, res
@@ -464,7 +464,7 @@ func intsValid(defs []varDef, given map[string]any) *Result {
 			continue
 		}
 		if bad, why := notInt(given[defs[i].name]); bad != "" {
-			return requestError(apperr.BadRequest, fmt.Sprintf("Variable \"$%s\" got invalid value %s; Int cannot represent %s", defs[i].name, bad, why))
+			return NewRequestError(apperr.BadRequest, fmt.Sprintf("Variable \"$%s\" got invalid value %s; Int cannot represent %s", defs[i].name, bad, why))
 		}
 	}
 	return nil
@@ -515,7 +515,7 @@ func withDefaults(defs []varDef, given map[string]any) map[string]any {
 		val, ok := given[d.name]
 		if !ok {
 			if d.def != nil {
-				vars[d.name] = d.def.eval(nil)
+				vars[d.name] = d.def.Eval(nil)
 			}
 			continue
 		}
@@ -541,7 +541,7 @@ func endOf(q string) Location {
 	return Location{Line: line, Column: 1 + len(q) - (strings.LastIndexByte(q, '\n') + 1)}
 }
 
-func validationFailed(e Error) *Result {
+func ValidationFailed(e Error) *Result {
 	e.Extensions = map[string]any{"code": "GRAPHQL_VALIDATION_FAILED"}
 	return &Result{RequestError: true, Errors: []Error{e}}
 }

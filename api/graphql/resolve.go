@@ -20,19 +20,19 @@ const MaxPage = 100
 // resolveRoot writes the value of root field cf to b (on an error, what
 // it wrote is for the caller to cut).
 func (x *execCtx) resolveRoot(b *bytes.Buffer, root string, cf *cfield) error {
-	rf, ok := x.m.roots[cf.field.Name]
-	if ok && rf.kind == rList { // written straight into b: the value may be large
-		if err := x.p.Require("entity", rf.entity.Name, "read"); err != nil {
+	rf, ok := x.m.Root(cf.field.Name)
+	if ok && rf.Kind == KindList { // written straight into b: the value may be large
+		if err := x.p.Require("entity", rf.Entity.Name, "read"); err != nil {
 			return err
 		}
-		return x.list(b, rf.entity, cf)
+		return x.list(b, rf.Entity, cf)
 	}
-	if ok && rf.kind == rOne { // the get by id: written straight into b, its one argument read without a map
-		if err := x.p.Require("entity", rf.entity.Name, "read"); err != nil {
+	if ok && rf.Kind == KindOne { // the get by id: written straight into b, its one argument read without a map
+		if err := x.p.Require("entity", rf.Entity.Name, "read"); err != nil {
 			return err
 		}
-		id, _ := cf.field.argument("id", x.vars).(string)
-		return x.one(b, rf.entity, cf, id)
+		id, _ := cf.field.Argument("id", x.vars).(string)
+		return x.one(b, rf.Entity, cf, id)
 	}
 	v, err := x.resolveValue(root, cf)
 	if err != nil {
@@ -50,23 +50,23 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 	case "__schema", "__type":
 		return x.introspect(cf)
 	}
-	rf, ok := x.m.roots[cf.field.Name]
+	rf, ok := x.m.Root(cf.field.Name)
 	if !ok {
 		return nil, apperr.New(apperr.BadRequest, "unknown field %s", cf.field.Name)
 	}
-	if rf.kind == rNone {
+	if rf.Kind == KindNone {
 		return []byte("null"), nil
 	}
 	args := cf.field.ArgumentMap(x.vars)
-	e := rf.entity
-	switch rf.kind {
-	case rCount, rConnection, rVectorSearch:
+	e := rf.Entity
+	switch rf.Kind {
+	case KindCount, KindConnection, KindVectorSearch:
 		if err := x.p.Require("entity", e.Name, "read"); err != nil {
 			return nil, err
 		}
 	}
-	switch rf.kind {
-	case rCount:
+	switch rf.Kind {
+	case KindCount:
 		where, err := x.where(e, args["where"])
 		if err != nil {
 			return nil, err
@@ -77,15 +77,15 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 			return nil, err
 		}
 		return x.query(st, e.Name)
-	case rConnection:
+	case KindConnection:
 		return x.connection(e, cf, args)
-	case rVectorSearch:
+	case KindVectorSearch:
 		return x.vectorSearch(e, cf, args)
-	case rCreate, rUpdate, rDelete:
+	case KindCreate, KindUpdate, KindDelete:
 		return x.mutate(rf, cf, args)
-	case rBatchCreate, rBatchUpdate, rBatchDelete:
+	case KindBatchCreate, KindBatchUpdate, KindBatchDelete:
 		return x.batch(rf, cf, args)
-	case rRelCreate, rRelUpdate, rRelDelete:
+	case KindRelCreate, KindRelUpdate, KindRelDelete:
 		return x.edge(rf, cf, args)
 	}
 	return nil, apperr.New(apperr.BadRequest, "%s is not available over this transport", cf.field.Name)
@@ -116,8 +116,8 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
 		return err
 	}
 	l.Search, _ = args["search"].(string)
-	l.Limit, _ = intArg(args["limit"])
-	l.Offset, _ = intArg(args["offset"])
+	l.Limit, _ = IntArg(args["limit"])
+	l.Offset, _ = IntArg(args["offset"])
 	if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
 		return err
 	}
@@ -145,11 +145,11 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
 // writeList runs a list statement and writes its items to b with shape
 // sh, as Postgres wrote them when exact (the statement was compiled with
 // sh's Output).
-func (x *execCtx) writeList(b *bytes.Buffer, e *schema.Entity, st query.Statement, sh *shape, exact bool) error {
+func (x *execCtx) writeList(b *bytes.Buffer, e *schema.Entity, st query.Statement, sh *Shape, exact bool) error {
 	// Written from the driver's bytes as they stand: {"items": [...]} is
 	// not split first, nor copied out of the driver.
 	return x.queryFunc(st, e.Name, func(raw []byte) error {
-		i, err := memberAt(raw, "items")
+		i, err := MemberAt(raw, "items")
 		if err != nil {
 			return apperr.Wrap(err, "read result")
 		}
@@ -160,13 +160,13 @@ func (x *execCtx) writeList(b *bytes.Buffer, e *schema.Entity, st query.Statemen
 			b.WriteString("[]")
 			return nil
 		}
-		if exact && writeExactItems(b, raw, i) {
+		if exact && WriteExactItems(b, raw, i) {
 			return nil
 		}
-		end, err := writeListAt(b, sh, raw, i)
+		end, err := WriteListAt(b, sh, raw, i)
 		if err == nil {
-			if end = skipWS(raw, end); end >= len(raw) || raw[end] != ',' && raw[end] != '}' {
-				err = errBadJSON
+			if end = SkipWS(raw, end); end >= len(raw) || raw[end] != ',' && raw[end] != '}' {
+				err = ErrBadJSON
 			}
 		}
 		if err != nil {
@@ -234,7 +234,7 @@ func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id st
 		return err
 	}
 	b.Grow(len(raw) + len(raw)/4 + 16) // renamed keys and __typename may add a little
-	if err := writeKept(b, sh, raw); err != nil {
+	if err := WriteKept(b, sh, raw); err != nil {
 		return apperr.Wrap(err, "reshape result")
 	}
 	return nil
@@ -259,13 +259,13 @@ func keyNames(keys []query.Order) []string {
 }
 
 func encodeCursor(names []string, keys []query.Order, item []byte) (string, error) {
-	ms, err := objectMembers(item, nil)
+	ms, err := ObjectMembers(item, nil)
 	if err != nil {
 		return "", err
 	}
 	c := cursor{K: names}
 	for _, k := range keys {
-		v := lookup(ms, k.Field)
+		v := Lookup(ms, k.Field)
 		if v == nil {
 			v = []byte("null")
 		}
@@ -300,8 +300,8 @@ func decodeCursor(s string, names []string, arg string) ([]any, error) {
 }
 
 func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
-	first, hasFirst := intArg(args["first"])
-	last, hasLast := intArg(args["last"])
+	first, hasFirst := IntArg(args["first"])
+	last, hasLast := IntArg(args["last"])
 	after, _ := args["after"].(string)
 	before, _ := args["before"].(string)
 	switch {
@@ -347,25 +347,25 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 	l.Select.Fields = []string{}
 	conn := x.collect(cf.sel, connT)
 	var wantCount bool
-	edges := map[string]*shape{}
+	edges := map[string]*Shape{}
 	for _, c := range conn {
 		switch c.field.Name {
 		case "totalCount":
 			wantCount = true
 		case "edges":
-			sh := &shape{}
+			sh := &Shape{}
 			for _, ef := range x.collect(c.sel, edgeT) {
 				switch ef.field.Name {
 				case "__typename":
-					sh.fields = append(sh.fields, outField{key: ef.key, kind: oTypename, typename: edgeT})
+					sh.Fields = append(sh.Fields, OutField{Key: ef.key, Kind: Typename, Typename: edgeT})
 				case "cursor":
-					sh.fields = append(sh.fields, outField{key: ef.key, kind: oScalar, src: "\x00cursor"})
+					sh.Fields = append(sh.Fields, OutField{Key: ef.key, Kind: Scalar, Src: "\x00cursor"})
 				case "node":
 					node, err := x.record(e, ef.sel, &l.Select)
 					if err != nil {
 						return nil, err
 					}
-					sh.fields = append(sh.fields, outField{key: ef.key, kind: oSelf, sub: node})
+					sh.Fields = append(sh.Fields, OutField{Key: ef.key, Kind: Self, Sub: node})
 				}
 			}
 			edges[c.key] = sh
@@ -405,11 +405,11 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 	if err != nil {
 		return nil, err
 	}
-	ms, err := objectMembers(raw, nil)
+	ms, err := ObjectMembers(raw, nil)
 	if err != nil {
 		return nil, apperr.Wrap(err, "read result")
 	}
-	items, err := arrayItems(lookup(ms, "items"), nil)
+	items, err := ArrayItems(Lookup(ms, "items"), nil)
 	if err != nil {
 		return nil, apperr.Wrap(err, "read result")
 	}
@@ -447,12 +447,12 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeKey(&b, c.key)
+		WriteKey(&b, c.key)
 		switch c.field.Name {
 		case "__typename":
-			writeString(&b, connT)
+			WriteString(&b, connT)
 		case "totalCount":
-			if v := lookup(ms, "count"); v != nil {
+			if v := Lookup(ms, "count"); v != nil {
 				b.Write(v)
 			} else {
 				b.WriteString("0")
@@ -465,18 +465,18 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 					b.WriteByte(',')
 				}
 				b.WriteByte('{')
-				for k, f := range sh.fields {
+				for k, f := range sh.Fields {
 					if k > 0 {
 						b.WriteByte(',')
 					}
-					writeKey(&b, f.key)
-					switch f.kind {
-					case oTypename:
-						writeString(&b, f.typename)
-					case oScalar:
-						writeString(&b, cursors[j])
-					case oSelf:
-						if err := writeObj(&b, f.sub, it); err != nil {
+					WriteKey(&b, f.Key)
+					switch f.Kind {
+					case Typename:
+						WriteString(&b, f.Typename)
+					case Scalar:
+						WriteString(&b, cursors[j])
+					case Self:
+						if err := WriteObj(&b, f.Sub, it); err != nil {
 							return nil, apperr.Wrap(err, "reshape result")
 						}
 					}
@@ -490,10 +490,10 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 				if k > 0 {
 					b.WriteByte(',')
 				}
-				writeKey(&b, pf.key)
+				WriteKey(&b, pf.key)
 				switch pf.field.Name {
 				case "__typename":
-					writeString(&b, "PageInfo")
+					WriteString(&b, "PageInfo")
 				case "hasNextPage":
 					b.WriteString(boolJSON(hasNext))
 				case "hasPreviousPage":
@@ -502,9 +502,9 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 					if len(cursors) == 0 {
 						b.WriteString("null")
 					} else if pf.field.Name == "startCursor" {
-						writeString(&b, cursors[0])
+						WriteString(&b, cursors[0])
 					} else {
-						writeString(&b, cursors[len(cursors)-1])
+						WriteString(&b, cursors[len(cursors)-1])
 					}
 				}
 			}
@@ -528,8 +528,8 @@ func (x *execCtx) vectorSearch(e *schema.Entity, cf *cfield, args map[string]any
 	v.Field, _ = in["field"].(string)
 	vec, _ := norm(in["vector"]).([]any)
 	v.Vector = vec
-	v.TopK, _ = intArg(in["topK"])
-	if ef, ok := intArg(in["efSearch"]); ok {
+	v.TopK, _ = IntArg(in["topK"])
+	if ef, ok := IntArg(in["efSearch"]); ok {
 		if ef < 1 {
 			return nil, apperr.Field("efSearch", "must be between topK and %d", query.MaxEfSearch)
 		}
@@ -540,19 +540,19 @@ func (x *execCtx) vectorSearch(e *schema.Entity, cf *cfield, args map[string]any
 		return nil, err
 	}
 	resT := e.Name + "VectorSearchResult"
-	sh := &shape{}
+	sh := &Shape{}
 	for _, c := range x.collect(cf.sel, resT) {
 		switch c.field.Name {
 		case "__typename":
-			sh.fields = append(sh.fields, outField{key: c.key, kind: oTypename, typename: resT})
+			sh.Fields = append(sh.Fields, OutField{Key: c.key, Kind: Typename, Typename: resT})
 		case "score":
-			sh.fields = append(sh.fields, outField{key: c.key, kind: oScalar, src: "score"})
+			sh.Fields = append(sh.Fields, OutField{Key: c.key, Kind: Scalar, Src: "score"})
 		case "data":
 			d, err := x.record(e, c.sel, &v.Select)
 			if err != nil {
 				return nil, err
 			}
-			sh.fields = append(sh.fields, outField{key: c.key, kind: oObject, src: "data", sub: d})
+			sh.Fields = append(sh.Fields, OutField{Key: c.key, Kind: Object, Src: "data", Sub: d})
 		}
 	}
 	if v.Select.Fields == nil {
@@ -567,7 +567,7 @@ func (x *execCtx) vectorSearch(e *schema.Entity, cf *cfield, args map[string]any
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := writeList(&b, sh, raw); err != nil {
+	if err := WriteList(&b, sh, raw); err != nil {
 		return nil, apperr.Wrap(err, "reshape result")
 	}
 	return b.Bytes(), nil
@@ -575,9 +575,9 @@ func (x *execCtx) vectorSearch(e *schema.Entity, cf *cfield, args map[string]any
 
 // mutate runs create/update/delete through records.Store (validation and
 // the outbox event in the same statement as the write).
-func (x *execCtx) mutate(rf rootField, cf *cfield, args map[string]any) ([]byte, error) {
-	e := rf.entity
-	op := map[rootKind]string{rCreate: "create", rUpdate: "update", rDelete: "delete"}[rf.kind]
+func (x *execCtx) mutate(rf RootField, cf *cfield, args map[string]any) ([]byte, error) {
+	e := rf.Entity
+	op := map[RootKind]string{KindCreate: "create", KindUpdate: "update", KindDelete: "delete"}[rf.Kind]
 	if err := x.p.Require("entity", e.Name, op); err != nil {
 		return nil, err
 	}
@@ -592,15 +592,15 @@ func (x *execCtx) mutate(rf rootField, cf *cfield, args map[string]any) ([]byte,
 		}
 	}
 	var raw []byte
-	switch rf.kind {
-	case rCreate:
+	switch rf.Kind {
+	case KindCreate:
 		in, _ := norm(args["input"]).(map[string]any)
 		raw, err = x.e.store.Create(x.ctx, x.sc, e.Name, in)
-	case rUpdate:
+	case KindUpdate:
 		in, _ := norm(args["input"]).(map[string]any)
 		id, _ := args["id"].(string)
 		raw, err = x.e.store.Update(x.ctx, x.sc, e.Name, id, in, records.Patch)
-	case rDelete:
+	case KindDelete:
 		id, _ := args["id"].(string)
 		if _, perr := uuid.Parse(id); perr != nil {
 			return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
@@ -637,7 +637,7 @@ func (x *execCtx) mutate(rf rootField, cf *cfield, args map[string]any) ([]byte,
 		return x.byID(e, cf, m.ID)
 	}
 	var b bytes.Buffer
-	if err := writeObj(&b, sh, raw); err != nil {
+	if err := WriteObj(&b, sh, raw); err != nil {
 		return nil, apperr.Wrap(err, "reshape result")
 	}
 	return b.Bytes(), nil

@@ -16,98 +16,98 @@ import (
 // shape says how to turn one JSON object built by Postgres into the
 // GraphQL response object of a selection: which members to copy under
 // which response keys, in selection order.
-type shape struct {
-	fields []outField
+type Shape struct {
+	Fields []OutField
 	// reorders: rows met so far order their members otherwise than this
 	// (kept, shared) shape, so writeKept reshapes them at once.
 	reorders atomic.Bool
 }
 
-type outKind uint8
+type OutKind uint8
 
 const (
-	oScalar   outKind = iota // copy member src
-	oTypename                // the constant typename
-	oList                    // member src is an array of objects, each reshaped by sub
-	oObject                  // member src is an object (or null) reshaped by sub
-	oEdgeConn                // member src is an array of edge items; output {edges: [...]} per sub
-	oEdges                   // inside oEdgeConn: the edge items, each reshaped by sub
-	oSelf                    // the current object itself reshaped by sub (edge → node)
-	oEdgeMeta                // member src of the item's "_relationship" object
+	Scalar   OutKind = iota // copy member src
+	Typename                // the constant typename
+	List                    // member src is an array of objects, each reshaped by sub
+	Object                  // member src is an object (or null) reshaped by sub
+	EdgeConn                // member src is an array of edge items; output {edges: [...]} per sub
+	Edges                   // inside oEdgeConn: the edge items, each reshaped by sub
+	Self                    // the current object itself reshaped by sub (edge → node)
+	EdgeMeta                // member src of the item's "_relationship" object
 )
 
-type outField struct {
-	key      string
-	src      string
-	kind     outKind
-	typename string
-	sub      *shape
+type OutField struct {
+	Key      string
+	Src      string
+	Kind     OutKind
+	Typename string
+	Sub      *Shape
 }
 
 // reshapeObj writes raw (a JSON object) reshaped by s, member by member:
 // the path for what writeObj cannot stream.
-func reshapeObj(b *bytes.Buffer, s *shape, raw []byte) error {
-	if isNull(raw) {
+func reshapeObj(b *bytes.Buffer, s *Shape, raw []byte) error {
+	if IsNull(raw) {
 		b.WriteString("null")
 		return nil
 	}
-	var pool [24]member
-	ms, err := objectMembers(raw, pool[:0])
+	var pool [24]Member
+	ms, err := ObjectMembers(raw, pool[:0])
 	if err != nil {
 		return err
 	}
 	b.WriteByte('{')
-	for i, f := range s.fields {
+	for i, f := range s.Fields {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeKey(b, f.key)
-		switch f.kind {
-		case oScalar:
-			if v := lookup(ms, f.src); !isNull(v) {
+		WriteKey(b, f.Key)
+		switch f.Kind {
+		case Scalar:
+			if v := Lookup(ms, f.Src); !IsNull(v) {
 				b.Write(v)
 			} else {
 				b.WriteString("null")
 			}
-		case oTypename:
-			writeString(b, f.typename)
-		case oList:
-			if err := writeList(b, f.sub, lookup(ms, f.src)); err != nil {
+		case Typename:
+			WriteString(b, f.Typename)
+		case List:
+			if err := WriteList(b, f.Sub, Lookup(ms, f.Src)); err != nil {
 				return err
 			}
-		case oObject:
-			if err := writeObj(b, f.sub, lookup(ms, f.src)); err != nil {
+		case Object:
+			if err := WriteObj(b, f.Sub, Lookup(ms, f.Src)); err != nil {
 				return err
 			}
-		case oSelf:
-			if err := writeObj(b, f.sub, raw); err != nil {
+		case Self:
+			if err := WriteObj(b, f.Sub, raw); err != nil {
 				return err
 			}
-		case oEdgeMeta:
-			rel := lookup(ms, "_relationship")
-			var p2 [6]member
-			rm, err := objectMembers(rel, p2[:0])
+		case EdgeMeta:
+			rel := Lookup(ms, "_relationship")
+			var p2 [6]Member
+			rm, err := ObjectMembers(rel, p2[:0])
 			if err != nil {
 				return err
 			}
-			if v := lookup(rm, f.src); !isNull(v) {
+			if v := Lookup(rm, f.Src); !IsNull(v) {
 				b.Write(v)
 			} else {
 				b.WriteString("null")
 			}
-		case oEdgeConn:
-			items := lookup(ms, f.src)
+		case EdgeConn:
+			items := Lookup(ms, f.Src)
 			b.WriteByte('{')
-			for j, cf := range f.sub.fields {
+			for j, cf := range f.Sub.Fields {
 				if j > 0 {
 					b.WriteByte(',')
 				}
-				writeKey(b, cf.key)
-				if cf.kind == oTypename {
-					writeString(b, cf.typename)
+				WriteKey(b, cf.Key)
+				if cf.Kind == Typename {
+					WriteString(b, cf.Typename)
 					continue
 				}
-				if err := writeList(b, cf.sub, items); err != nil {
+				if err := WriteList(b, cf.Sub, items); err != nil {
 					return err
 				}
 			}
@@ -119,9 +119,9 @@ func reshapeObj(b *bytes.Buffer, s *shape, raw []byte) error {
 }
 
 // reshapeList writes a JSON array of objects, each reshaped by s.
-func reshapeList(b *bytes.Buffer, s *shape, raw []byte) error {
+func reshapeList(b *bytes.Buffer, s *Shape, raw []byte) error {
 	var pool [64][]byte
-	items, err := arrayItems(raw, pool[:0])
+	items, err := ArrayItems(raw, pool[:0])
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func reshapeList(b *bytes.Buffer, s *shape, raw []byte) error {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if err := writeObj(b, s, it); err != nil {
+		if err := WriteObj(b, s, it); err != nil {
 			return err
 		}
 	}
@@ -157,93 +157,93 @@ func addField(sel *query.Selection, name string) {
 
 // record builds the shape of a record selection over entity e, adding
 // the columns and nested relationship selections it needs to sel.
-func (x *execCtx) record(e *schema.Entity, set selectionSet, sel *query.Selection) (*shape, error) {
+func (x *execCtx) record(e *schema.Entity, set SelectionSet, sel *query.Selection) (*Shape, error) {
 	if sel.Fields == nil {
 		sel.Fields = []string{}
 	}
-	s := &shape{}
+	s := &Shape{}
 	for _, cf := range x.collect(set, e.Name) {
 		name := cf.field.Name
 		if name == "__typename" {
-			s.fields = append(s.fields, outField{key: cf.key, kind: oTypename, typename: e.Name})
+			s.Fields = append(s.Fields, OutField{Key: cf.key, Kind: Typename, Typename: e.Name})
 			continue
 		}
-		if field, ok := x.m.files[e.Name][name]; ok {
-			s.fields = append(s.fields, outField{key: cf.key, src: x.fileMeta(sel, field), kind: oObject, sub: x.fileShape(cf.sel)})
+		if field, ok := x.m.File(e.Name, name); ok {
+			s.Fields = append(s.Fields, OutField{Key: cf.key, Src: x.fileMeta(sel, field), Kind: Object, Sub: x.fileShape(cf.sel)})
 			continue
 		}
-		rf, isRel := x.m.rels[e.Name][name]
+		rf, isRel := x.m.Rel(e.Name, name)
 		if !isRel {
 			addField(sel, name)
-			s.fields = append(s.fields, outField{key: cf.key, src: name, kind: oScalar})
+			s.Fields = append(s.Fields, OutField{Key: cf.key, Src: name, Kind: Scalar})
 			continue
 		}
-		if err := x.canTraverse(rf.rel, rf.target); err != nil {
+		if err := x.canTraverse(rf.Rel, rf.Target); err != nil {
 			return nil, err
 		}
 		args := cf.field.ArgumentMap(x.vars)
-		n := query.Nested{Key: x.nextKey(), Relationship: rf.rel.Name, Direction: rf.dir, Select: query.Selection{Fields: []string{}}}
+		n := query.Nested{Key: x.nextKey(), Relationship: rf.Rel.Name, Direction: rf.Dir, Select: query.Selection{Fields: []string{}}}
 		var err error
-		n.Limit, _ = intArg(args["limit"])
-		n.Offset, _ = intArg(args["offset"])
+		n.Limit, _ = IntArg(args["limit"])
+		n.Offset, _ = IntArg(args["offset"])
 		if n.OrderBy, err = orderBy(args["orderBy"]); err != nil {
 			return nil, err
 		}
-		if !rf.conn {
-			if n.Where, err = x.where(rf.target, args["where"]); err != nil {
+		if !rf.Conn {
+			if n.Where, err = x.where(rf.Target, args["where"]); err != nil {
 				return nil, err
 			}
-			sub, err := x.record(rf.target, cf.sel, &n.Select)
+			sub, err := x.record(rf.Target, cf.sel, &n.Select)
 			if err != nil {
 				return nil, err
 			}
-			s.fields = append(s.fields, outField{key: cf.key, src: n.Key, kind: oList, sub: sub})
+			s.Fields = append(s.Fields, OutField{Key: cf.key, Src: n.Key, Kind: List, Sub: sub})
 			sel.Nested = append(sel.Nested, n)
 			continue
 		}
 		n.Edges = true
-		if n.Where, err = x.where(rf.target, args["nodeWhere"]); err != nil {
+		if n.Where, err = x.where(rf.Target, args["nodeWhere"]); err != nil {
 			return nil, err
 		}
 		if n.EdgeWhere, err = x.filter(nil, args["edgeWhere"]); err != nil {
 			return nil, err
 		}
-		connT, edgeT := relConnTypes(e.Name, strings.TrimSuffix(name, "Connection"))
-		propsT := newNamer().relationship(rf.rel).Properties
-		conn := &shape{}
+		connT, edgeT := RelConnTypes(e.Name, strings.TrimSuffix(name, "Connection"))
+		propsT := PropertiesType(rf.Rel)
+		conn := &Shape{}
 		for _, c := range x.collect(cf.sel, connT) {
 			if c.field.Name == "__typename" {
-				conn.fields = append(conn.fields, outField{key: c.key, kind: oTypename, typename: connT})
+				conn.Fields = append(conn.Fields, OutField{Key: c.key, Kind: Typename, Typename: connT})
 				continue
 			}
-			edge := &shape{}
+			edge := &Shape{}
 			for _, ef := range x.collect(c.sel, edgeT) {
 				switch ef.field.Name {
 				case "__typename":
-					edge.fields = append(edge.fields, outField{key: ef.key, kind: oTypename, typename: edgeT})
+					edge.Fields = append(edge.Fields, OutField{Key: ef.key, Kind: Typename, Typename: edgeT})
 				case "id", "createdAt":
-					edge.fields = append(edge.fields, outField{key: ef.key, src: ef.field.Name, kind: oEdgeMeta})
+					edge.Fields = append(edge.Fields, OutField{Key: ef.key, Src: ef.field.Name, Kind: EdgeMeta})
 				case "properties":
-					props := &shape{}
+					props := &Shape{}
 					for _, pf := range x.collect(ef.sel, propsT) {
 						if pf.field.Name == "__typename" {
-							props.fields = append(props.fields, outField{key: pf.key, kind: oTypename, typename: propsT})
+							props.Fields = append(props.Fields, OutField{Key: pf.key, Kind: Typename, Typename: propsT})
 						} else {
-							props.fields = append(props.fields, outField{key: pf.key, src: pf.field.Name, kind: oScalar})
+							props.Fields = append(props.Fields, OutField{Key: pf.key, Src: pf.field.Name, Kind: Scalar})
 						}
 					}
-					edge.fields = append(edge.fields, outField{key: ef.key, src: "properties", kind: oObject, sub: props})
+					edge.Fields = append(edge.Fields, OutField{Key: ef.key, Src: "properties", Kind: Object, Sub: props})
 				case "node":
-					node, err := x.record(rf.target, ef.sel, &n.Select)
+					node, err := x.record(rf.Target, ef.sel, &n.Select)
 					if err != nil {
 						return nil, err
 					}
-					edge.fields = append(edge.fields, outField{key: ef.key, kind: oSelf, sub: node})
+					edge.Fields = append(edge.Fields, OutField{Key: ef.key, Kind: Self, Sub: node})
 				}
 			}
-			conn.fields = append(conn.fields, outField{key: c.key, kind: oEdges, sub: edge})
+			conn.Fields = append(conn.Fields, OutField{Key: c.key, Kind: Edges, Sub: edge})
 		}
-		s.fields = append(s.fields, outField{key: cf.key, src: n.Key, kind: oEdgeConn, sub: conn})
+		s.Fields = append(s.Fields, OutField{Key: cf.key, Src: n.Key, Kind: EdgeConn, Sub: conn})
 		sel.Nested = append(sel.Nested, n)
 	}
 	return s, nil
@@ -266,14 +266,14 @@ func (x *execCtx) fileMeta(sel *query.Selection, field string) string {
 
 // fileShape is the shape of a File selection; the members come from
 // query.FileMeta's JSON object under their GraphQL names.
-func (x *execCtx) fileShape(set selectionSet) *shape {
-	s := &shape{}
+func (x *execCtx) fileShape(set SelectionSet) *Shape {
+	s := &Shape{}
 	for _, cf := range x.collect(set, "File") {
 		if cf.field.Name == "__typename" {
-			s.fields = append(s.fields, outField{key: cf.key, kind: oTypename, typename: "File"})
+			s.Fields = append(s.Fields, OutField{Key: cf.key, Kind: Typename, Typename: "File"})
 			continue
 		}
-		s.fields = append(s.fields, outField{key: cf.key, src: cf.field.Name, kind: oScalar})
+		s.Fields = append(s.Fields, OutField{Key: cf.key, Src: cf.field.Name, Kind: Scalar})
 	}
 	return s
 }
@@ -353,18 +353,18 @@ func (x *execCtx) filter(e *schema.Entity, v any) (query.Filter, error) {
 			continue
 		}
 		if e != nil {
-			if p, ok := x.m.preds[e.Name][k]; ok {
+			if p, ok := x.m.Pred(e.Name, k); ok {
 				if val == nil {
 					continue
 				}
-				if err := x.canTraverse(p.rel, p.target); err != nil {
+				if err := x.canTraverse(p.Rel, p.Target); err != nil {
 					return nil, err
 				}
-				f, err := x.filter(p.target, val)
+				f, err := x.filter(p.Target, val)
 				if err != nil {
 					return nil, err
 				}
-				and = append(and, query.Related{Relationship: p.rel.Name, Direction: p.dir, Quantifier: p.q, Where: f})
+				and = append(and, query.Related{Relationship: p.Rel.Name, Direction: p.Dir, Quantifier: p.Quantifier, Where: f})
 				continue
 			}
 		}

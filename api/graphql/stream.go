@@ -15,8 +15,8 @@ import "bytes"
 // both write the same bytes.
 
 // writeObj writes raw (a JSON object, or null) reshaped by s.
-func writeObj(b *bytes.Buffer, s *shape, raw []byte) error {
-	if isNull(raw) {
+func WriteObj(b *bytes.Buffer, s *Shape, raw []byte) error {
+	if IsNull(raw) {
 		b.WriteString("null")
 		return nil
 	}
@@ -28,13 +28,13 @@ func writeObj(b *bytes.Buffer, s *shape, raw []byte) error {
 
 // tryStream writes the object raw streamed by s and reports true, or
 // writes nothing and reports false when the stream gave up.
-func tryStream(b *bytes.Buffer, s *shape, raw []byte) (bool, error) {
+func tryStream(b *bytes.Buffer, s *Shape, raw []byte) (bool, error) {
 	mark := b.Len()
-	end, ok, err := streamObj(b, s, raw, skipWS(raw, 0))
+	end, ok, err := streamObj(b, s, raw, SkipWS(raw, 0))
 	if err != nil {
 		return false, err
 	}
-	if ok && skipWS(raw, end) == len(raw) {
+	if ok && SkipWS(raw, end) == len(raw) {
 		return true, nil
 	}
 	b.Truncate(mark)
@@ -43,25 +43,25 @@ func tryStream(b *bytes.Buffer, s *shape, raw []byte) (bool, error) {
 
 // writeList writes a JSON array of objects (null is an empty array), each
 // reshaped by s.
-func writeList(b *bytes.Buffer, s *shape, raw []byte) error {
-	end, err := writeListAt(b, s, raw, 0)
-	if err == nil && skipWS(raw, end) != len(raw) {
-		return errBadJSON
+func WriteList(b *bytes.Buffer, s *Shape, raw []byte) error {
+	end, err := WriteListAt(b, s, raw, 0)
+	if err == nil && SkipWS(raw, end) != len(raw) {
+		return ErrBadJSON
 	}
 	return err
 }
 
 // writeListAt writes the JSON array of objects at raw[i] (null, or nothing,
 // is an empty array), each reshaped by s, and returns the index past it.
-func writeListAt(b *bytes.Buffer, s *shape, raw []byte, i int) (int, error) {
+func WriteListAt(b *bytes.Buffer, s *Shape, raw []byte, i int) (int, error) {
 	mark := b.Len()
-	i = skipWS(raw, i)
+	i = SkipWS(raw, i)
 	end, ok, err := streamList(b, s, raw, i)
 	if err != nil || ok {
 		return end, err
 	}
 	b.Truncate(mark)
-	if end, err = skipValue(raw, i); err != nil {
+	if end, err = SkipValue(raw, i); err != nil {
 		return 0, err
 	}
 	return end, reshapeList(b, s, raw[i:end])
@@ -69,7 +69,7 @@ func writeListAt(b *bytes.Buffer, s *shape, raw []byte, i int) (int, error) {
 
 // streamList streams the array (or null, or nothing) at raw[i], each item
 // by s. It returns the index past it, or false when it gave up.
-func streamList(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) {
+func streamList(b *bytes.Buffer, s *Shape, raw []byte, i int) (int, bool, error) {
 	if i >= len(raw) {
 		b.WriteString("[]")
 		return i, true, nil
@@ -79,10 +79,10 @@ func streamList(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error)
 		return i + 4, true, nil
 	}
 	if raw[i] != '[' {
-		return 0, false, errBadJSON
+		return 0, false, ErrBadJSON
 	}
 	b.WriteByte('[')
-	i = skipWS(raw, i+1)
+	i = SkipWS(raw, i+1)
 	if i < len(raw) && raw[i] == ']' {
 		b.WriteByte(']')
 		return i + 1, true, nil
@@ -93,12 +93,12 @@ func streamList(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error)
 		}
 		var ok bool
 		var err error
-		if i, ok, err = streamObj(b, s, raw, skipWS(raw, i)); !ok || err != nil {
+		if i, ok, err = streamObj(b, s, raw, SkipWS(raw, i)); !ok || err != nil {
 			return 0, false, err
 		}
-		i = skipWS(raw, i)
+		i = SkipWS(raw, i)
 		if i >= len(raw) {
-			return 0, false, errBadJSON
+			return 0, false, ErrBadJSON
 		}
 		switch raw[i] {
 		case ',':
@@ -107,7 +107,7 @@ func streamList(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error)
 			b.WriteByte(']')
 			return i + 1, true, nil
 		default:
-			return 0, false, errBadJSON
+			return 0, false, ErrBadJSON
 		}
 	}
 }
@@ -118,30 +118,30 @@ func streamList(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error)
 // they stand, and consecutive ones as one run of bytes (commas included):
 // a leaf record {"id":…,"name":…,"price":…} selected as it is costs one
 // copy.
-func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) {
+func streamObj(b *bytes.Buffer, s *Shape, raw []byte, i int) (int, bool, error) {
 	if i >= len(raw) {
-		return 0, false, errBadJSON
+		return 0, false, ErrBadJSON
 	}
 	if isNullAt(raw, i) {
 		b.WriteString("null")
 		return i + 4, true, nil
 	}
 	if raw[i] != '{' {
-		return 0, false, errBadJSON
+		return 0, false, ErrBadJSON
 	}
 	b.WriteByte('{')
 	k, n := 0, 0   // next field of s; fields written or in the pending run
 	rs, re := 0, 0 // raw[rs:re] is the pending run (none when rs == re)
-	i = skipWS(raw, i+1)
+	i = SkipWS(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		i++
 	} else {
 		for {
 			if i >= len(raw) || raw[i] != '"' {
-				return 0, false, errBadJSON
+				return 0, false, ErrBadJSON
 			}
 			ks := i
-			kend, err := skipString(raw, i)
+			kend, err := SkipString(raw, i)
 			if err != nil {
 				return 0, false, err
 			}
@@ -149,23 +149,23 @@ func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) 
 			if bytes.IndexByte(key, '\\') >= 0 {
 				return 0, false, nil
 			}
-			i = skipWS(raw, kend)
+			i = SkipWS(raw, kend)
 			if i >= len(raw) || raw[i] != ':' {
-				return 0, false, errBadJSON
+				return 0, false, ErrBadJSON
 			}
-			i = skipWS(raw, i+1)
-			if k < len(s.fields) && s.fields[k].kind == oTypename {
+			i = SkipWS(raw, i+1)
+			if k < len(s.Fields) && s.Fields[k].Kind == Typename {
 				b.Write(raw[rs:re])
 				rs, re = 0, 0
 				k, n = writeTypenames(b, s, k, n)
 			}
-			if k < len(s.fields) && string(key) == s.fields[k].src {
-				f := &s.fields[k]
+			if k < len(s.Fields) && string(key) == s.Fields[k].Src {
+				f := &s.Fields[k]
 				var ok bool
 				switch {
-				case f.kind == oScalar && f.key == f.src && i == kend+1: // "key":value, copied as it stands
+				case f.Kind == Scalar && f.Key == f.Src && i == kend+1: // "key":value, copied as it stands
 					var end int
-					if end, err = skipValue(raw, i); err != nil {
+					if end, err = SkipValue(raw, i); err != nil {
 						return 0, false, err
 					}
 					if re > rs && re+1 == ks && raw[re] == ',' { // right after the run: extend it
@@ -184,19 +184,19 @@ func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) 
 					if n > 0 {
 						b.WriteByte(',')
 					}
-					writeKey(b, f.key)
-					switch f.kind {
-					case oScalar:
+					WriteKey(b, f.Key)
+					switch f.Kind {
+					case Scalar:
 						var end int
-						if end, err = skipValue(raw, i); err != nil {
+						if end, err = SkipValue(raw, i); err != nil {
 							return 0, false, err
 						}
 						b.Write(raw[i:end])
 						i, ok = end, true
-					case oList:
-						i, ok, err = streamList(b, f.sub, raw, i)
-					case oObject:
-						i, ok, err = streamObj(b, f.sub, raw, i)
+					case List:
+						i, ok, err = streamList(b, f.Sub, raw, i)
+					case Object:
+						i, ok, err = streamObj(b, f.Sub, raw, i)
 					}
 				}
 				if !ok || err != nil {
@@ -208,26 +208,26 @@ func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) 
 				if s.copies(string(key)) {
 					return 0, false, nil // wanted elsewhere in the order, or twice
 				}
-				if i, err = skipValue(raw, i); err != nil {
+				if i, err = SkipValue(raw, i); err != nil {
 					return 0, false, err
 				}
 			}
-			i = skipWS(raw, i)
+			i = SkipWS(raw, i)
 			if i >= len(raw) {
-				return 0, false, errBadJSON
+				return 0, false, ErrBadJSON
 			}
 			if raw[i] == '}' {
 				i++
 				break
 			}
 			if raw[i] != ',' {
-				return 0, false, errBadJSON
+				return 0, false, ErrBadJSON
 			}
-			i = skipWS(raw, i+1)
+			i = SkipWS(raw, i+1)
 		}
 	}
 	b.Write(raw[rs:re])
-	if k, _ = writeTypenames(b, s, k, n); k < len(s.fields) {
+	if k, _ = writeTypenames(b, s, k, n); k < len(s.Fields) {
 		return 0, false, nil // a member the shape copies is missing
 	}
 	b.WriteByte('}')
@@ -236,13 +236,13 @@ func streamObj(b *bytes.Buffer, s *shape, raw []byte, i int) (int, bool, error) 
 
 // writeTypenames writes the __typename fields of s from field k on and
 // returns the next field and the count of fields written.
-func writeTypenames(b *bytes.Buffer, s *shape, k, n int) (int, int) {
-	for k < len(s.fields) && s.fields[k].kind == oTypename {
+func writeTypenames(b *bytes.Buffer, s *Shape, k, n int) (int, int) {
+	for k < len(s.Fields) && s.Fields[k].Kind == Typename {
 		if n > 0 {
 			b.WriteByte(',')
 		}
-		writeKey(b, s.fields[k].key)
-		writeString(b, s.fields[k].typename)
+		WriteKey(b, s.Fields[k].Key)
+		WriteString(b, s.Fields[k].Typename)
 		k++
 		n++
 	}
@@ -250,9 +250,9 @@ func writeTypenames(b *bytes.Buffer, s *shape, k, n int) (int, int) {
 }
 
 // copies reports whether some field of s reads member key.
-func (s *shape) copies(key string) bool {
-	for i := range s.fields {
-		if s.fields[i].kind != oTypename && s.fields[i].src == key {
+func (s *Shape) copies(key string) bool {
+	for i := range s.Fields {
+		if s.Fields[i].Kind != Typename && s.Fields[i].Src == key {
 			return true
 		}
 	}

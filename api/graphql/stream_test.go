@@ -7,61 +7,61 @@ import (
 )
 
 func TestWriteObjStreamsOrReshapesToTheSameBytes(t *testing.T) {
-	product := &shape{fields: []outField{
-		{key: "id", src: "id", kind: oScalar},
-		{key: "name", src: "name", kind: oScalar},
+	product := &Shape{Fields: []OutField{
+		{Key: "id", Src: "id", Kind: Scalar},
+		{Key: "name", Src: "name", Kind: Scalar},
 	}}
-	nested := &shape{fields: []outField{
-		{key: "id", src: "id", kind: oScalar},
-		{key: "name", src: "name", kind: oScalar},
-		{key: "categories", src: "_n1", kind: oList, sub: &shape{fields: []outField{
-			{key: "title", src: "name", kind: oScalar},
-			{key: "products", src: "_n2", kind: oList, sub: product},
+	nested := &Shape{Fields: []OutField{
+		{Key: "id", Src: "id", Kind: Scalar},
+		{Key: "name", Src: "name", Kind: Scalar},
+		{Key: "categories", Src: "_n1", Kind: List, Sub: &Shape{Fields: []OutField{
+			{Key: "title", Src: "name", Kind: Scalar},
+			{Key: "products", Src: "_n2", Kind: List, Sub: product},
 		}}},
 	}}
 	cases := []struct {
 		name   string
-		s      *shape
+		s      *Shape
 		raw    string
 		want   string
 		stream bool // written in one pass
 	}{
 		{"in order", product, `{"id":"a","name":"x"}`, `{"id":"a","name":"x"}`, true},
-		{"unselected member skipped", &shape{fields: []outField{{key: "name", src: "name", kind: oScalar}}},
+		{"unselected member skipped", &Shape{Fields: []OutField{{Key: "name", Src: "name", Kind: Scalar}}},
 			`{"id":"a","name":"x","price":1}`, `{"name":"x"}`, true},
-		{"alias renames", &shape{fields: []outField{{key: "n", src: "name", kind: oScalar}}},
+		{"alias renames", &Shape{Fields: []OutField{{Key: "n", Src: "name", Kind: Scalar}}},
 			`{"id":"a","name":"x"}`, `{"n":"x"}`, true},
-		{"typename first, between and last", &shape{fields: []outField{
-			{key: "__typename", kind: oTypename, typename: "P"},
-			{key: "id", src: "id", kind: oScalar},
-			{key: "t", kind: oTypename, typename: "P"},
-			{key: "name", src: "name", kind: oScalar},
-			{key: "u", kind: oTypename, typename: "P"},
+		{"typename first, between and last", &Shape{Fields: []OutField{
+			{Key: "__typename", Kind: Typename, Typename: "P"},
+			{Key: "id", Src: "id", Kind: Scalar},
+			{Key: "t", Kind: Typename, Typename: "P"},
+			{Key: "name", Src: "name", Kind: Scalar},
+			{Key: "u", Kind: Typename, Typename: "P"},
 		}}, `{"id":"a","name":"x"}`, `{"__typename":"P","id":"a","t":"P","name":"x","u":"P"}`, true},
-		{"out of order", &shape{fields: []outField{
-			{key: "name", src: "name", kind: oScalar},
-			{key: "id", src: "id", kind: oScalar},
+		{"out of order", &Shape{Fields: []OutField{
+			{Key: "name", Src: "name", Kind: Scalar},
+			{Key: "id", Src: "id", Kind: Scalar},
 		}}, `{"id":"a","name":"x"}`, `{"name":"x","id":"a"}`, false},
-		{"one member under two keys", &shape{fields: []outField{
-			{key: "a", src: "name", kind: oScalar},
-			{key: "b", src: "name", kind: oScalar},
+		{"one member under two keys", &Shape{Fields: []OutField{
+			{Key: "a", Src: "name", Kind: Scalar},
+			{Key: "b", Src: "name", Kind: Scalar},
 		}}, `{"id":"a","name":"x"}`, `{"a":"x","b":"x"}`, false},
-		{"missing member is null", &shape{fields: []outField{
-			{key: "id", src: "id", kind: oScalar},
-			{key: "gone", src: "gone", kind: oScalar},
+		{"missing member is null", &Shape{Fields: []OutField{
+			{Key: "id", Src: "id", Kind: Scalar},
+			{Key: "gone", Src: "gone", Kind: Scalar},
 		}}, `{"id":"a"}`, `{"id":"a","gone":null}`, false},
 		{"escaped key", product, `{"id":"a","n\u0061me":"x"}`, `{"id":"a","name":"x"}`, false},
 		{"values copied as written", product, `{"id":"a\"}{,","name":{"k":[1,"]"]}}`, `{"id":"a\"}{,","name":{"k":[1,"]"]}}`, true},
 		{"null object", product, `null`, `null`, true},
-		{"run broken by a skipped member", &shape{fields: []outField{
-			{key: "id", src: "id", kind: oScalar},
-			{key: "price", src: "price", kind: oScalar},
+		{"run broken by a skipped member", &Shape{Fields: []OutField{
+			{Key: "id", Src: "id", Kind: Scalar},
+			{Key: "price", Src: "price", Kind: Scalar},
 		}}, `{"id":"a","name":"x","price":1}`, `{"id":"a","price":1}`, true},
-		{"run broken by an alias", &shape{fields: []outField{
-			{key: "id", src: "id", kind: oScalar},
-			{key: "n", src: "name", kind: oScalar},
-			{key: "price", src: "price", kind: oScalar},
-			{key: "stock", src: "stock", kind: oScalar},
+		{"run broken by an alias", &Shape{Fields: []OutField{
+			{Key: "id", Src: "id", Kind: Scalar},
+			{Key: "n", Src: "name", Kind: Scalar},
+			{Key: "price", Src: "price", Kind: Scalar},
+			{Key: "stock", Src: "stock", Kind: Scalar},
 		}}, `{"id":"a","name":"x","price":1,"stock":null}`, `{"id":"a","n":"x","price":1,"stock":null}`, true},
 		{"spaces around members", product, `{ "id" : "a" ,  "name":  "x" }`, `{"id":"a","name":"x"}`, true},
 		{"escapes and unicode copied as written", product, `{"id":"a\\","name":"é\"\u00e9\n\\\""}`, `{"id":"a\\","name":"é\"\u00e9\n\\\""}`, true},
@@ -69,21 +69,21 @@ func TestWriteObjStreamsOrReshapesToTheSameBytes(t *testing.T) {
 		{"json_agg whitespace", nested,
 			`{"id" : "p", "name" : "x", "_n1" : [{"id":"c","name":"C","_n2":[{"id":"q","name":"y"}, ` + "\n " + `{"id":"r","name":"z"}]}, ` + "\n " + `{"id":"d","name":"D","_n2":null}]}`,
 			`{"id":"p","name":"x","categories":[{"title":"C","products":[{"id":"q","name":"y"},{"id":"r","name":"z"}]},{"title":"D","products":[]}]}`, true},
-		{"nested list out of order", &shape{fields: []outField{
-			{key: "c", src: "_n1", kind: oList, sub: product},
-			{key: "id", src: "id", kind: oScalar},
+		{"nested list out of order", &Shape{Fields: []OutField{
+			{Key: "c", Src: "_n1", Kind: List, Sub: product},
+			{Key: "id", Src: "id", Kind: Scalar},
 		}}, `{"id":"p","_n1":[{"id":"c","name":"C"}]}`, `{"c":[{"id":"c","name":"C"}],"id":"p"}`, false},
-		{"file object", &shape{fields: []outField{
-			{key: "id", src: "id", kind: oScalar},
-			{key: "f", src: "_f1", kind: oObject, sub: &shape{fields: []outField{{key: "fileName", src: "fileName", kind: oScalar}}}},
-			{key: "g", src: "_f2", kind: oObject, sub: &shape{fields: []outField{{key: "fileName", src: "fileName", kind: oScalar}}}},
+		{"file object", &Shape{Fields: []OutField{
+			{Key: "id", Src: "id", Kind: Scalar},
+			{Key: "f", Src: "_f1", Kind: Object, Sub: &Shape{Fields: []OutField{{Key: "fileName", Src: "fileName", Kind: Scalar}}}},
+			{Key: "g", Src: "_f2", Kind: Object, Sub: &Shape{Fields: []OutField{{Key: "fileName", Src: "fileName", Kind: Scalar}}}},
 		}}, `{"id":"a","_f1":{"id":"f","fileName":"a.txt"},"_f2":null}`, `{"id":"a","f":{"fileName":"a.txt"},"g":null}`, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
 			b.WriteString("prefix")
-			if err := writeObj(&b, c.s, []byte(c.raw)); err != nil {
+			if err := WriteObj(&b, c.s, []byte(c.raw)); err != nil {
 				t.Fatal(err)
 			}
 			if got := b.String(); got != "prefix"+c.want {
@@ -106,7 +106,7 @@ func TestWriteObjStreamsOrReshapesToTheSameBytes(t *testing.T) {
 }
 
 func TestWriteListStreamsItems(t *testing.T) {
-	s := &shape{fields: []outField{{key: "n", src: "name", kind: oScalar}}}
+	s := &Shape{Fields: []OutField{{Key: "n", Src: "name", Kind: Scalar}}}
 	for raw, want := range map[string]string{
 		`[{"id":"a","name":"x"}, ` + "\n " + `{"id":"b","name":"y"}]`: `[{"n":"x"},{"n":"y"}]`,
 		`[]`:   `[]`,
@@ -114,7 +114,7 @@ func TestWriteListStreamsItems(t *testing.T) {
 		``:     `[]`,
 	} {
 		var b bytes.Buffer
-		if err := writeList(&b, s, []byte(raw)); err != nil {
+		if err := WriteList(&b, s, []byte(raw)); err != nil {
 			t.Fatalf("%q: %v", raw, err)
 		}
 		if b.String() != want {
@@ -123,7 +123,7 @@ func TestWriteListStreamsItems(t *testing.T) {
 	}
 	for _, raw := range []string{`[{"name":"x"}`, `[{"name":"x"} {"name":"y"}]`, `{"name":1}`, `[{"name":"x}]`} {
 		var b bytes.Buffer
-		if err := writeList(&b, s, []byte(raw)); err == nil {
+		if err := WriteList(&b, s, []byte(raw)); err == nil {
 			t.Errorf("%q: malformed JSON accepted: %s", raw, b.String())
 		}
 	}
@@ -140,13 +140,13 @@ func TestSkipStringFindsTheUnescapedQuote(t *testing.T) {
 		`"é\u0022x",`:   11,
 		`"x\\\\\"y\"",`: 12,
 	} {
-		got, err := skipString([]byte(raw), 0)
+		got, err := SkipString([]byte(raw), 0)
 		if err != nil || got != end {
 			t.Errorf("skipString(%s) = %d, %v; want %d", raw, got, err, end)
 		}
 	}
 	for _, raw := range []string{`"abc`, `"a\"`, `"a\\\"`} {
-		if _, err := skipString([]byte(raw), 0); err == nil {
+		if _, err := SkipString([]byte(raw), 0); err == nil {
 			t.Errorf("skipString(%s): unterminated string accepted", raw)
 		}
 	}
@@ -160,13 +160,13 @@ func TestMemberAtSkipsTheMembersBefore(t *testing.T) {
 		`{"count" : 2}`:                       -1,
 		`{}`:                                  -1,
 	} {
-		got, err := memberAt([]byte(raw), "items")
+		got, err := MemberAt([]byte(raw), "items")
 		if err != nil || got != want {
 			t.Errorf("memberAt(%s) = %d, %v; want %d", raw, got, err, want)
 		}
 	}
 	for _, raw := range []string{``, `[]`, `{"count" 2}`, `{"count":2 "items":[]}`, `{"count":"x`} {
-		if _, err := memberAt([]byte(raw), "items"); err == nil {
+		if _, err := MemberAt([]byte(raw), "items"); err == nil {
 			t.Errorf("memberAt(%s): malformed JSON accepted", raw)
 		}
 	}
@@ -194,7 +194,7 @@ func TestSkipStringAgreesWithAByteScan(t *testing.T) {
 			b = append(b, alphabet[r.IntN(len(alphabet))])
 		}
 		want, ok := byteScan(b)
-		got, err := skipString(b, 0)
+		got, err := SkipString(b, 0)
 		if ok != (err == nil) || ok && got != want {
 			t.Fatalf("skipString(%q) = %d, %v; a byte scan gives %d, %v", b, got, err, want, ok)
 		}

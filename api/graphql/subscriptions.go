@@ -142,8 +142,8 @@ func (s *Subscriptions) deliver(ctx context.Context, ev *outbox.Event, targets [
 		}
 		var b bytes.Buffer
 		b.WriteString(`{"data":{`)
-		writeKey(&b, sub.key)
-		if err := writeObj(&b, sub.shape, rec); err != nil {
+		WriteKey(&b, sub.key)
+		if err := WriteObj(&b, sub.shape, rec); err != nil {
 			s.log.Warn("graphql subscriptions: reshape event", "event", eventID, "err", err)
 			continue
 		}
@@ -156,12 +156,12 @@ func (s *Subscriptions) deliver(ctx context.Context, ev *outbox.Event, targets [
 // relationships and file metadata) in one statement through the records
 // store; nil when the record no longer exists.
 func (s *Subscriptions) read(ctx context.Context, sub *subscriber, record []byte) ([]byte, error) {
-	ms, err := objectMembers(record, nil)
+	ms, err := ObjectMembers(record, nil)
 	if err != nil {
 		return nil, err
 	}
 	var id string
-	if err := json.Unmarshal(lookup(ms, schema.ColID), &id); err != nil {
+	if err := json.Unmarshal(Lookup(ms, schema.ColID), &id); err != nil {
 		return nil, err
 	}
 	l := query.List{Entity: sub.entity.Name, Where: query.Cond{Field: schema.ColID, Op: query.Eq, Value: id}, Limit: 1, Select: *sub.sel}
@@ -173,10 +173,10 @@ func (s *Subscriptions) read(ctx context.Context, sub *subscriber, record []byte
 	if err != nil {
 		return nil, err
 	}
-	if ms, err = objectMembers(raw, nil); err != nil {
+	if ms, err = ObjectMembers(raw, nil); err != nil {
 		return nil, err
 	}
-	items, err := arrayItems(lookup(ms, "items"), nil)
+	items, err := ArrayItems(Lookup(ms, "items"), nil)
 	if err != nil || len(items) == 0 {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ type subscriber struct {
 	name      string         // the entity or relationship whose events it follows
 	entity    *schema.Entity // nil for relationship events
 	eventType string
-	shape     *shape
+	shape     *Shape
 	// sel is the record selection read per event when it needs more than
 	// the event's record (relationship fields, file metadata); nil otherwise.
 	sel *query.Selection
@@ -416,12 +416,12 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 	d := json.NewDecoder(bytes.NewReader(payload))
 	d.UseNumber()
 	if err := d.Decode(&req); err != nil {
-		s.errorMsg(c, id, requestError(apperr.BadRequest, "the subscribe payload must be a GraphQL request"))
+		s.errorMsg(c, id, NewRequestError(apperr.BadRequest, "the subscribe payload must be a GraphQL request"))
 		return
 	}
 	sc, m, err := scopeModel(ctx, s.store, p)
 	if err != nil {
-		s.errorMsg(c, id, errorResult(ctx, err))
+		s.errorMsg(c, id, ErrorResult(ctx, err))
 		return
 	}
 	pr, res := s.engine.Prepare(ctx, m, req)
@@ -429,7 +429,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		s.errorMsg(c, id, res)
 		return
 	}
-	if pr.op.kind != ast.OperationTypeSubscription {
+	if pr.Op.Kind != ast.OperationTypeSubscription {
 		// Queries and mutations over the socket: one result, then complete.
 		res := s.engine.Execute(ctx, sc, p, pr)
 		b, _ := res.MarshalJSON()
@@ -437,30 +437,30 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		c.send(message{ID: id, Type: "complete"})
 		return
 	}
-	if m.subscriptionType == "" {
-		s.errorMsg(c, id, requestError(apperr.Forbidden, "this credential may not read anything"))
+	if m.SubscriptionType() == "" {
+		s.errorMsg(c, id, NewRequestError(apperr.Forbidden, "this credential may not read anything"))
 		return
 	}
-	x := &execCtx{e: s.engine, ctx: ctx, sc: sc, p: p, m: m, vars: pr.vars}
-	fields := x.collect(pr.op.SelectionSet, m.subscriptionType)
+	x := &execCtx{e: s.engine, ctx: ctx, sc: sc, p: p, m: m, vars: pr.Vars}
+	fields := x.collect(pr.Op.SelectionSet, m.SubscriptionType())
 	if len(fields) != 1 {
-		s.errorMsg(c, id, requestError(apperr.BadRequest, "a subscription selects exactly one root field"))
+		s.errorMsg(c, id, NewRequestError(apperr.BadRequest, "a subscription selects exactly one root field"))
 		return
 	}
 	cf := fields[0]
-	rf, ok := m.roots[cf.field.Name]
+	rf, ok := m.Root(cf.field.Name)
 	if !ok {
-		s.errorMsg(c, id, requestError(apperr.BadRequest, "unknown subscription field "+cf.field.Name))
+		s.errorMsg(c, id, NewRequestError(apperr.BadRequest, "unknown subscription field "+cf.field.Name))
 		return
 	}
 	sub, err := x.subscriber(rf, cf)
 	if err != nil {
-		s.errorMsg(c, id, errorResult(ctx, err))
+		s.errorMsg(c, id, ErrorResult(ctx, err))
 		return
 	}
 	sub.id, sub.conn = id, c
 	if sub.after, err = s.store.EventsHighWater(ctx, p.TenantID); err != nil {
-		s.errorMsg(c, id, errorResult(ctx, err))
+		s.errorMsg(c, id, ErrorResult(ctx, err))
 		return
 	}
 	c.mu.Lock()
@@ -470,18 +470,18 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 }
 
 // subscriptionEvents maps a subscription root to the event type it follows.
-var subscriptionEvents = map[rootKind]string{rCreated: outbox.EntityCreated, rUpdated: outbox.EntityUpdated, rDeleted: outbox.EntityDeleted,
-	rRelCreated: outbox.RelationshipCreated, rRelUpdated: outbox.RelationshipUpdated, rRelDeleted: outbox.RelationshipDeleted}
+var subscriptionEvents = map[RootKind]string{KindCreated: outbox.EntityCreated, KindUpdated: outbox.EntityUpdated, KindDeleted: outbox.EntityDeleted,
+	KindRelCreated: outbox.RelationshipCreated, KindRelUpdated: outbox.RelationshipUpdated, KindRelDeleted: outbox.RelationshipDeleted}
 
-func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
-	if rf.rel != nil { // an edge event: the edge as written, no filter
-		if err := x.p.Require("relationship", rf.rel.Name, "read"); err != nil {
+func (x *execCtx) subscriber(rf RootField, cf *cfield) (*subscriber, error) {
+	if rf.Rel != nil { // an edge event: the edge as written, no filter
+		if err := x.p.Require("relationship", rf.Rel.Name, "read"); err != nil {
 			return nil, err
 		}
-		sh := x.edgeShape(rf.rel, newNamer().relationship(rf.rel).Edge, cf.sel)
-		return &subscriber{key: cf.key, sc: x.sc, name: rf.rel.Name, eventType: subscriptionEvents[rf.kind], shape: sh}, nil
+		sh := x.edgeShape(rf.Rel, EdgeType(rf.Rel), cf.sel)
+		return &subscriber{key: cf.key, sc: x.sc, name: rf.Rel.Name, eventType: subscriptionEvents[rf.Kind], shape: sh}, nil
 	}
-	e := rf.entity
+	e := rf.Entity
 	if err := x.p.Require("entity", e.Name, "read"); err != nil {
 		return nil, err
 	}
@@ -494,9 +494,9 @@ func (x *execCtx) subscriber(rf rootField, cf *cfield) (*subscriber, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub := &subscriber{key: cf.key, sc: x.sc, name: e.Name, entity: e, eventType: subscriptionEvents[rf.kind], shape: sh}
+	sub := &subscriber{key: cf.key, sc: x.sc, name: e.Name, entity: e, eventType: subscriptionEvents[rf.Kind], shape: sh}
 	if readsMore(&sel) {
-		if rf.kind == rDeleted {
+		if rf.Kind == KindDeleted {
 			return nil, apperr.New(apperr.BadRequest, "a deleted record has no relationships or files left to read: select its own fields in %s", cf.field.Name)
 		}
 		sub.sel = &sel

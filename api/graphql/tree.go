@@ -17,117 +17,117 @@ import (
 // the same prepared operation.
 
 // selectionSet is a selection set: fields and inline fragments.
-type selectionSet []selection
+type SelectionSet []Selection
 
 // selection is a *fieldSel or an *inlineFragment.
-type selection interface{ isSelection() }
+type Selection interface{ isSelection() }
 
 // fieldSel is a field of a selection set.
-type fieldSel struct {
+type Field struct {
 	Alias, Name  string
-	Arguments    []argument
-	Directives   []directive
-	SelectionSet selectionSet
-	loc          Location
+	Arguments    []Argument
+	Directives   []Directive
+	SelectionSet SelectionSet
+	Loc          Location
 	flat         flatField // the memo of a flat record selection (flat.go)
 }
 
 // inlineFragment is "... on T @d { ... }" (TypeCondition "" when absent).
-type inlineFragment struct {
+type InlineFragment struct {
 	TypeCondition string
-	Directives    []directive
-	SelectionSet  selectionSet
+	Directives    []Directive
+	SelectionSet  SelectionSet
 }
 
-func (*fieldSel) isSelection()       {}
-func (*inlineFragment) isSelection() {}
+func (*Field) isSelection()          {}
+func (*InlineFragment) isSelection() {}
 
-type argument struct {
-	name string
-	v    *value
+type Argument struct {
+	Name  string
+	Value *Value
 }
 
-type directive struct {
-	name string
-	args []argument
+type Directive struct {
+	Name string
+	Args []Argument
 }
 
-type valueKind uint8
+type ValueKind uint8
 
 const (
-	vLiteral  valueKind = iota // lit holds the Go value
-	vVariable                  // name is the variable
-	vList
-	vObject
+	ValueLiteral  ValueKind = iota // lit holds the Go value
+	ValueVariable                  // name is the variable
+	ValueList
+	ValueObject
 )
 
 // value is an argument value; literals are converted once, variables are
 // looked up per request.
-type value struct {
-	kind  valueKind
-	lit   any
-	name  string
-	items []*value
-	keys  []string // vObject: field names, parallel to items
+type Value struct {
+	Kind  ValueKind
+	Lit   any
+	Name  string
+	Items []*Value
+	Keys  []string // vObject: field names, parallel to items
 }
 
 // eval returns the Go value of v with the request's (coerced) variables:
 // string, bool, int64, float64, nil, []any, map[string]any, and whatever
 // the variables hold (JSON values decoded with UseNumber).
-func (v *value) eval(vars map[string]any) any {
-	switch v.kind {
-	case vVariable:
-		return vars[v.name]
-	case vList:
-		out := make([]any, len(v.items))
-		for i, it := range v.items {
-			out[i] = it.eval(vars)
+func (v *Value) Eval(vars map[string]any) any {
+	switch v.Kind {
+	case ValueVariable:
+		return vars[v.Name]
+	case ValueList:
+		out := make([]any, len(v.Items))
+		for i, it := range v.Items {
+			out[i] = it.Eval(vars)
 		}
 		return out
-	case vObject:
-		out := make(map[string]any, len(v.items))
-		for i, it := range v.items {
-			out[v.keys[i]] = it.eval(vars)
+	case ValueObject:
+		out := make(map[string]any, len(v.Items))
+		for i, it := range v.Items {
+			out[v.Keys[i]] = it.Eval(vars)
 		}
 		return out
 	}
-	return v.lit
+	return v.Lit
 }
 
 // argumentMap evaluates arguments with the request's variables.
-func argumentMap(args []argument, vars map[string]any) map[string]any {
+func ArgumentMap(args []Argument, vars map[string]any) map[string]any {
 	out := make(map[string]any, len(args))
 	for _, a := range args {
-		out[a.name] = a.v.eval(vars)
+		out[a.Name] = a.Value.Eval(vars)
 	}
 	return out
 }
 
 // ArgumentMap is the field's arguments with the request's variables.
-func (f *fieldSel) ArgumentMap(vars map[string]any) map[string]any {
-	return argumentMap(f.Arguments, vars)
+func (f *Field) ArgumentMap(vars map[string]any) map[string]any {
+	return ArgumentMap(f.Arguments, vars)
 }
 
 // argument is the value of the field's argument name with the request's
 // variables (nil when absent), as ArgumentMap(vars)[name].
-func (f *fieldSel) argument(name string, vars map[string]any) any {
+func (f *Field) Argument(name string, vars map[string]any) any {
 	for _, a := range f.Arguments {
-		if a.name == name {
-			return a.v.eval(vars)
+		if a.Name == name {
+			return a.Value.Eval(vars)
 		}
 	}
 	return nil
 }
 
 // valueOf converts a value of doc into the tree.
-func valueOf(doc *ast.Document, v ast.Value) *value {
+func valueOf(doc *ast.Document, v ast.Value) *Value {
 	switch v.Kind {
 	case ast.ValueKindVariable:
-		return &value{kind: vVariable, name: strings.Clone(doc.VariableValueNameString(v.Ref))}
+		return &Value{Kind: ValueVariable, Name: strings.Clone(doc.VariableValueNameString(v.Ref))}
 	case ast.ValueKindString:
-		return &value{lit: strings.Clone(doc.StringValueContentString(v.Ref))}
+		return &Value{Lit: strings.Clone(doc.StringValueContentString(v.Ref))}
 	case ast.ValueKindBoolean:
-		return &value{lit: bool(doc.BooleanValue(v.Ref))}
+		return &Value{Lit: bool(doc.BooleanValue(v.Ref))}
 	case ast.ValueKindInteger:
 		raw := string(doc.IntValueRaw(v.Ref))
 		if doc.IntValueIsNegative(v.Ref) && (raw == "" || raw[0] != '-') {
@@ -136,58 +136,58 @@ func valueOf(doc *ast.Document, v ast.Value) *value {
 		n, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil {
 			f, _ := strconv.ParseFloat(raw, 64)
-			return &value{lit: f}
+			return &Value{Lit: f}
 		}
-		return &value{lit: n}
+		return &Value{Lit: n}
 	case ast.ValueKindFloat:
 		raw := string(doc.FloatValueRaw(v.Ref))
 		if doc.FloatValueIsNegative(v.Ref) && (raw == "" || raw[0] != '-') {
 			raw = "-" + raw
 		}
 		f, _ := strconv.ParseFloat(raw, 64)
-		return &value{lit: f}
+		return &Value{Lit: f}
 	case ast.ValueKindEnum:
-		return &value{lit: strings.Clone(doc.EnumValueNameString(v.Ref))}
+		return &Value{Lit: strings.Clone(doc.EnumValueNameString(v.Ref))}
 	case ast.ValueKindList:
 		refs := doc.ListValues[v.Ref].Refs
-		out := &value{kind: vList, items: make([]*value, len(refs))}
+		out := &Value{Kind: ValueList, Items: make([]*Value, len(refs))}
 		for i, r := range refs {
-			out.items[i] = valueOf(doc, doc.Value(r))
+			out.Items[i] = valueOf(doc, doc.Value(r))
 		}
 		return out
 	case ast.ValueKindObject:
 		refs := doc.ObjectValues[v.Ref].Refs
-		out := &value{kind: vObject, items: make([]*value, len(refs)), keys: make([]string, len(refs))}
+		out := &Value{Kind: ValueObject, Items: make([]*Value, len(refs)), Keys: make([]string, len(refs))}
 		for i, r := range refs {
-			out.keys[i] = strings.Clone(doc.ObjectFieldNameString(r))
-			out.items[i] = valueOf(doc, doc.ObjectFieldValue(r))
+			out.Keys[i] = strings.Clone(doc.ObjectFieldNameString(r))
+			out.Items[i] = valueOf(doc, doc.ObjectFieldValue(r))
 		}
 		return out
 	}
-	return &value{} // null
+	return &Value{} // null
 }
 
-func argumentsOf(doc *ast.Document, refs []int) []argument {
+func argumentsOf(doc *ast.Document, refs []int) []Argument {
 	if len(refs) == 0 {
 		return nil
 	}
-	out := make([]argument, len(refs))
+	out := make([]Argument, len(refs))
 	for i, r := range refs {
-		out[i] = argument{name: strings.Clone(doc.ArgumentNameString(r)), v: valueOf(doc, doc.Arguments[r].Value)}
+		out[i] = Argument{Name: strings.Clone(doc.ArgumentNameString(r)), Value: valueOf(doc, doc.Arguments[r].Value)}
 	}
 	return out
 }
 
-func directivesOf(doc *ast.Document, has bool, refs []int) []directive {
+func directivesOf(doc *ast.Document, has bool, refs []int) []Directive {
 	if !has || len(refs) == 0 {
 		return nil
 	}
-	out := make([]directive, len(refs))
+	out := make([]Directive, len(refs))
 	for i, r := range refs {
 		d := doc.Directives[r]
-		out[i] = directive{name: strings.Clone(doc.DirectiveNameString(r))}
+		out[i] = Directive{Name: strings.Clone(doc.DirectiveNameString(r))}
 		if d.HasArguments {
-			out[i].args = argumentsOf(doc, d.Arguments.Refs)
+			out[i].Args = argumentsOf(doc, d.Arguments.Refs)
 		}
 	}
 	return out
@@ -199,15 +199,15 @@ func directivesOf(doc *ast.Document, has bool, refs []int) []directive {
 const internalTypename = "__internal_typename"
 
 // treeOf converts selection set ref of a normalized document.
-func treeOf(doc *ast.Document, ref int) selectionSet {
+func treeOf(doc *ast.Document, ref int) SelectionSet {
 	refs := doc.SelectionSets[ref].SelectionRefs
-	out := make(selectionSet, 0, len(refs))
+	out := make(SelectionSet, 0, len(refs))
 	for _, sr := range refs {
 		s := doc.Selections[sr]
 		switch s.Kind {
 		case ast.SelectionKindField:
 			f := doc.Fields[s.Ref]
-			fs := &fieldSel{Name: strings.Clone(doc.FieldNameString(s.Ref)), loc: locationOf(f.Position)}
+			fs := &Field{Name: strings.Clone(doc.FieldNameString(s.Ref)), Loc: locationOf(f.Position)}
 			if f.Alias.IsDefined {
 				fs.Alias = strings.Clone(doc.FieldAliasString(s.Ref))
 				if fs.Alias == internalTypename {
@@ -224,7 +224,7 @@ func treeOf(doc *ast.Document, ref int) selectionSet {
 			out = append(out, fs)
 		case ast.SelectionKindInlineFragment:
 			inf := doc.InlineFragments[s.Ref]
-			in := &inlineFragment{Directives: directivesOf(doc, inf.HasDirectives, inf.Directives.Refs)}
+			in := &InlineFragment{Directives: directivesOf(doc, inf.HasDirectives, inf.Directives.Refs)}
 			if inf.TypeCondition.Type != -1 {
 				in.TypeCondition = strings.Clone(doc.InlineFragmentTypeConditionNameString(s.Ref))
 			}

@@ -54,7 +54,7 @@ func TestScalarVariablesCheckAgreesWithTheLibrary(t *testing.T) {
 		if err := d.Decode(&given); err != nil {
 			t.Fatal(err)
 		}
-		req := Request{Query: c.query, Variables: given, variablesJSON: []byte(c.vars)}
+		req := Request{Query: c.query, Variables: given, VariablesJSON: []byte(c.vars)}
 		p, res := eng.Prepare(context.Background(), m, req)
 		if (res == nil) != c.accept {
 			t.Errorf("%s %s: accepted = %v, want %v (%+v)", c.query, c.vars, res == nil, c.accept, res)
@@ -63,16 +63,16 @@ func TestScalarVariablesCheckAgreesWithTheLibrary(t *testing.T) {
 		if p == nil {
 			continue
 		}
-		if got := scalarsValid(p.op.varDefs, given); got != c.fast {
+		if got := scalarsValid(p.Op.varDefs, given); got != c.fast {
 			t.Errorf("%s %s: prepared check = %v, want %v", c.query, c.vars, got, c.fast)
 		}
-		lib, res := eng.validateVariables(context.Background(), m, p.op, req)
+		lib, res := eng.validateVariables(context.Background(), m, p.Op, req)
 		if res != nil {
 			t.Errorf("%s %s: the library refuses what was accepted: %+v", c.query, c.vars, res.Errors)
 			continue
 		}
-		if !reflect.DeepEqual(lib, p.vars) {
-			t.Errorf("%s %s: variables %v, the library's %v", c.query, c.vars, p.vars, lib)
+		if !reflect.DeepEqual(lib, p.Vars) {
+			t.Errorf("%s %s: variables %v, the library's %v", c.query, c.vars, p.Vars, lib)
 		}
 	}
 }
@@ -106,7 +106,7 @@ func TestIntVariablesAreIntegers(t *testing.T) {
 		if err := d.Decode(&given); err != nil {
 			t.Fatal(err)
 		}
-		_, res := eng.Prepare(context.Background(), m, Request{Query: c.query, Variables: given, variablesJSON: []byte(c.vars)})
+		_, res := eng.Prepare(context.Background(), m, Request{Query: c.query, Variables: given, VariablesJSON: []byte(c.vars)})
 		if res == nil || len(res.Errors) != 1 || res.Errors[0].Extensions["code"] != "BAD_REQUEST" || !strings.Contains(res.Errors[0].Message, c.msg) {
 			t.Errorf("%s %s: want BAD_REQUEST %q, got %+v", c.query, c.vars, c.msg, res)
 		}
