@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dds-project/dds/api"
+	gql "github.com/dds-project/dds/graphql"
 	"github.com/dds-project/dds/query"
 )
 
@@ -149,8 +150,7 @@ func newExactServers(t *testing.T, e *env) *exactServers {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	exactR, streamR := api.NewRouter(e.Authn, nil, 16<<20), api.NewRouter(e.Authn, nil, 16<<20)
 	New(store, nil, Limits{MaxComplexity: 1 << 30}, log).Routes(exactR)
-	streamed := New(e.Store, nil, Limits{MaxComplexity: 1 << 30}, log)
-	streamed.engine.noExact = true
+	streamed := NewHandler(gql.NewEngine(e.Store, Limits{MaxComplexity: 1 << 30}, log, gql.WithoutExactOutput()), e.Store, nil, log)
 	streamed.Routes(streamR)
 	exactSrv, streamSrv := httptest.NewServer(exactR), httptest.NewServer(streamR)
 	t.Cleanup(exactSrv.Close)
@@ -234,31 +234,5 @@ func TestExactGetWritesWhatTheStreamWrites(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestWriteExactItemsDropsOnlyJSONAggSeparators(t *testing.T) {
-	for raw, want := range map[string]string{
-		`{"items" : [{"a":1}, ` + "\n " + `{"a":"x, \n y"}]}`: `[{"a":1},{"a":"x, \n y"}]`,
-		`{"items" : []}`: `[]`,
-		`{"items" : [{"l":[{"b":1}, ` + "\n " + `{"b":2}]}, ` + "\n " + `{}]}`: `[{"l":[{"b":1},{"b":2}]},{}]`,
-	} {
-		var b bytes.Buffer
-		i, err := MemberAt([]byte(raw), "items")
-		if err != nil || !WriteExactItems(&b, []byte(raw), i) || b.String() != want {
-			t.Errorf("%s: wrote %s (%v), want %s", raw, b.String(), err, want)
-		}
-	}
-	for _, raw := range []string{
-		`{"items" : [{"a":1},` + "\n" + `{"a":2}]}`, // a newline in another form
-		`{"items" : [{"a":1}], "count" : 1}`,        // more than the items
-		`{"items" : null}`,
-		"{\"items\" : [{\"a\":1}, \n {\"a\":2}]}\n",
-	} {
-		b := bytes.NewBufferString("keep")
-		i, _ := MemberAt([]byte(raw), "items")
-		if WriteExactItems(b, []byte(raw), i) || b.String() != "keep" {
-			t.Errorf("%q: written as it stands: %s", raw, b.String())
-		}
 	}
 }
