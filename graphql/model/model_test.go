@@ -44,7 +44,7 @@ func TestSDLGolden(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test ./api/graphql -run TestSDLGolden -update)", err)
+		t.Fatalf("%v (run go test ./graphql/model -run TestSDLGolden -update)", err)
 	}
 	if string(want) != m.SDL {
 		t.Errorf("generated SDL differs from %s; review and rerun with -update", golden)
