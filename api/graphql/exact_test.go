@@ -17,7 +17,7 @@ import (
 )
 
 // Lists (flat, or with relationship selections) that Postgres can build as
-// the response has them are written from its bytes (exact.go); every other
+// the response has them are written from its bytes (graphql/exec/exact.go); every other
 // selection is reshaped by Go. Both ways must give the same bytes: each
 // query runs through a server writing Postgres' JSON as it stands and one
 // with that turned off (noExact), over the same records.
@@ -177,7 +177,7 @@ func (srv *exactServers) both(t *testing.T, tenant, key, q string, vars map[stri
 }
 
 // A get by id of a flat selection runs a statement building the
-// response's object (exact.go); every other get runs REST's statement and
+// response's object (graphql/exec/exact.go); every other get runs REST's statement and
 // is reshaped. Both answer the same bytes, a missing record null.
 func TestExactGetWritesWhatTheStreamWrites(t *testing.T) {
 	t.Parallel()

@@ -4,7 +4,7 @@ import (
 	"bytes"
 )
 
-// WriteKept is writeObj for a record of a kept shape: the rows of one
+// WriteKept is WriteObj for a record of a kept shape: the rows of one
 // statement come with their members in one order, so once streaming gave
 // up on a row of this shape (it wants them in another order), the rows
 // after it are reshaped without trying. Both write the same bytes.

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestWriteKeptIsWriteObj: a kept shape writes each row as writeObj does,
+// TestWriteKeptIsWriteObj: a kept shape writes each row as WriteObj does,
 // before and after a row made it give up streaming, and reshapeFlat writes
 // what reshapeObj writes (or fails where it fails): repeated and escaped
 // keys, nested values, whitespace, malformed and truncated objects.

@@ -12,13 +12,17 @@ import (
 // result for GraphQL (aliases, field order, __typename) costs one pass and
 // no per-value allocation.
 
+// ErrBadJSON reports JSON from the database the scanner cannot read.
 var ErrBadJSON = errors.New("graphql: malformed JSON from the database")
 
+// Member is a member of a JSON object: its key and its raw value.
 type Member struct {
 	Key string
 	Val []byte
 }
 
+// SkipWS returns the index of the first byte of b from i on that is not
+// JSON whitespace.
 func SkipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
 		i++
@@ -234,6 +238,7 @@ func containsByte(b []byte, c byte) bool {
 	return false
 }
 
+// Lookup is the value of the first member named key, nil when none.
 func Lookup(ms []Member, key string) []byte {
 	for i := range ms {
 		if ms[i].Key == key {
@@ -243,4 +248,5 @@ func Lookup(ms []Member, key string) []byte {
 	return nil
 }
 
+// IsNull reports whether a raw value is null (or absent).
 func IsNull(b []byte) bool { return len(b) == 0 || string(b) == "null" }

@@ -18,12 +18,15 @@ import (
 type Shape struct {
 	Fields []OutField
 	// reorders: rows met so far order their members otherwise than this
-	// (kept, shared) shape, so writeKept reshapes them at once.
+	// (kept, shared) shape, so WriteKept reshapes them at once.
 	reorders atomic.Bool
 }
 
+// OutKind says what a field of a shape writes.
 type OutKind uint8
 
+// OutField is one response field of a shape: its key, and what it
+// writes (a member Src, a constant Typename, or a nested Sub shape).
 type OutField struct {
 	Key      string
 	Src      string
@@ -33,7 +36,7 @@ type OutField struct {
 }
 
 // reshapeObj writes raw (a JSON object) reshaped by s, member by member:
-// the path for what writeObj cannot stream.
+// the path for what WriteObj cannot stream.
 func reshapeObj(b *bytes.Buffer, s *Shape, raw []byte) error {
 	if IsNull(raw) {
 		b.WriteString("null")

@@ -96,6 +96,8 @@ type Model struct {
 	files map[string]map[string]string
 }
 
+// RelPred is a relationship where-predicate: <field>_some, _none or
+// _every over the related records.
 type RelPred struct {
 	Rel        *schema.Relationship
 	Dir        query.Direction

@@ -22,7 +22,7 @@ import (
 // SelectionSet is a selection set: fields and inline fragments.
 type SelectionSet []Selection
 
-// Selection is a *fieldSel or an *inlineFragment.
+// Selection is a *Field or an *InlineFragment.
 type Selection interface{ isSelection() }
 
 // Field is a field of a selection set.
@@ -48,16 +48,19 @@ type InlineFragment struct {
 func (*Field) isSelection()          {}
 func (*InlineFragment) isSelection() {}
 
+// Argument is an argument of a field or directive.
 type Argument struct {
 	Name  string
 	Value *Value
 }
 
+// Directive is a directive (@skip, @include) with its arguments.
 type Directive struct {
 	Name string
 	Args []Argument
 }
 
+// ValueKind says what a Value holds.
 type ValueKind uint8
 
 const (

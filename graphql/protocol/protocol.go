@@ -110,6 +110,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// NewRequestError is a request error (raised before execution) of code.
 func NewRequestError(code apperr.Code, msg string) *Result {
 	return &Result{RequestError: true, Errors: []Error{{Message: msg, Extensions: map[string]any{"code": string(code)}}}}
 }
@@ -135,6 +136,7 @@ type Location struct {
 	Column int `json:"column"`
 }
 
+// ValidationFailed is a request error of one validation error e.
 func ValidationFailed(e Error) *Result {
 	e.Extensions = map[string]any{"code": "GRAPHQL_VALIDATION_FAILED"}
 	return &Result{RequestError: true, Errors: []Error{e}}
