@@ -29,6 +29,8 @@ import (
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
+	gql "github.com/dds-project/dds/graphql"
+	gqllive "github.com/dds-project/dds/graphql/live"
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/openapi"
@@ -58,7 +60,7 @@ type Server struct {
 	Files   *files.Service
 	Jobs    *jobs.Service
 	Handler http.Handler
-	gqlSubs *graphql.Subscriptions
+	gqlFeed *gqllive.Feed
 	// Registry is the server's Prometheus registry (served on /metrics).
 	Registry *prometheus.Registry
 	// JobProgress are the gauges long-running jobs report through.
@@ -115,12 +117,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	restAPI.Routes(router)
 	restAPI.QueryRoutes(router) // query, batch, vector search, relationships
 	connectapi.New(s.Records, s.Schemas).Routes(router)
-	gqlLimits := graphql.Limits{MaxDocumentBytes: cfg.GraphQLMaxDocumentBytes, MaxDepth: cfg.GraphQLMaxDepth, MaxAliases: cfg.GraphQLMaxAliases, MaxComplexity: cfg.GraphQLMaxComplexity}
-	s.gqlSubs = graphql.NewSubscriptions(s.authn, s.Records, gqlLimits, log)
-	if err := s.hub.Subscribe(outbox.Channel, s.gqlSubs.Notify); err != nil {
+	// One GraphQL engine (one cache of prepared operations) serves both
+	// transports; the live feed dispatches the events outbox to the socket's
+	// subscriptions.
+	gqlEngine := gql.NewEngine(s.Records, gql.Limits{MaxDocumentBytes: cfg.GraphQLMaxDocumentBytes, MaxDepth: cfg.GraphQLMaxDepth, MaxAliases: cfg.GraphQLMaxAliases, MaxComplexity: cfg.GraphQLMaxComplexity}, log)
+	s.gqlFeed = gqllive.NewFeed(s.Records, gqlEngine.Executor(), log)
+	if err := s.hub.Subscribe(outbox.Channel, s.gqlFeed.Notify); err != nil {
 		return nil, err
 	}
-	graphql.New(s.Records, s.gqlSubs, gqlLimits, log).Routes(router)
+	graphql.NewHandler(gqlEngine, s.Records, graphql.NewSocket(s.authn, s.Records, gqlEngine, s.gqlFeed), log).Routes(router)
 	apifiles.New(s.Files, fileStore).Routes(router)
 	s.Jobs = jobs.NewService(d, s.Records, &workflows.JobRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
 	apijobs.New(s.Jobs).Routes(router)
@@ -139,7 +144,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	reg := obs.NewRegistry(d.DB)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dds_graphql_subscriptions_active", Help: "GraphQL subscriptions running on this server.",
-	}, func() float64 { return float64(s.gqlSubs.Active()) }))
+	}, func() float64 { return float64(s.gqlFeed.Active()) }))
 	s.Registry, s.JobProgress = reg, obs.NewJobProgress(reg)
 	router.Public("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
@@ -182,7 +187,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel() // runs first: stops the background loops, also when Serve fails
 	go s.hub.Run(ctx)
 	go func() { s.authn.Run(ctx, 30*time.Second); close(authDone) }()
-	go s.gqlSubs.Run(ctx)
+	go s.gqlFeed.Run(ctx)
 	// Event notifications outlive the HTTP shutdown below, so writes that
 	// finish during it are still announced.
 	pubCtx, pubStop := context.WithCancel(context.WithoutCancel(ctx))

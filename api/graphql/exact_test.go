@@ -12,11 +12,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dds-project/dds/api"
+	gql "github.com/dds-project/dds/graphql"
 	"github.com/dds-project/dds/query"
 )
 
 // Lists (flat, or with relationship selections) that Postgres can build as
-// the response has them are written from its bytes (exact.go); every other
+// the response has them are written from its bytes (graphql/exec/exact.go); every other
 // selection is reshaped by Go. Both ways must give the same bytes: each
 // query runs through a server writing Postgres' JSON as it stands and one
 // with that turned off (noExact), over the same records.
@@ -149,8 +150,7 @@ func newExactServers(t *testing.T, e *env) *exactServers {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	exactR, streamR := api.NewRouter(e.Authn, nil, 16<<20), api.NewRouter(e.Authn, nil, 16<<20)
 	New(store, nil, Limits{MaxComplexity: 1 << 30}, log).Routes(exactR)
-	streamed := New(e.Store, nil, Limits{MaxComplexity: 1 << 30}, log)
-	streamed.engine.noExact = true
+	streamed := NewHandler(gql.NewEngine(e.Store, Limits{MaxComplexity: 1 << 30}, log, gql.WithoutExactOutput()), e.Store, nil, log)
 	streamed.Routes(streamR)
 	exactSrv, streamSrv := httptest.NewServer(exactR), httptest.NewServer(streamR)
 	t.Cleanup(exactSrv.Close)
@@ -177,7 +177,7 @@ func (srv *exactServers) both(t *testing.T, tenant, key, q string, vars map[stri
 }
 
 // A get by id of a flat selection runs a statement building the
-// response's object (exact.go); every other get runs REST's statement and
+// response's object (graphql/exec/exact.go); every other get runs REST's statement and
 // is reshaped. Both answer the same bytes, a missing record null.
 func TestExactGetWritesWhatTheStreamWrites(t *testing.T) {
 	t.Parallel()
@@ -234,31 +234,5 @@ func TestExactGetWritesWhatTheStreamWrites(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestWriteExactItemsDropsOnlyJSONAggSeparators(t *testing.T) {
-	for raw, want := range map[string]string{
-		`{"items" : [{"a":1}, ` + "\n " + `{"a":"x, \n y"}]}`: `[{"a":1},{"a":"x, \n y"}]`,
-		`{"items" : []}`: `[]`,
-		`{"items" : [{"l":[{"b":1}, ` + "\n " + `{"b":2}]}, ` + "\n " + `{}]}`: `[{"l":[{"b":1},{"b":2}]},{}]`,
-	} {
-		var b bytes.Buffer
-		i, err := memberAt([]byte(raw), "items")
-		if err != nil || !writeExactItems(&b, []byte(raw), i) || b.String() != want {
-			t.Errorf("%s: wrote %s (%v), want %s", raw, b.String(), err, want)
-		}
-	}
-	for _, raw := range []string{
-		`{"items" : [{"a":1},` + "\n" + `{"a":2}]}`, // a newline in another form
-		`{"items" : [{"a":1}], "count" : 1}`,        // more than the items
-		`{"items" : null}`,
-		"{\"items\" : [{\"a\":1}, \n {\"a\":2}]}\n",
-	} {
-		b := bytes.NewBufferString("keep")
-		i, _ := memberAt([]byte(raw), "items")
-		if writeExactItems(b, []byte(raw), i) || b.String() != "keep" {
-			t.Errorf("%q: written as it stands: %s", raw, b.String())
-		}
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dds-project/dds/auth"
+	gql "github.com/dds-project/dds/graphql"
+	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/protocol"
 	"github.com/dds-project/dds/schema"
 )
 
@@ -171,12 +174,12 @@ func TestFileFieldIsOneStatementPerRootField(t *testing.T) {
 	e := testEnv(t)
 	fs := newFileShop(t)
 	sc := e.scope(t, fs.tenant)
-	m, err := ModelFor(sc, nil)
+	m, err := model.ModelFor(sc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	store, counter := countingStore(e.Store)
-	eng := NewEngine(store, Limits{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	eng := gql.NewEngine(store, Limits{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	admin, _ := auth.ParseScopes([]string{"*:*:*"})
 	p := &auth.Principal{TenantID: fs.tenant, Scopes: admin}
 	q := fmt.Sprintf(`{
@@ -185,7 +188,7 @@ func TestFileFieldIsOneStatementPerRootField(t *testing.T) {
 	  productsConnection(first: 10) { totalCount edges { node { manualFile { fileName } } } }
 	  categories(limit: 5) { productsConnection(limit: 5) { edges { node { manualFile { id } } } } }
 	}`, fs.p[0])
-	pr, res := eng.Prepare(context.Background(), m, Request{Query: q})
+	pr, res := eng.Prepare(context.Background(), m, protocol.Request{Query: q})
 	if res != nil {
 		t.Fatalf("%+v", res.Errors)
 	}
@@ -214,25 +217,25 @@ func TestFileFieldNameCollisions(t *testing.T) {
 			{Name: "File", Fields: []schema.Field{{Name: "n", Type: schema.String}}}}}, "type File is generated twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Build(tc.def)
+			_, err := model.Build(tc.def)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one naming %q", err, tc.want)
 			}
 		})
 	}
 	// Without FILE fields no File type is generated: an entity may be named File.
-	if _, err := Build(&schema.Definition{Name: "x", Entities: []schema.Entity{{Name: "File", Fields: []schema.Field{{Name: "n", Type: schema.String}}}}}); err != nil {
+	if _, err := model.Build(&schema.Definition{Name: "x", Entities: []schema.Entity{{Name: "File", Fields: []schema.Field{{Name: "n", Type: schema.String}}}}}); err != nil {
 		t.Errorf("entity File without FILE fields: %v", err)
 	}
 	// The generated field is an object of type File.
-	m, err := Build(&schema.Definition{Name: "x", Entities: []schema.Entity{{Name: "Doc", Fields: []schema.Field{{Name: "scan", Type: schema.File}}}}})
+	m, err := model.Build(&schema.Definition{Name: "x", Entities: []schema.Entity{{Name: "Doc", Fields: []schema.Field{{Name: "scan", Type: schema.File}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := m.field("Doc", "scanFile"); f == nil || f.named != "File" || f.list || f.nonNull {
+	if f := m.Field("Doc", "scanFile"); f == nil || f.Named != "File" || f.List || f.NonNull {
 		t.Errorf("Doc.scanFile = %v", f)
 	}
-	if f := m.field("File", "sizeBytes"); f == nil || f.named != "Int" || f.list || !f.nonNull {
+	if f := m.Field("File", "sizeBytes"); f == nil || f.Named != "Int" || f.List || !f.NonNull {
 		t.Errorf("File.sizeBytes = %+v", f)
 	}
 }

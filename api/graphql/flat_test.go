@@ -2,10 +2,7 @@ package graphql
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
-	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -80,67 +77,6 @@ func TestFlatSelectionAnswersAsTheGeneralPath(t *testing.T) {
 	}
 }
 
-// TestVariablesGivenAreTheDefaultsApplied: when every variable is given
-// (or has no default), the checked variables are the given map itself,
-// equal to what withDefaults builds.
-func TestVariablesGivenAreTheDefaultsApplied(t *testing.T) {
-	one := &value{lit: int64(1)}
-	defs := []varDef{{name: "id", nonNull: true, check: checkString}, {name: "n", def: one, check: checkFloat}, {name: "s", check: checkString}}
-	for _, given := range []map[string]any{
-		{"id": "a", "n": json.Number("2")},
-		{"id": "a", "n": json.Number("2"), "s": nil},
-		{"id": "a"},
-		{"id": "a", "s": "x"},
-	} {
-		if !scalarsValid(defs, given) {
-			t.Fatalf("%v: not valid", given)
-		}
-		want := withDefaults(defs, given)
-		if allGiven(defs, given) != reflect.DeepEqual(given, want) {
-			t.Errorf("%v: allGiven %v, withDefaults %v", given, allGiven(defs, given), want)
-		}
-	}
-}
-
-// TestArgumentIsArgumentMapsValue: one argument read alone is what the map
-// of all of them holds.
-func TestArgumentIsArgumentMapsValue(t *testing.T) {
-	f := &fieldSel{Name: "product", Arguments: []argument{{name: "id", v: &value{kind: vVariable, name: "id"}}, {name: "x", v: &value{lit: "lit"}}}}
-	vars := map[string]any{"id": "abc"}
-	for _, name := range []string{"id", "x", "absent"} {
-		if got, want := f.argument(name, vars), f.ArgumentMap(vars)[name]; got != want {
-			t.Errorf("%s: %v, want %v", name, got, want)
-		}
-	}
-}
-
-// TestCollectMergesBeyondSmallSets: fields merge by response key whether
-// the set is searched in order (a few fields) or through its index.
-func TestCollectMergesBeyondSmallSets(t *testing.T) {
-	x := &execCtx{}
-	var set selectionSet
-	for i := 0; i < 12; i++ {
-		set = append(set, &fieldSel{Name: "f" + strconv.Itoa(i), SelectionSet: selectionSet{&fieldSel{Name: "a"}}})
-	}
-	set = append(set, &fieldSel{Name: "f1", SelectionSet: selectionSet{&fieldSel{Name: "b"}}}, &fieldSel{Name: "f10", SelectionSet: selectionSet{&fieldSel{Name: "c"}}})
-	got := x.collect(set, "T")
-	if len(got) != 12 {
-		t.Fatalf("%d fields, want 12", len(got))
-	}
-	for i, cf := range got {
-		want := 1
-		if i == 1 || i == 10 {
-			want = 2
-		}
-		if cf.key != "f"+strconv.Itoa(i) || len(cf.sel) != want {
-			t.Errorf("field %d: %s with %d selections, want %d", i, cf.key, len(cf.sel), want)
-		}
-	}
-	if len(set[1].(*fieldSel).SelectionSet) != 1 || len(set[10].(*fieldSel).SelectionSet) != 1 {
-		t.Error("merging wrote into the shared tree")
-	}
-}
-
 // TestUsualHeadersNeedNoParsing: the Accept values answered without
 // parsing get what parsing gives them.
 func TestUsualHeadersNeedNoParsing(t *testing.T) {
@@ -174,39 +110,6 @@ func TestContentTypeOfPOST(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+s.key)
 		if r := do(t, req); r.Status != c.want {
 			t.Errorf("Content-Type %q: %d %s, want %d", c.ct, r.Status, r.Body, c.want)
-		}
-	}
-}
-
-// TestWriteKeptIsWriteObj: a kept shape writes each row as writeObj does,
-// before and after a row made it give up streaming, and reshapeFlat writes
-// what reshapeObj writes (or fails where it fails): repeated and escaped
-// keys, nested values, whitespace, malformed and truncated objects.
-func TestWriteKeptIsWriteObj(t *testing.T) {
-	inOrder := `{"id":"a","createdAt":"t","name":"x","price":1}`
-	rows := []string{inOrder, `{"id":"b","createdAt":"u","name":"y \"q\"","price":null}`, `null`, `{"id":"c","name":"z"}`, inOrder,
-		`{}`, ` { "id" : "d" , "name" : [1, {"x": "}"}] } `, `{"id":"e","name":"first","name":"second"}`, `{"id":"f","n\u0061me":"esc"}`,
-		`{"id":"g",}`, `{"id":"h"`, `{"id":"i"} tail`, `[1]`, `{"id":1.5e3,"price":true,"name":false}`}
-	for _, fields := range [][]outField{
-		{{key: "id", src: "id", kind: oScalar}, {key: "name", src: "name", kind: oScalar}},                                                      // streams
-		{{key: "id", src: "id", kind: oScalar}, {key: "name", src: "name", kind: oScalar}, {key: "createdAt", src: "createdAt", kind: oScalar}}, // reorders
-		{{key: "t", kind: oTypename, typename: "P"}, {key: "p", src: "price", kind: oScalar}, {key: "n", src: "name", kind: oScalar}},
-	} {
-		kept := &shape{fields: fields}
-		for _, raw := range append(rows, rows...) { // the second time round, the shape may have given up streaming
-			var flat, obj bytes.Buffer
-			errFlat, errObj := reshapeFlat(&flat, &shape{fields: fields}, []byte(raw)), reshapeObj(&obj, &shape{fields: fields}, []byte(raw))
-			if (errFlat == nil) != (errObj == nil) || errObj == nil && !bytes.Equal(flat.Bytes(), obj.Bytes()) {
-				t.Errorf("%s: reshapeFlat %s (%v), reshapeObj %s (%v)", raw, flat.Bytes(), errFlat, obj.Bytes(), errObj)
-			}
-			var got, want bytes.Buffer
-			got.WriteString("[")
-			want.WriteString("[")
-			errGot := writeKept(&got, kept, []byte(raw))
-			errWant := writeObj(&want, &shape{fields: fields}, []byte(raw))
-			if (errGot == nil) != (errWant == nil) || errWant == nil && !bytes.Equal(got.Bytes(), want.Bytes()) { // on an error the caller cuts what was written
-				t.Errorf("%s: kept %s (%v), writeObj %s (%v)", raw, got.Bytes(), errGot, want.Bytes(), errWant)
-			}
 		}
 	}
 }

@@ -1,3 +1,9 @@
+// Package graphql is the GraphQL API's two transports over the one engine
+// (package graphql at the module's root): GraphQL over HTTP (decoding GET
+// and POST requests, Accept negotiation, writing results and their HTTP
+// status) and graphql-transport-ws (the socket, its read and write loops,
+// connection_init's authentication), whose subscriptions the live feed
+// serves.
 package graphql
 
 import (
@@ -20,6 +26,11 @@ import (
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
+	gql "github.com/dds-project/dds/graphql"
+	"github.com/dds-project/dds/graphql/jsonshape"
+	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/operation"
+	"github.com/dds-project/dds/graphql/protocol"
 	"github.com/dds-project/dds/records"
 )
 
@@ -32,7 +43,7 @@ const (
 // Handler serves GraphQL over HTTP for the tenant's active schema.
 type Handler struct {
 	store  *records.Store
-	engine *Engine
+	engine *gql.Engine
 	subs   *Subscriptions
 	log    *slog.Logger
 	// readBufs pools what reading a POST body needs (readBuf).
@@ -70,13 +81,21 @@ func (h *Handler) putReadBuf(rb *readBuf) {
 	h.readBufs.Put(rb)
 }
 
-// New returns the GraphQL handler; subs may be nil (no subscription socket).
-func New(store *records.Store, subs *Subscriptions, limits Limits, log *slog.Logger) *Handler {
-	return &Handler{store: store, engine: NewEngine(store, limits, log), subs: subs, log: log}
+// Limits protect the server from expensive documents (the engine's).
+type Limits = gql.Limits
+
+// NewHandler returns the GraphQL handler over engine (the one the
+// subscription socket shares); subs may be nil (no subscription socket).
+func NewHandler(engine *gql.Engine, store *records.Store, subs *Subscriptions, log *slog.Logger) *Handler {
+	return &Handler{store: store, engine: engine, subs: subs, log: log}
 }
 
-// Engine is the executor (shared with the subscription socket).
-func (h *Handler) Engine() *Engine { return h.engine }
+// New returns a GraphQL handler with an engine of its own (tests and
+// benchmarks; the server shares one engine through NewHandler); subs may
+// be nil (no subscription socket).
+func New(store *records.Store, subs *Subscriptions, limits Limits, log *slog.Logger) *Handler {
+	return NewHandler(gql.NewEngine(store, limits, log), store, subs, log)
+}
 
 // Routes registers the GraphQL routes.
 func (h *Handler) Routes(r *api.Router) {
@@ -90,7 +109,7 @@ func (h *Handler) Routes(r *api.Router) {
 
 // scope checks that the path's tenant is the caller's and resolves the
 // active schema's model. Another tenant's id is "not found", never data.
-func (h *Handler) scope(r *http.Request) (*records.Scope, *Model, error) {
+func (h *Handler) scope(r *http.Request) (*records.Scope, *model.Model, error) {
 	p := api.Principal(r)
 	if r.PathValue("tenantId") != p.TenantID {
 		return nil, nil, apperr.New(apperr.NotFound, "no GraphQL API for tenant %q with these credentials", r.PathValue("tenantId"))
@@ -100,12 +119,12 @@ func (h *Handler) scope(r *http.Request) (*records.Scope, *Model, error) {
 
 // scopeModel resolves the tenant's active schema and its GraphQL model as
 // p may see it.
-func scopeModel(ctx context.Context, store *records.Store, p *auth.Principal) (*records.Scope, *Model, error) {
+func scopeModel(ctx context.Context, store *records.Store, p *auth.Principal) (*records.Scope, *model.Model, error) {
 	sc, err := store.Scope(ctx, p.TenantID)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := ModelFor(sc, p)
+	m, err := model.ModelFor(sc, p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,7 +185,7 @@ func parseAccept(header string) string {
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	media := accepts(r.Header.Get("Accept"))
 	if media == "" {
-		h.write(w, mediaJSON, http.StatusNotAcceptable, requestError(apperr.BadRequest, "Accept must allow application/graphql-response+json or application/json"))
+		h.write(w, mediaJSON, http.StatusNotAcceptable, protocol.NewRequestError(apperr.BadRequest, "Accept must allow application/graphql-response+json or application/json"))
 		return
 	}
 	req, res, status := h.decode(r)
@@ -176,7 +195,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, m, err := h.scope(r)
 	if err != nil {
-		h.write(w, media, api.Status(api.Classify(err).Code), errorResult(r.Context(), err))
+		h.write(w, media, api.Status(api.Classify(err).Code), protocol.ErrorResult(r.Context(), err))
 		return
 	}
 	pr, res := h.engine.Prepare(r.Context(), m, req)
@@ -188,9 +207,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.write(w, media, status, res)
 		return
 	}
-	if r.Method == http.MethodGet && pr.op.kind != ast.OperationTypeQuery {
+	if r.Method == http.MethodGet && pr.Op.Kind != ast.OperationTypeQuery {
 		w.Header().Set("Allow", "POST")
-		h.write(w, media, http.StatusMethodNotAllowed, requestError(apperr.BadRequest, "only queries may be sent with GET; use POST for "+opName(pr.op.kind)+"s"))
+		h.write(w, media, http.StatusMethodNotAllowed, protocol.NewRequestError(apperr.BadRequest, "only queries may be sent with GET; use POST for "+operation.OpName(pr.Op.Kind)+"s"))
 		return
 	}
 	res = h.engine.Execute(r.Context(), sc, api.Principal(r), pr)
@@ -203,15 +222,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 
 // decode reads the GraphQL request from a GET query string or a POST JSON
 // body. A malformed request is a 400 whatever the Accept header.
-func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
+func (h *Handler) decode(r *http.Request) (protocol.Request, *protocol.Result, int) {
 	var raw struct {
 		Query         json.RawMessage `json:"query"`
 		OperationName json.RawMessage `json:"operationName"`
 		Variables     json.RawMessage `json:"variables"`
 		Extensions    json.RawMessage `json:"extensions"`
 	}
-	bad := func(msg string) (Request, *Result, int) {
-		return Request{}, requestError(apperr.BadRequest, msg), http.StatusBadRequest
+	bad := func(msg string) (protocol.Request, *protocol.Result, int) {
+		return protocol.Request{}, protocol.NewRequestError(apperr.BadRequest, msg), http.StatusBadRequest
 	}
 	if r.Method == http.MethodGet {
 		q := r.URL.Query()
@@ -234,7 +253,7 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 			ct, _, err = mime.ParseMediaType(ct)
 		}
 		if err != nil || ct != mediaJSON {
-			return Request{}, requestError(apperr.BadRequest, "Content-Type must be application/json"), http.StatusUnsupportedMediaType
+			return protocol.Request{}, protocol.NewRequestError(apperr.BadRequest, "Content-Type must be application/json"), http.StatusUnsupportedMediaType
 		}
 		rb := h.readBuf()
 		defer h.putReadBuf(rb)
@@ -252,10 +271,10 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		// errors (a read error comes after the bytes read).
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errorReader{err}))
 		if err := api.DecodeJSON(r, &raw); err != nil {
-			return Request{}, errorResult(r.Context(), err), api.Status(api.Classify(err).Code)
+			return protocol.Request{}, protocol.ErrorResult(r.Context(), err), api.Status(api.Classify(err).Code)
 		}
 	}
-	var req Request
+	var req protocol.Request
 	if q, ok := plainString(raw.Query); ok {
 		req.Query = q
 	} else if err := json.Unmarshal(raw.Query, &req.Query); err != nil || len(raw.Query) == 0 || string(raw.Query) == "null" {
@@ -284,7 +303,7 @@ func (h *Handler) decode(r *http.Request) (Request, *Result, int) {
 		}
 	}
 	if req.Variables != nil {
-		req.variablesJSON = raw.Variables
+		req.VariablesJSON = raw.Variables
 	}
 	return req, nil, 0
 }
@@ -296,10 +315,10 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if media == "" {
 		media = mediaJSON
 	}
-	h.write(w, media, api.Status(api.Classify(err).Code), errorResult(r.Context(), err))
+	h.write(w, media, api.Status(api.Classify(err).Code), protocol.ErrorResult(r.Context(), err))
 }
 
-func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Result) {
+func (h *Handler) write(w http.ResponseWriter, media string, status int, res *protocol.Result) {
 	for _, e := range res.Errors {
 		// Postgres unreachable: the whole answer is 503 with Retry-After, as on REST and Connect.
 		if e.Extensions["code"] == string(apperr.Unavailable) {
@@ -318,7 +337,7 @@ func (h *Handler) write(w http.ResponseWriter, media string, status int, res *Re
 	// application/graphql-response+json (media is one of those two constants, see accepts), never
 	// as HTML, so reflected strings inside it are JSON data a browser does not render.
 	_, _ = w.Write(body) //nolint:gosec // G705: JSON body under an explicit JSON Content-Type, not HTML.
-	res.release()
+	res.Release()
 }
 
 // contentType is the Content-Type of a response of media type media.
@@ -370,30 +389,30 @@ func (e errorReader) Read([]byte) (int, error) {
 // scanning it; only the variables and extensions objects are parsed into
 // values (on arena a, when not nil), and the variables' JSON is kept as
 // sent, as the general decoder keeps it.
-func decodeBody(a arena.Arena, body []byte) (req Request, ok bool) {
+func decodeBody(a arena.Arena, body []byte) (req protocol.Request, ok bool) {
 	if astjson.ValidateBytes(body) != nil || hasSurrogateEscape(body) { // strict: the parser alone takes 1.2.3 or NaN
-		return Request{}, false
+		return protocol.Request{}, false
 	}
-	i := skipWS(body, 0)
+	i := jsonshape.SkipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
-		return Request{}, false
+		return protocol.Request{}, false
 	}
 	var p astjson.Parser
 	seen := 0
-	for i = skipWS(body, i+1); i < len(body) && body[i] == '"'; {
-		kend, err := skipString(body, i)
+	for i = jsonshape.SkipWS(body, i+1); i < len(body) && body[i] == '"'; {
+		kend, err := jsonshape.SkipString(body, i)
 		if err != nil {
-			return Request{}, false
+			return protocol.Request{}, false
 		}
 		key := body[i+1 : kend-1]
-		i = skipWS(body, kend)
+		i = jsonshape.SkipWS(body, kend)
 		if i >= len(body) || body[i] != ':' {
-			return Request{}, false
+			return protocol.Request{}, false
 		}
-		start := skipWS(body, i+1)
-		end, err := skipValue(body, start)
+		start := jsonshape.SkipWS(body, i+1)
+		end, err := jsonshape.SkipValue(body, start)
 		if err != nil {
-			return Request{}, false
+			return protocol.Request{}, false
 		}
 		val := body[start:end]
 		bit := 0
@@ -408,7 +427,7 @@ func decodeBody(a arena.Arena, body []byte) (req Request, ok bool) {
 			bit = 8
 		}
 		if bit == 0 || seen&bit != 0 {
-			return Request{}, false
+			return protocol.Request{}, false
 		}
 		seen |= bit
 		isNull := string(val) == "null"
@@ -417,7 +436,7 @@ func decodeBody(a arena.Arena, body []byte) (req Request, ok bool) {
 		case bit <= 2:
 			str, good := jsonString(&p, a, val)
 			if !good {
-				return Request{}, false
+				return protocol.Request{}, false
 			}
 			if bit == 1 {
 				req.Query = str
@@ -426,31 +445,31 @@ func decodeBody(a arena.Arena, body []byte) (req Request, ok bool) {
 			}
 		default:
 			if val[0] != '{' {
-				return Request{}, false
+				return protocol.Request{}, false
 			}
 			v, err := p.ParseBytesWithArena(a, val)
 			if err != nil {
-				return Request{}, false
+				return protocol.Request{}, false
 			}
 			m, good := goValue(v).(map[string]any)
 			if !good {
-				return Request{}, false
+				return protocol.Request{}, false
 			}
 			if bit == 4 {
-				req.Variables, req.variablesJSON = m, bytes.Clone(val)
+				req.Variables, req.VariablesJSON = m, bytes.Clone(val)
 			} else {
 				req.Extensions = m
 			}
 		}
-		i = skipWS(body, end)
+		i = jsonshape.SkipWS(body, end)
 		if i < len(body) && body[i] == ',' {
-			i = skipWS(body, i+1)
+			i = jsonshape.SkipWS(body, i+1)
 			continue
 		}
 		break
 	}
 	if i >= len(body) || body[i] != '}' || seen&1 == 0 {
-		return Request{}, false
+		return protocol.Request{}, false
 	}
 	return req, true
 }

@@ -99,10 +99,10 @@ func TestDecodeBody(t *testing.T) {
 		}
 		if want.Variables != nil {
 			var again map[string]any
-			d := json.NewDecoder(bytes.NewReader(got.variablesJSON))
+			d := json.NewDecoder(bytes.NewReader(got.VariablesJSON))
 			d.UseNumber()
 			if err := d.Decode(&again); err != nil || !reflect.DeepEqual(again, want.Variables) {
-				t.Errorf("%s: variables JSON %s", c.body, got.variablesJSON)
+				t.Errorf("%s: variables JSON %s", c.body, got.VariablesJSON)
 			}
 		}
 	}

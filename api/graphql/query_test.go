@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/dds-project/dds/auth"
+	gql "github.com/dds-project/dds/graphql"
+	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/protocol"
 )
 
 // shopTenant is a tenant with the shop fixture schema and a small catalogue:
@@ -60,12 +63,12 @@ func TestNestedQueryIsOneStatementPerRootField(t *testing.T) {
 	e := testEnv(t)
 	s := newShop(t)
 	sc := e.scope(t, s.tenant)
-	m, err := ModelFor(sc, nil)
+	m, err := model.ModelFor(sc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	store, counter := countingStore(e.Store)
-	eng := NewEngine(store, Limits{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	eng := gql.NewEngine(store, Limits{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	admin, _ := auth.ParseScopes([]string{"*:*:*"})
 	p := &auth.Principal{TenantID: s.tenant, Scopes: admin}
 	q := `{
@@ -75,7 +78,7 @@ func TestNestedQueryIsOneStatementPerRootField(t *testing.T) {
 	  }
 	  cats: categories(orderBy: [{field: "rank"}]) { __typename n: name }
 	}`
-	pr, res := eng.Prepare(context.Background(), m, Request{Query: q})
+	pr, res := eng.Prepare(context.Background(), m, protocol.Request{Query: q})
 	if res != nil {
 		t.Fatalf("%+v", res.Errors)
 	}

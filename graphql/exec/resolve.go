@@ -1,0 +1,647 @@
+package exec
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/graphql/jsonshape"
+	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/operation"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
+)
+
+// MaxPage is the largest first/last of a connection (docs/graphql.md).
+const MaxPage = 100
+
+// resolveRoot writes the value of root field cf to b (on an error, what
+// it wrote is for the caller to cut).
+func (x *execCtx) resolveRoot(b *bytes.Buffer, root string, cf *cfield) error {
+	rf, ok := x.m.Root(cf.field.Name)
+	if ok && rf.Kind == model.KindList { // written straight into b: the value may be large
+		if err := x.p.Require("entity", rf.Entity.Name, "read"); err != nil {
+			return err
+		}
+		return x.list(b, rf.Entity, cf)
+	}
+	if ok && rf.Kind == model.KindOne { // the get by id: written straight into b, its one argument read without a map
+		if err := x.p.Require("entity", rf.Entity.Name, "read"); err != nil {
+			return err
+		}
+		id, _ := cf.field.Argument("id", x.vars).(string)
+		return x.one(b, rf.Entity, cf, id)
+	}
+	v, err := x.resolveValue(root, cf)
+	if err != nil {
+		return err
+	}
+	b.Write(v)
+	return nil
+}
+
+// resolveValue returns the value of root field cf (lists and gets by id aside).
+func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
+	switch cf.field.Name {
+	case "__typename":
+		return json.Marshal(root)
+	case "__schema", "__type":
+		return x.introspect(cf)
+	}
+	rf, ok := x.m.Root(cf.field.Name)
+	if !ok {
+		return nil, apperr.New(apperr.BadRequest, "unknown field %s", cf.field.Name)
+	}
+	if rf.Kind == model.KindNone {
+		return []byte("null"), nil
+	}
+	args := cf.field.ArgumentMap(x.vars)
+	e := rf.Entity
+	switch rf.Kind {
+	case model.KindCount, model.KindConnection, model.KindVectorSearch:
+		if err := x.p.Require("entity", e.Name, "read"); err != nil {
+			return nil, err
+		}
+	}
+	switch rf.Kind {
+	case model.KindCount:
+		where, err := x.where(e, args["where"])
+		if err != nil {
+			return nil, err
+		}
+		search, _ := args["search"].(string)
+		st, err := x.countStatement(e.Name, where, search)
+		if err != nil {
+			return nil, err
+		}
+		return x.query(st, e.Name)
+	case model.KindConnection:
+		return x.connection(e, cf, args)
+	case model.KindVectorSearch:
+		return x.vectorSearch(e, cf, args)
+	case model.KindCreate, model.KindUpdate, model.KindDelete:
+		return x.mutate(rf, cf, args)
+	case model.KindBatchCreate, model.KindBatchUpdate, model.KindBatchDelete:
+		return x.batch(rf, cf, args)
+	case model.KindRelCreate, model.KindRelUpdate, model.KindRelDelete:
+		return x.edge(rf, cf, args)
+	}
+	return nil, apperr.New(apperr.BadRequest, "%s is not available over this transport", cf.field.Name)
+}
+
+// list writes a list query's records to b (its arguments are read only
+// when its statement is not kept).
+func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
+	l := query.List{Entity: e.Name}
+	// The selection is built once, before the arguments (a kept flat
+	// list's statement needs none of them); its error, though, comes after
+	// theirs, as the arguments are the field's first part.
+	sh, serr := x.recordOf(e, cf, &l.Select)
+	// Postgres builds the response's own JSON when it can (exact.go): a
+	// kept flat selection's members are built once, on its memo, and its
+	// statement too when its arguments are literals.
+	var kept *exactList
+	if serr == nil && !x.e.noExact {
+		if kept = x.flatOutput(e, cf, sh); kept != nil && kept.literal {
+			if k := kept.st.Load(); k != nil && k.c == x.compiler() {
+				return x.writeList(b, e, k.st, kept.id, true)
+			}
+		}
+	}
+	args := cf.field.ArgumentMap(x.vars)
+	var err error
+	if l.Where, err = x.where(e, args["where"]); err != nil {
+		return err
+	}
+	l.Search, _ = args["search"].(string)
+	l.Limit, _ = operation.IntArg(args["limit"])
+	l.Offset, _ = operation.IntArg(args["offset"])
+	if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	exact := false
+	if kept != nil {
+		l.Select.Output, sh, exact = kept.out, kept.id, true
+	} else if !x.e.noExact {
+		if id := exactOutput(sh, &l.Select); id != nil {
+			sh, exact = id, true
+		}
+	}
+	st, err := x.listStatement(l)
+	if err != nil {
+		return err
+	}
+	if kept != nil && kept.literal {
+		kept.st.Store(&keptStatement{c: x.compiler(), st: st})
+	}
+	return x.writeList(b, e, st, sh, exact)
+}
+
+// writeList runs a list statement and writes its items to b with shape
+// sh, as Postgres wrote them when exact (the statement was compiled with
+// sh's Output).
+func (x *execCtx) writeList(b *bytes.Buffer, e *schema.Entity, st query.Statement, sh *jsonshape.Shape, exact bool) error {
+	// Written from the driver's bytes as they stand: {"items": [...]} is
+	// not split first, nor copied out of the driver.
+	return x.queryFunc(st, e.Name, func(raw []byte) error {
+		i, err := jsonshape.MemberAt(raw, "items")
+		if err != nil {
+			return apperr.Wrap(err, "read result")
+		}
+		// The response is about as long as Postgres' JSON (keys renamed,
+		// whitespace between items dropped): grow once.
+		b.Grow(len(raw) + len(raw)/8)
+		if i < 0 {
+			b.WriteString("[]")
+			return nil
+		}
+		if exact && jsonshape.WriteExactItems(b, raw, i) {
+			return nil
+		}
+		end, err := jsonshape.WriteListAt(b, sh, raw, i)
+		if err == nil {
+			if end = jsonshape.SkipWS(raw, end); end >= len(raw) || raw[end] != ',' && raw[end] != '}' {
+				err = jsonshape.ErrBadJSON
+			}
+		}
+		if err != nil {
+			return apperr.Wrap(err, "reshape result")
+		}
+		return nil
+	})
+}
+
+func (x *execCtx) listRaw(l query.List) ([]byte, error) {
+	st, err := x.listStatement(l)
+	if err != nil {
+		return nil, err
+	}
+	return x.query(st, l.Entity)
+}
+
+// one writes the record id names to b (null when there is none).
+func (x *execCtx) one(b *bytes.Buffer, e *schema.Entity, cf *cfield, id string) error {
+	if !isUUID(id) {
+		// An id that is not a UUID names no record: the field is null, as for an absent id
+		// (not an error, so the rest of the query still resolves).
+		b.WriteString("null")
+		return nil
+	}
+	return x.writeByID(b, e, cf, id)
+}
+
+// isUUID reports whether id is a well-formed UUID, the only form a record id takes.
+func isUUID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil
+}
+
+// byID reads one record with a selection (null when absent): a kept flat
+// selection through its own statement, which builds the response's object
+// (exact.go); any other through the records store's read by id, the
+// statement REST's GET runs (its text is kept per entity and selection, so
+// only the id is bound per request).
+func (x *execCtx) byID(e *schema.Entity, cf *cfield, id string) ([]byte, error) {
+	var b bytes.Buffer
+	if err := x.writeByID(&b, e, cf, id); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// writeByID is byID writing to b (on an error, what it wrote is for the
+// caller to cut).
+func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id string) error {
+	var sel query.Selection
+	sh, err := x.recordOf(e, cf, &sel)
+	if err != nil {
+		return err
+	}
+	if text := x.exactGetSQL(e, cf, sh); text != "" {
+		return x.writeExactGet(b, e, text, id)
+	}
+	raw, err := x.e.store.Get(x.ctx, x.sc, e.Name, id, sel)
+	if err != nil {
+		if apperr.As(err).Code == apperr.NotFound {
+			b.WriteString("null")
+			return nil
+		}
+		return err
+	}
+	b.Grow(len(raw) + len(raw)/4 + 16) // renamed keys and __typename may add a little
+	if err := jsonshape.WriteKept(b, sh, raw); err != nil {
+		return apperr.Wrap(err, "reshape result")
+	}
+	return nil
+}
+
+// cursor is the opaque cursor: the order keys (so a cursor of another
+// order is refused) and the row's values of them, id last.
+type cursor struct {
+	K []string          `json:"k"`
+	V []json.RawMessage `json:"v"`
+}
+
+func keyNames(keys []query.Order) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Field
+		if k.Desc {
+			out[i] += ":desc"
+		}
+	}
+	return out
+}
+
+func encodeCursor(names []string, keys []query.Order, item []byte) (string, error) {
+	ms, err := jsonshape.ObjectMembers(item, nil)
+	if err != nil {
+		return "", err
+	}
+	c := cursor{K: names}
+	for _, k := range keys {
+		v := jsonshape.Lookup(ms, k.Field)
+		if v == nil {
+			v = []byte("null")
+		}
+		c.V = append(c.V, v)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func decodeCursor(s string, names []string, arg string) ([]any, error) {
+	bad := apperr.Field(arg, "is not a cursor of this connection and order")
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	var c cursor
+	if err := json.Unmarshal(raw, &c); err != nil || strings.Join(c.K, ",") != strings.Join(names, ",") || len(c.V) != len(names) {
+		return nil, bad
+	}
+	out := make([]any, len(c.V))
+	for i, v := range c.V {
+		d := json.NewDecoder(bytes.NewReader(v))
+		d.UseNumber()
+		if err := d.Decode(&out[i]); err != nil {
+			return nil, bad
+		}
+	}
+	return out, nil
+}
+
+func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
+	first, hasFirst := operation.IntArg(args["first"])
+	last, hasLast := operation.IntArg(args["last"])
+	after, _ := args["after"].(string)
+	before, _ := args["before"].(string)
+	switch {
+	case hasFirst && hasLast:
+		return nil, apperr.New(apperr.Validation, "first and last cannot be used together")
+	case hasFirst && (first < 0 || first > MaxPage):
+		return nil, apperr.Field("first", "must be between 0 and %d", MaxPage)
+	case hasLast && (last < 0 || last > MaxPage):
+		return nil, apperr.Field("last", "must be between 0 and %d", MaxPage)
+	case after != "" && before != "":
+		return nil, apperr.New(apperr.Validation, "after and before cannot be used together")
+	case hasFirst && before != "":
+		return nil, apperr.New(apperr.Validation, "before pages backward: use it with last")
+	case hasLast && after != "":
+		return nil, apperr.New(apperr.Validation, "after pages forward: use it with first")
+	}
+	backward := hasLast || before != ""
+	n := query.DefaultLimit
+	if hasFirst {
+		n = first
+	} else if hasLast {
+		n = last
+	}
+	l := query.List{Entity: e.Name}
+	var err error
+	if l.Where, err = x.where(e, args["where"]); err != nil {
+		return nil, err
+	}
+	l.Search, _ = args["search"].(string)
+	order, err := orderBy(args["orderBy"])
+	if err != nil {
+		return nil, err
+	}
+	keys, err := x.orderKeys(e.Name, order)
+	if err != nil {
+		return nil, err
+	}
+	names := keyNames(keys)
+	l.OrderBy = keys
+
+	// Selection: edges' nodes, plus the key columns cursors are made of.
+	connT, edgeT := e.Name+"Connection", e.Name+"Edge"
+	l.Select.Fields = []string{}
+	conn := x.collect(cf.sel, connT)
+	var wantCount bool
+	edges := map[string]*jsonshape.Shape{}
+	for _, c := range conn {
+		switch c.field.Name {
+		case "totalCount":
+			wantCount = true
+		case "edges":
+			sh := &jsonshape.Shape{}
+			for _, ef := range x.collect(c.sel, edgeT) {
+				switch ef.field.Name {
+				case "__typename":
+					sh.Fields = append(sh.Fields, jsonshape.OutField{Key: ef.key, Kind: jsonshape.Typename, Typename: edgeT})
+				case "cursor":
+					sh.Fields = append(sh.Fields, jsonshape.OutField{Key: ef.key, Kind: jsonshape.Scalar, Src: "\x00cursor"})
+				case "node":
+					node, err := x.record(e, ef.sel, &l.Select)
+					if err != nil {
+						return nil, err
+					}
+					sh.Fields = append(sh.Fields, jsonshape.OutField{Key: ef.key, Kind: jsonshape.Self, Sub: node})
+				}
+			}
+			edges[c.key] = sh
+		}
+	}
+	for _, k := range keys {
+		addField(&l.Select, k.Field)
+	}
+	l.IncludeCount = wantCount
+	l.Limit = n + 1
+	reversed := false
+	switch {
+	case after != "":
+		vals, err := decodeCursor(after, names, "after")
+		if err != nil {
+			return nil, err
+		}
+		l.Seek = &query.Seek{Values: vals}
+	case before != "":
+		vals, err := decodeCursor(before, names, "before")
+		if err != nil {
+			return nil, err
+		}
+		l.Seek = &query.Seek{Values: vals, Backward: true}
+	case backward: // last n of the whole set: read the reversed order
+		rev := make([]query.Order, len(keys))
+		for i, k := range keys {
+			rev[i] = query.Order{Field: k.Field, Desc: !k.Desc}
+		}
+		l.OrderBy = rev
+		reversed = true
+	}
+	if n == 0 {
+		l.Limit = 1
+	}
+	raw, err := x.listRaw(l)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := jsonshape.ObjectMembers(raw, nil)
+	if err != nil {
+		return nil, apperr.Wrap(err, "read result")
+	}
+	items, err := jsonshape.ArrayItems(jsonshape.Lookup(ms, "items"), nil)
+	if err != nil {
+		return nil, apperr.Wrap(err, "read result")
+	}
+	more := len(items) > n
+	if reversed {
+		if more {
+			items = items[:n]
+		}
+		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
+			items[i], items[j] = items[j], items[i]
+		}
+	} else if more {
+		if backward {
+			items = items[len(items)-n:]
+		} else {
+			items = items[:n]
+		}
+	}
+	var hasNext, hasPrev bool
+	if backward {
+		hasPrev, hasNext = more, before != ""
+	} else {
+		hasNext, hasPrev = more, after != ""
+	}
+	cursors := make([]string, len(items))
+	for i, it := range items {
+		if cursors[i], err = encodeCursor(names, keys, it); err != nil {
+			return nil, apperr.Wrap(err, "make cursor")
+		}
+	}
+
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, c := range conn {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		jsonshape.WriteKey(&b, c.key)
+		switch c.field.Name {
+		case "__typename":
+			jsonshape.WriteString(&b, connT)
+		case "totalCount":
+			if v := jsonshape.Lookup(ms, "count"); v != nil {
+				b.Write(v)
+			} else {
+				b.WriteString("0")
+			}
+		case "edges":
+			sh := edges[c.key]
+			b.WriteByte('[')
+			for j, it := range items {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteByte('{')
+				for k, f := range sh.Fields {
+					if k > 0 {
+						b.WriteByte(',')
+					}
+					jsonshape.WriteKey(&b, f.Key)
+					switch f.Kind {
+					case jsonshape.Typename:
+						jsonshape.WriteString(&b, f.Typename)
+					case jsonshape.Scalar:
+						jsonshape.WriteString(&b, cursors[j])
+					case jsonshape.Self:
+						if err := jsonshape.WriteObj(&b, f.Sub, it); err != nil {
+							return nil, apperr.Wrap(err, "reshape result")
+						}
+					}
+				}
+				b.WriteByte('}')
+			}
+			b.WriteByte(']')
+		case "pageInfo":
+			b.WriteByte('{')
+			for k, pf := range x.collect(c.sel, "PageInfo") {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				jsonshape.WriteKey(&b, pf.key)
+				switch pf.field.Name {
+				case "__typename":
+					jsonshape.WriteString(&b, "PageInfo")
+				case "hasNextPage":
+					b.WriteString(boolJSON(hasNext))
+				case "hasPreviousPage":
+					b.WriteString(boolJSON(hasPrev))
+				case "startCursor", "endCursor":
+					if len(cursors) == 0 {
+						b.WriteString("null")
+					} else if pf.field.Name == "startCursor" {
+						jsonshape.WriteString(&b, cursors[0])
+					} else {
+						jsonshape.WriteString(&b, cursors[len(cursors)-1])
+					}
+				}
+			}
+			b.WriteByte('}')
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func boolJSON(v bool) string {
+	if v {
+		return "true"
+	}
+	return "false"
+}
+
+func (x *execCtx) vectorSearch(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
+	in, _ := args["input"].(map[string]any)
+	v := query.VectorSearch{Entity: e.Name}
+	v.Field, _ = in["field"].(string)
+	vec, _ := norm(in["vector"]).([]any)
+	v.Vector = vec
+	v.TopK, _ = operation.IntArg(in["topK"])
+	if ef, ok := operation.IntArg(in["efSearch"]); ok {
+		if ef < 1 {
+			return nil, apperr.Field("efSearch", "must be between topK and %d", query.MaxEfSearch)
+		}
+		v.EfSearch = ef
+	}
+	var err error
+	if v.Where, err = x.where(e, in["where"]); err != nil {
+		return nil, err
+	}
+	resT := e.Name + "VectorSearchResult"
+	sh := &jsonshape.Shape{}
+	for _, c := range x.collect(cf.sel, resT) {
+		switch c.field.Name {
+		case "__typename":
+			sh.Fields = append(sh.Fields, jsonshape.OutField{Key: c.key, Kind: jsonshape.Typename, Typename: resT})
+		case "score":
+			sh.Fields = append(sh.Fields, jsonshape.OutField{Key: c.key, Kind: jsonshape.Scalar, Src: "score"})
+		case "data":
+			d, err := x.record(e, c.sel, &v.Select)
+			if err != nil {
+				return nil, err
+			}
+			sh.Fields = append(sh.Fields, jsonshape.OutField{Key: c.key, Kind: jsonshape.Object, Src: "data", Sub: d})
+		}
+	}
+	if v.Select.Fields == nil {
+		v.Select.Fields = []string{}
+	}
+	st, err := x.vectorSearchStatement(v)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := x.query(st, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := jsonshape.WriteList(&b, sh, raw); err != nil {
+		return nil, apperr.Wrap(err, "reshape result")
+	}
+	return b.Bytes(), nil
+}
+
+// mutate runs create/update/delete through records.Store (validation and
+// the outbox event in the same statement as the write).
+func (x *execCtx) mutate(rf model.RootField, cf *cfield, args map[string]any) ([]byte, error) {
+	e := rf.Entity
+	op := map[model.RootKind]string{model.KindCreate: "create", model.KindUpdate: "update", model.KindDelete: "delete"}[rf.Kind]
+	if err := x.p.Require("entity", e.Name, op); err != nil {
+		return nil, err
+	}
+	var sel query.Selection
+	sh, err := x.record(e, cf.sel, &sel)
+	if err != nil {
+		return nil, err
+	}
+	if readsMore(&sel) { // reading related records or file metadata needs the entity read scope
+		if err := x.p.Require("entity", e.Name, "read"); err != nil {
+			return nil, err
+		}
+	}
+	var raw []byte
+	switch rf.Kind {
+	case model.KindCreate:
+		in, _ := norm(args["input"]).(map[string]any)
+		raw, err = x.e.store.Create(x.ctx, x.sc, e.Name, in)
+	case model.KindUpdate:
+		in, _ := norm(args["input"]).(map[string]any)
+		id, _ := args["id"].(string)
+		raw, err = x.e.store.Update(x.ctx, x.sc, e.Name, id, in, records.Patch)
+	case model.KindDelete:
+		id, _ := args["id"].(string)
+		if _, perr := uuid.Parse(id); perr != nil {
+			return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
+		}
+		if !readsMore(&sel) {
+			// One statement: the delete returns the record it removed.
+			raw, err = x.e.store.DeleteReturning(x.ctx, x.sc, e.Name, id)
+			break
+		}
+		// Nested selections need the relationships (and files) as they
+		// were: read them with the selection, then delete.
+		out, rerr := x.byID(e, cf, id)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if string(out) == "null" {
+			return nil, apperr.New(apperr.NotFound, "%s %q not found", e.Name, id)
+		}
+		if err := x.e.store.Delete(x.ctx, x.sc, e.Name, id); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if readsMore(&sel) {
+		var m struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, apperr.Wrap(err, "read result")
+		}
+		return x.byID(e, cf, m.ID)
+	}
+	var b bytes.Buffer
+	if err := jsonshape.WriteObj(&b, sh, raw); err != nil {
+		return nil, apperr.Wrap(err, "reshape result")
+	}
+	return b.Bytes(), nil
+}

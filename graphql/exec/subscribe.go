@@ -1,0 +1,106 @@
+package exec
+
+import (
+	"context"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/graphql/jsonshape"
+	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/operation"
+	"github.com/dds-project/dds/graphql/protocol"
+	"github.com/dds-project/dds/outbox"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
+)
+
+// Subscription is what a prepared subscription compiles to, once, when it
+// is set up: the events its root field follows, and how the live feed
+// writes each (its shape, the selection read per event, the filter).
+type Subscription struct {
+	// Key is the root field's response key.
+	Key   string
+	Scope *records.Scope
+	// Name is the entity or relationship whose events it follows; Entity
+	// is nil for relationship events.
+	Name      string
+	Entity    *schema.Entity
+	EventType string
+	Shape     *jsonshape.Shape
+	// Sel is the record selection read per event when it needs more than
+	// the event's record (relationship fields, file metadata); nil
+	// otherwise.
+	Sel *query.Selection
+	// Match evaluates the where on an event's record; nil when there is
+	// no where.
+	Match *records.Match
+}
+
+// Subscribe compiles a prepared subscription for principal p: exactly one
+// root field, the scopes it needs, its where compiled once (a bad filter
+// fails here, and events only bind the record). A refusal is a result to
+// send as the subscription's error.
+func (e *Executor) Subscribe(ctx context.Context, sc *records.Scope, p *auth.Principal, pr *operation.Prepared) (*Subscription, *protocol.Result) {
+	m := pr.Model
+	if m.SubscriptionType() == "" {
+		return nil, protocol.NewRequestError(apperr.Forbidden, "this credential may not read anything")
+	}
+	x := &execCtx{e: e, ctx: ctx, sc: sc, p: p, m: m, vars: pr.Vars}
+	fields := x.collect(pr.Op.SelectionSet, m.SubscriptionType())
+	if len(fields) != 1 {
+		return nil, protocol.NewRequestError(apperr.BadRequest, "a subscription selects exactly one root field")
+	}
+	cf := fields[0]
+	rf, ok := m.Root(cf.field.Name)
+	if !ok {
+		return nil, protocol.NewRequestError(apperr.BadRequest, "unknown subscription field "+cf.field.Name)
+	}
+	sub, err := x.subscriber(rf, cf)
+	if err != nil {
+		return nil, protocol.ErrorResult(ctx, err)
+	}
+	return sub, nil
+}
+
+// subscriptionEvents maps a subscription root to the event type it follows.
+var subscriptionEvents = map[model.RootKind]string{model.KindCreated: outbox.EntityCreated, model.KindUpdated: outbox.EntityUpdated, model.KindDeleted: outbox.EntityDeleted,
+	model.KindRelCreated: outbox.RelationshipCreated, model.KindRelUpdated: outbox.RelationshipUpdated, model.KindRelDeleted: outbox.RelationshipDeleted}
+
+func (x *execCtx) subscriber(rf model.RootField, cf *cfield) (*Subscription, error) {
+	if rf.Rel != nil { // an edge event: the edge as written, no filter
+		if err := x.p.Require("relationship", rf.Rel.Name, "read"); err != nil {
+			return nil, err
+		}
+		sh := x.edgeShape(rf.Rel, model.EdgeType(rf.Rel), cf.sel)
+		return &Subscription{Key: cf.key, Scope: x.sc, Name: rf.Rel.Name, EventType: subscriptionEvents[rf.Kind], Shape: sh}, nil
+	}
+	e := rf.Entity
+	if err := x.p.Require("entity", e.Name, "read"); err != nil {
+		return nil, err
+	}
+	where, err := x.where(e, cf.field.ArgumentMap(x.vars)["where"])
+	if err != nil {
+		return nil, err
+	}
+	var sel query.Selection
+	sh, err := x.record(e, cf.sel, &sel)
+	if err != nil {
+		return nil, err
+	}
+	sub := &Subscription{Key: cf.key, Scope: x.sc, Name: e.Name, Entity: e, EventType: subscriptionEvents[rf.Kind], Shape: sh}
+	if readsMore(&sel) {
+		if rf.Kind == model.KindDeleted {
+			return nil, apperr.New(apperr.BadRequest, "a deleted record has no relationships or files left to read: select its own fields in %s", cf.field.Name)
+		}
+		sub.Sel = &sel
+	}
+	if where != nil {
+		// Compile once now: a bad filter fails the subscribe, and events
+		// only bind the record ($1) to the prepared text.
+		if sub.Match, err = records.CompileMatch(x.sc, e.Name, where); err != nil {
+			return nil, err
+		}
+	}
+	return sub, nil
+}

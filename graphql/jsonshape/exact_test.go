@@ -1,0 +1,32 @@
+package jsonshape
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestWriteExactItemsDropsOnlyJSONAggSeparators(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"items" : [{"a":1}, ` + "\n " + `{"a":"x, \n y"}]}`: `[{"a":1},{"a":"x, \n y"}]`,
+		`{"items" : []}`: `[]`,
+		`{"items" : [{"l":[{"b":1}, ` + "\n " + `{"b":2}]}, ` + "\n " + `{}]}`: `[{"l":[{"b":1},{"b":2}]},{}]`,
+	} {
+		var b bytes.Buffer
+		i, err := MemberAt([]byte(raw), "items")
+		if err != nil || !WriteExactItems(&b, []byte(raw), i) || b.String() != want {
+			t.Errorf("%s: wrote %s (%v), want %s", raw, b.String(), err, want)
+		}
+	}
+	for _, raw := range []string{
+		`{"items" : [{"a":1},` + "\n" + `{"a":2}]}`, // a newline in another form
+		`{"items" : [{"a":1}], "count" : 1}`,        // more than the items
+		`{"items" : null}`,
+		"{\"items\" : [{\"a\":1}, \n {\"a\":2}]}\n",
+	} {
+		b := bytes.NewBufferString("keep")
+		i, _ := MemberAt([]byte(raw), "items")
+		if WriteExactItems(b, []byte(raw), i) || b.String() != "keep" {
+			t.Errorf("%q: written as it stands: %s", raw, b.String())
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package model
+
+import (
+	"strings"
+
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
+)
+
+type modelMemo struct {
+	m   *Model
+	err error
+}
+
+// ModelFor returns the GraphQL model of the scope's active schema version
+// as principal p may see it (nil: all of it), built once per version and
+// visibility: introspection, schema.graphql and validation then show a
+// credential only the entities, fields, relationships and operations its
+// scopes allow.
+func ModelFor(sc *records.Scope, p *auth.Principal) (*Model, error) {
+	key, allow := visibilityKey(sc.Schema.Def, p)
+	mm := sc.Schema.Memo("graphql.Model"+key, func() any {
+		m, err := build(sc.Schema.Def, allow)
+		return modelMemo{m, err}
+	}).(modelMemo)
+	return mm.m, mm.err
+}
+
+var visibilityOps = [...]string{"read", "create", "update", "delete"}
+
+// visibilityKey is the cache key of what p may do on def's entities and
+// relationships ("" when p may do everything, the shared model) and the
+// matching Allows.
+func visibilityKey(def *schema.Definition, p *auth.Principal) (string, Allows) {
+	if p == nil {
+		return "", nil
+	}
+	for _, s := range p.Scopes {
+		if s.Kind == "*" && s.Name == "*" && s.Op == "*" { // a grant of everything: the shared model
+			return "", nil
+		}
+	}
+	var b strings.Builder
+	all := true
+	bit := func(kind, name string) {
+		for _, op := range visibilityOps {
+			if p.Scopes.Allows(kind, name, op) {
+				b.WriteByte('1')
+			} else {
+				b.WriteByte('0')
+				all = false
+			}
+		}
+	}
+	b.WriteByte(':')
+	for i := range def.Entities {
+		bit("entity", def.Entities[i].Name)
+	}
+	for i := range def.Relationships {
+		bit("relationship", def.Relationships[i].Name)
+	}
+	if all {
+		return "", nil
+	}
+	return b.String(), p.Scopes.Allows
+}
+
+// Visible builds the model of def as principal p may see it, afresh
+// (ModelFor keeps one per schema version and visibility).
+func Visible(def *schema.Definition, p *auth.Principal) (*Model, error) {
+	_, allow := visibilityKey(def, p)
+	return build(def, allow)
+}
