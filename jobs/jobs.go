@@ -24,6 +24,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 )
@@ -226,9 +227,10 @@ func Op(jobType string) string {
 // Create validates the request against the tenant's active schema, stores
 // the job (queued) and starts its run. Whatever can be checked before the
 // run is a 4xx here: unknown entity, a bad filter or set, a file that is
-// not the tenant's confirmed file.
-func (s *Service) Create(ctx context.Context, tenantID string, r *Request) (*Job, error) {
-	sc, err := s.records.Scope(ctx, tenantID)
+// not the tenant's confirmed file. p is who asks (the request's principal).
+func (s *Service) Create(ctx context.Context, p *auth.Principal, r *Request) (*Job, error) {
+	tenantID := p.TenantID
+	sc, err := s.records.Scope(ctx, p)
 	if err != nil {
 		return nil, err
 	}

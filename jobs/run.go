@@ -166,11 +166,12 @@ func (x *Executor) Prepare(ctx context.Context, id string, beat Beat) (Outcome, 
 	return Continue, nil
 }
 
-// scope resolves the tenant's active schema and the job's entity; a schema
+// scope resolves the tenant's active schema and the job's entity, for the
+// system principal (dds.jobs does not record who created a job); a schema
 // activated since the job was created fails the job (its rows were
 // validated against another schema).
 func (x *Executor) scope(ctx context.Context, j *jobRow) (*records.Scope, *schema.Entity, error) {
-	sc, err := x.records.Scope(ctx, j.TenantID)
+	sc, err := x.records.Scope(ctx, records.SystemPrincipal(j.TenantID))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -91,25 +91,6 @@ func (s *Store) announce(tenantID, eventIDs string) {
 	s.events.PublishList(outbox.Channel, tenantID, strings.Split(eventIDs, ",")...)
 }
 
-// Scope is a tenant's view of its active schema.
-type Scope struct {
-	TenantID string
-	Schema   *schema.Active
-	Compiler *query.Compiler
-}
-
-// Scope resolves the tenant's active schema.
-func (s *Store) Scope(ctx context.Context, tenantID string) (*Scope, error) {
-	a, err := s.schemas.ActiveFor(ctx, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	c := a.Memo(s.compilerKey, func() any {
-		return query.New(a.Def, a.PgSchema).WithVectorEfSearch(s.efSearch)
-	}).(*query.Compiler)
-	return &Scope{TenantID: tenantID, Schema: a, Compiler: c}, nil
-}
-
 // Mode says how input fields are interpreted.
 type Mode int
 

@@ -88,7 +88,7 @@ func (h *Handler) scope(ctx context.Context, entity, op string) (*records.Scope,
 	if err := p.Require("entity", entity, op); err != nil {
 		return nil, err
 	}
-	sc, err := h.store.Scope(ctx, p.TenantID)
+	sc, err := h.store.Scope(ctx, p)
 	if err != nil {
 		return nil, err
 	}

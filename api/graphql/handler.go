@@ -101,7 +101,7 @@ func (h *Handler) scope(r *http.Request) (*records.Scope, *Model, error) {
 // scopeModel resolves the tenant's active schema and its GraphQL model as
 // p may see it.
 func scopeModel(ctx context.Context, store *records.Store, p *auth.Principal) (*records.Scope, *Model, error) {
-	sc, err := store.Scope(ctx, p.TenantID)
+	sc, err := store.TenantScope(ctx, p.TenantID)
 	if err != nil {
 		return nil, nil, err
 	}

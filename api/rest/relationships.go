@@ -39,7 +39,7 @@ func (h *Handler) relScope(r *http.Request, op string) (*records.Scope, error) {
 	if err := p.Require("relationship", r.PathValue("rel"), op); err != nil {
 		return nil, err
 	}
-	sc, err := h.store.Scope(r.Context(), p.TenantID)
+	sc, err := h.store.Scope(r.Context(), p)
 	if err != nil {
 		return nil, err
 	}

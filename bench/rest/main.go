@@ -256,7 +256,7 @@ func (e *env) batch(ctx context.Context) error {
 	direct := max(total/5, 1)
 	viaHTTP := total - direct
 	step("batch: %d batches of %d in-process, %d through HTTP", direct, batchSize, viaHTTP)
-	sc, err := e.srv.Records.Scope(ctx, e.tenant)
+	sc, err := e.srv.Records.Scope(ctx, records.SystemPrincipal(e.tenant))
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ func (e *env) batch(ctx context.Context) error {
 // the rows), limit 20.
 func (e *env) list(ctx context.Context) error {
 	step("list: filtered list over %d rows", e.o.rows)
-	sc, err := e.srv.Records.Scope(ctx, e.tenant)
+	sc, err := e.srv.Records.Scope(ctx, records.SystemPrincipal(e.tenant))
 	if err != nil {
 		return err
 	}
@@ -406,7 +406,7 @@ func sameJSON(a, b []byte) bool {
 func (e *env) vector(ctx context.Context) error {
 	dims := e.o.dims
 	g := load.NewVectors(dims)
-	sc, err := e.srv.Records.Scope(ctx, e.tenant)
+	sc, err := e.srv.Records.Scope(ctx, records.SystemPrincipal(e.tenant))
 	if err != nil {
 		return err
 	}

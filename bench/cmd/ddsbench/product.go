@@ -93,14 +93,14 @@ type bench struct {
 	vectors *vectorSet
 }
 
-// resolve loads the tenant's active schema the way records.Store.Scope
-// does and compiles the statements.
+// resolve resolves the tenant's scope through records (for the system
+// principal: the bench's key may do everything) and compiles the
+// statements.
 func resolve(ctx context.Context, db *sqlx.DB, tenantID string) (*bench, error) {
-	a, err := schema.NewService(db).ActiveFor(ctx, tenantID)
+	sc, err := records.NewStore(db, schema.NewService(db), nil).Scope(ctx, records.SystemPrincipal(tenantID))
 	if err != nil {
 		return nil, err
 	}
-	sc := &records.Scope{TenantID: tenantID, Schema: a, Compiler: query.New(a.Def, a.PgSchema)}
 	e, err := sc.Compiler.Entity(entity)
 	if err != nil {
 		return nil, err
