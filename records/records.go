@@ -46,8 +46,9 @@ type Store struct {
 	observe  func(query.Statement) // see Observed; nil in production
 	efSearch int                   // the connections' hnsw.ef_search; 0: db.DefaultVectorEfSearch
 	// compilerKey names the scope's compiler among the schema version's
-	// memos (it depends on efSearch); built once, not per request.
-	compilerKey string
+	// memos, and stmtKey its statement cache; both depend on efSearch and
+	// are built once, not per request.
+	compilerKey, stmtKey string
 }
 
 // Option configures a Store.
@@ -75,6 +76,7 @@ func NewStore(db *sqlx.DB, schemas *schema.Service, files Files, opts ...Option)
 		o(s)
 	}
 	s.compilerKey = fmt.Sprintf("query.Compiler/ef=%d", s.efSearch)
+	s.stmtKey = fmt.Sprintf("records.stmtCache/ef=%d", s.efSearch)
 	return s
 }
 

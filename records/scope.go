@@ -20,6 +20,7 @@ type Scope struct {
 	Compiler *query.Compiler
 
 	principal *auth.Principal
+	stmtKey   string // the schema version's memo holding stmts()
 }
 
 // Scope resolves the active schema of p's tenant for p.
@@ -34,7 +35,7 @@ func (s *Store) Scope(ctx context.Context, p *auth.Principal) (*Scope, error) {
 	c := a.Memo(s.compilerKey, func() any {
 		return query.New(a.Def, a.PgSchema).WithVectorEfSearch(s.efSearch)
 	}).(*query.Compiler)
-	return &Scope{TenantID: p.TenantID, Schema: a, Compiler: c, principal: p}, nil
+	return &Scope{TenantID: p.TenantID, Schema: a, Compiler: c, principal: p, stmtKey: s.stmtKey}, nil
 }
 
 // TenantScope resolves a tenant's scope for the system principal. It only
@@ -59,8 +60,8 @@ func (sc *Scope) Principal() *auth.Principal { return sc.principal }
 // ruleKey names the principal's rule inputs that compiled SQL depends on.
 //
 // Invariant: every cache of compiled SQL in this package (stmtCache on the
-// schema version, the Kept memos callers hold) is keyed by everything the
-// SQL depends on. Today that is the schema version and the compiler
+// schema version, the Kept memos callers hold, the compiler memo itself)
+// is keyed by everything the SQL depends on. Today that is the schema version and the compiler
 // (ef_search); the principal adds nothing, so this is "". When end-user
 // row rules compile into statements, this returns what they read of the
 // principal (roles, user id, claims the rules use), and every cache that

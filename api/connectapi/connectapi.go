@@ -92,7 +92,7 @@ func (h *Handler) scope(ctx context.Context, entity, op string) (*records.Scope,
 	if err != nil {
 		return nil, err
 	}
-	if _, err := sc.Compiler.Entity(entity); err != nil {
+	if _, err := sc.Entity(entity); err != nil {
 		return nil, err
 	}
 	return sc, nil

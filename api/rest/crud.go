@@ -44,7 +44,7 @@ func (h *Handler) scope(r *http.Request, op string) (*records.Scope, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := sc.Compiler.Entity(entity); err != nil {
+	if _, err := sc.Entity(entity); err != nil {
 		return nil, "", err
 	}
 	return sc, entity, nil

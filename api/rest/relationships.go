@@ -43,10 +43,10 @@ func (h *Handler) relScope(r *http.Request, op string) (*records.Scope, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := sc.Compiler.Entity(r.PathValue("entity")); err != nil {
+	if _, err := sc.Entity(r.PathValue("entity")); err != nil {
 		return nil, err
 	}
-	if _, err := sc.Compiler.Relationship(r.PathValue("rel")); err != nil {
+	if _, err := sc.Relationship(r.PathValue("rel")); err != nil {
 		return nil, err
 	}
 	return sc, nil
