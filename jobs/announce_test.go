@@ -50,7 +50,7 @@ func TestJobAnnouncesEveryEvent(t *testing.T) {
 	go hub.Run(ctx)
 
 	rs := records.NewStore(d, schema.NewService(d), nil)
-	j, err := jobs.NewService(d, rs, startNothing{}).Create(ctx, tenant, &jobs.Request{Type: jobs.TypeUpdate, Entity: "Item",
+	j, err := jobs.NewService(d, rs, startNothing{}).Create(ctx, records.SystemPrincipal(tenant), &jobs.Request{Type: jobs.TypeUpdate, Entity: "Item",
 		Spec: jobs.Spec{Where: map[string]any{"n": map[string]any{"$gte": json.Number("0")}}, Set: map[string]any{"n": json.Number("-1")}, EmitEvents: true}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,12 +19,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/jmoiron/sqlx"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dds-project/dds/apperr"
-	"github.com/dds-project/dds/outbox"
-	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
 )
@@ -495,88 +492,17 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// checkStaged runs the set-based checks on the staged rows.
+// checkStaged runs the set-based checks on the staged rows
+// (records.CheckStaged).
 func (x *Executor) checkStaged(ctx context.Context, sc *records.Scope, e *schema.Entity, table string) (*failures, error) {
+	problems, more, err := x.records.CheckStaged(ctx, sc, e.Name, table, MaxFailures)
+	if err != nil {
+		return nil, err
+	}
 	fails := &failures{}
-	item := `row_to_json(s)::jsonb - '_line' - '_id'`
-	type check struct {
-		field, msg, q string
-		args          []any
+	for _, p := range problems {
+		fails.add(p.Line, p.Item, p.Err)
 	}
-	var checks []check
-	target := sc.Compiler.Table(e.Name)
-	for i := range e.Fields {
-		f := &e.Fields[i]
-		col := fmt.Sprintf("(%s::%s)", schema.Ident(f.Name), schema.ColumnType(f))    // in the staging table
-		scol := fmt.Sprintf("(s.%s::%s)", schema.Ident(f.Name), schema.ColumnType(f)) // the same, of alias s
-		if f.Unique && !f.List {
-			checks = append(checks, check{f.Name, "must be unique: the same value is at index %d of the file",
-				fmt.Sprintf(`SELECT s."_line", x.first, %s AS item, count(*) OVER () AS n FROM %s s
-  JOIN (SELECT "_line", min("_line") OVER (PARTITION BY %s) AS first FROM %s WHERE %s IS NOT NULL) x ON x."_line" = s."_line"
-  WHERE x."_line" <> x.first ORDER BY s."_line" LIMIT %d`, item, table, col, table, col, MaxFailures), nil})
-			checks = append(checks, check{f.Name, fmt.Sprintf("must be unique: a %s with this value already exists", e.Name),
-				fmt.Sprintf(`SELECT s."_line", 0 AS first, %s AS item, count(*) OVER () AS n FROM %s s
-  WHERE EXISTS (SELECT 1 FROM %s t WHERE t.%s = %s) ORDER BY s."_line" LIMIT %d`, item, table, target, schema.Ident(f.Name), scol, MaxFailures), nil})
-		}
-		if f.Type == schema.File {
-			missing := `NOT EXISTS (SELECT 1 FROM dds.files fl WHERE fl.id = %s AND fl.tenant_id = $1 AND fl.status = 'confirmed')`
-			cond := fmt.Sprintf("s.%s IS NOT NULL AND "+missing, schema.Ident(f.Name), scol)
-			if f.List {
-				cond = fmt.Sprintf("EXISTS (SELECT 1 FROM unnest%s u(v) WHERE "+missing+")", scol, "u.v")
-			}
-			checks = append(checks, check{f.Name, "file does not exist, is not confirmed, or belongs to another tenant",
-				fmt.Sprintf(`SELECT s."_line", 0 AS first, %s AS item, count(*) OVER () AS n FROM %s s WHERE %s ORDER BY s."_line" LIMIT %d`,
-					item, table, cond, MaxFailures), []any{sc.TenantID}})
-		}
-	}
-	for _, c := range checks {
-		var rows []struct {
-			Line  int64           `db:"_line"`
-			First int64           `db:"first"`
-			Item  json.RawMessage `db:"item"`
-			N     int64           `db:"n"`
-		}
-		if err := sqlx.SelectContext(ctx, x.db, &rows, c.q, c.args...); err != nil {
-			return nil, fmt.Errorf("check staged rows: %w", err)
-		}
-		for _, r := range rows {
-			msg := c.msg
-			if strings.Contains(msg, "%d") {
-				msg = fmt.Sprintf(msg, r.First)
-			}
-			code := apperr.Validation
-			if strings.Contains(msg, "already exists") {
-				code = apperr.Conflict
-			}
-			fails.add(r.Line, r.Item, &apperr.Error{Code: code, Message: c.field + ": " + msg,
-				Details: []apperr.FieldError{{Field: c.field, Message: msg}}})
-		}
-		if len(rows) > 0 {
-			fails.count.Add(rows[0].N - int64(len(rows)))
-		}
-	}
+	fails.count.Add(more)
 	return fails, nil
-}
-
-// applyImport inserts the staged rows, in file order, with one
-// entity.created event each when asked.
-func applyImport(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, id string, events bool) (int64, eventSpan, error) {
-	table := stageTable(id)
-	names := []string{`"id"`}
-	sel := []string{`s."_id"::uuid`}
-	for i := range e.Fields {
-		names = append(names, schema.Ident(e.Fields[i].Name))
-		sel = append(sel, "s."+schema.Ident(e.Fields[i].Name)+"::"+schema.ColumnType(&e.Fields[i]))
-	}
-	ret := []string{`t."id"`}
-	if events {
-		ret, _ = sc.Compiler.Columns(e, nil, "t")
-	}
-	var a query.Args
-	with := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM %s s ORDER BY s."_line" RETURNING %s)`,
-		sc.Compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), table, strings.Join(ret, ", "))
-	if events {
-		with += ",\ne AS (" + outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w") + ")"
-	}
-	return written(ctx, tx, with, events, a.List())
 }

@@ -5,7 +5,10 @@
 // import file into an UNLOGGED staging table with COPY, validating the
 // staged rows in SQL, and applying a job in one short transaction that also
 // writes the records' outbox events and marks the job applied, so a retried
-// apply never writes twice.
+// apply never writes twice. The statements on the tenant's tables (the
+// count, the update or delete by filter, the checks and the insert of the
+// staged rows) are package records' (records/bulk.go): this package hands
+// it plans and the apply transaction.
 //
 // Starting and cancelling the durable run (a Temporal workflow per job) is
 // the Runner's business; this package does not know Temporal.
@@ -24,6 +27,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 )
@@ -226,13 +230,14 @@ func Op(jobType string) string {
 // Create validates the request against the tenant's active schema, stores
 // the job (queued) and starts its run. Whatever can be checked before the
 // run is a 4xx here: unknown entity, a bad filter or set, a file that is
-// not the tenant's confirmed file.
-func (s *Service) Create(ctx context.Context, tenantID string, r *Request) (*Job, error) {
-	sc, err := s.records.Scope(ctx, tenantID)
+// not the tenant's confirmed file. p is who asks (the request's principal).
+func (s *Service) Create(ctx context.Context, p *auth.Principal, r *Request) (*Job, error) {
+	tenantID := p.TenantID
+	sc, err := s.records.Scope(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	e, err := sc.Compiler.Entity(r.Entity)
+	e, err := sc.Entity(r.Entity)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +247,7 @@ func (s *Service) Create(ctx context.Context, tenantID string, r *Request) (*Job
 			return nil, err
 		}
 	case TypeUpdate, TypeDelete:
-		if _, _, err := compileWhere(sc, r.Entity, r.Where); err != nil {
+		if _, err := parseWhere(sc, r.Entity, r.Where); err != nil {
 			return nil, err
 		}
 		if r.Type == TypeUpdate {
@@ -453,18 +458,16 @@ func loadConfirmedFile(ctx context.Context, q sqlx.QueryerContext, tenantID, id 
 	return &f, nil
 }
 
-// compileWhere compiles a job's filter on entity's records (alias t).
-func compileWhere(sc *records.Scope, entity string, where map[string]any) (string, *query.Args, error) {
+// parseWhere parses a job's filter and checks it against entity.
+func parseWhere(sc *records.Scope, entity string, where map[string]any) (query.Filter, error) {
 	f, err := query.ParseWhere(where)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	var a query.Args
-	w, err := sc.Compiler.Where(entity, f, "t", "where", &a)
-	if err != nil {
-		return "", nil, err
+	if err := sc.CheckWhere(entity, f); err != nil {
+		return nil, err
 	}
-	return w, &a, nil
+	return f, nil
 }
 
 // finish moves a job that is not yet terminal to status, with its error

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -152,13 +151,13 @@ func (x *Executor) Prepare(ctx context.Context, id string, beat Beat) (Outcome, 
 		}
 		return Continue, nil
 	}
-	w, a, err := compileWhere(sc, j.Entity, spec.Where)
+	where, err := parseWhere(sc, j.Entity, spec.Where)
 	if err != nil {
 		return x.failed(ctx, id, err, nil)
 	}
-	var total int64
-	if err := x.db.GetContext(ctx, &total, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, sc.Compiler.Table(e.Name), w), a.List()...); err != nil {
-		return x.failed(ctx, id, records.MapError(sc, e.Name, err), nil)
+	total, err := x.records.CountWhere(ctx, sc, e.Name, where)
+	if err != nil {
+		return x.failed(ctx, id, err, nil)
 	}
 	if _, err := x.Progress(ctx, id, 0, &total); err != nil {
 		return "", err
@@ -166,18 +165,19 @@ func (x *Executor) Prepare(ctx context.Context, id string, beat Beat) (Outcome, 
 	return Continue, nil
 }
 
-// scope resolves the tenant's active schema and the job's entity; a schema
+// scope resolves the tenant's active schema and the job's entity, for the
+// system principal (dds.jobs does not record who created a job); a schema
 // activated since the job was created fails the job (its rows were
 // validated against another schema).
 func (x *Executor) scope(ctx context.Context, j *jobRow) (*records.Scope, *schema.Entity, error) {
-	sc, err := x.records.Scope(ctx, j.TenantID)
+	sc, err := x.records.Scope(ctx, records.SystemPrincipal(j.TenantID))
 	if err != nil {
 		return nil, nil, err
 	}
 	if sc.Schema.ID != j.SchemaID {
 		return nil, nil, apperr.New(apperr.Conflict, "the tenant's active schema changed since the job was created")
 	}
-	e, err := sc.Compiler.Entity(j.Entity)
+	e, err := sc.Entity(j.Entity)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,37 +281,36 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 		_ = tx.Rollback()
 		return x.Finish(ctx, id, Cancelled, "")
 	}
-	var n int64
-	var events eventSpan
+	var w records.Written
 	switch j.Type {
 	case TypeImport:
-		n, events, err = applyImport(ctx, tx, sc, e, id, spec.EmitEvents)
+		w, err = x.records.InsertStaged(ctx, tx, sc, e.Name, stageTable(id), spec.EmitEvents)
 	default:
-		n, events, err = applyFilter(ctx, tx, sc, e, j.Type, spec)
+		w, err = x.applyFilter(ctx, tx, sc, e, j.Type, spec)
 	}
 	if err != nil {
 		_ = tx.Rollback()
-		return x.failed(ctx, id, records.MapError(sc, e.Name, err), nil)
+		return x.failed(ctx, id, err, nil)
 	}
 	// The staging table goes with the commit that applies it: a worker
 	// that dies after the commit leaves nothing behind for a retry to miss.
 	if err := dropStage(ctx, tx, id); err != nil {
 		return "", err
 	}
-	res, _ := json.Marshal(Result{SuccessCount: n, Failed: []records.BatchFailure{}})
+	res, _ := json.Marshal(Result{SuccessCount: w.N, Failed: []records.BatchFailure{}})
 	if _, err := tx.ExecContext(ctx, `UPDATE dds.jobs SET status = 'succeeded', applied_at = now(), finished_at = now(),
-		processed = $2, total = $2, result = $3 WHERE id = $1`, id, n, string(res)); err != nil {
+		processed = $2, total = $2, result = $3 WHERE id = $1`, id, w.N, string(res)); err != nil {
 		return "", fmt.Errorf("mark job applied: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return "", records.MapError(sc, e.Name, err)
 	}
 	x.gauges.Done(j.Type, id)
-	if events.First.Valid {
+	if w.First.Valid {
 		// Every event of the job is announced, a few hundred ids per
 		// notification, so live subscribers see all of them; the relay
 		// claims them from the table however many wake-ups it gets.
-		if err := outbox.AnnounceRange(ctx, x.db, j.TenantID, events.First.Int64, events.Last.Int64, events.At.Time); err != nil {
+		if err := outbox.AnnounceRange(ctx, x.db, j.TenantID, w.First.Int64, w.Last.Int64, w.At.Time); err != nil {
 			x.log.Warn("announce job events; the relay's poll finds them", "job", id, "err", err)
 		}
 	}
@@ -319,85 +318,14 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 }
 
 // applyFilter updates or deletes every record matching the job's filter in
-// one statement, with one event per record when asked. A delete marks the
-// files its records held deleted in the same statement (the worker's
-// sweeper removes their objects).
-func applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, typ string, spec Spec) (int64, eventSpan, error) {
-	w, a, err := compileWhere(sc, e.Name, spec.Where)
+// one statement (records.UpdateWhere, records.DeleteWhere).
+func (x *Executor) applyFilter(ctx context.Context, tx *sqlx.Tx, sc *records.Scope, e *schema.Entity, typ string, spec Spec) (records.Written, error) {
+	where, err := parseWhere(sc, e.Name, spec.Where)
 	if err != nil {
-		return 0, eventSpan{}, err
-	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	var write string
-	switch typ {
-	case TypeUpdate:
-		row, errs := records.Prepare(e, spec.Set, records.Patch)
-		if err := apperr.Fields(errs); err != nil {
-			return 0, eventSpan{}, err
-		}
-		sets := []string{`"updatedAt" = now()`}
-		for i, f := range row.Fields {
-			sets = append(sets, schema.Ident(f.Name)+" = "+a.Add(row.Values[i], schema.ColumnType(f)))
-		}
-		write = fmt.Sprintf(`UPDATE %s AS t SET %s WHERE %s RETURNING %s`, sc.Compiler.Table(e.Name), strings.Join(sets, ", "), w, strings.Join(ret, ", "))
-	case TypeDelete:
-		write = fmt.Sprintf(`DELETE FROM %s AS t WHERE %s RETURNING %s`, sc.Compiler.Table(e.Name), w, strings.Join(ret, ", "))
-	}
-	ctes := []string{"w AS (" + write + ")"}
-	if spec.EmitEvents {
-		ev := outbox.EntityUpdated
-		if typ == TypeDelete {
-			ev = outbox.EntityDeleted
-		}
-		ctes = append(ctes, "e AS ("+outbox.InsertCTE(a, sc.Origin(), ev, e.Name, "w")+")")
+		return records.Written{}, err
 	}
 	if typ == TypeDelete {
-		if held := fileIDs(e, "w"); held != "" {
-			ctes = append(ctes, fmt.Sprintf(`fx AS (UPDATE dds.files SET status = 'deleted', deleted_at = coalesce(deleted_at, now())
-  WHERE tenant_id = %s AND status <> 'deleted' AND id IN (%s))`, a.Add(sc.TenantID, "uuid"), held))
-		}
+		return x.records.DeleteWhere(ctx, tx, sc, e.Name, where, spec.EmitEvents)
 	}
-	return written(ctx, tx, "WITH "+strings.Join(ctes, ",\n"), spec.EmitEvents, a.List())
-}
-
-// eventSpan is the span of the events a job's write inserted (see
-// outbox.Range); First is NULL when it inserted none.
-type eventSpan struct {
-	First sql.NullInt64 `db:"first_seq"`
-	Last  sql.NullInt64 `db:"last_seq"`
-	At    sql.NullTime  `db:"written_at"`
-}
-
-// written runs a write whose CTEs end with the records in w (and their
-// events in e when events) and returns how many records it wrote and the
-// span of its events.
-func written(ctx context.Context, tx *sqlx.Tx, with string, events bool, args []any) (int64, eventSpan, error) {
-	var r struct {
-		N int64 `db:"n"`
-		eventSpan
-	}
-	span := "NULL::bigint AS first_seq, NULL::bigint AS last_seq, NULL::timestamptz AS written_at"
-	if events {
-		span = outbox.Range
-	}
-	err := tx.GetContext(ctx, &r, with+"\nSELECT count(*) AS n, "+span+" FROM w", args...)
-	return r.N, r.eventSpan, err
-}
-
-// fileIDs is a query of the file ids held by the FILE fields of the
-// records in src ("" when the entity has none).
-func fileIDs(e *schema.Entity, src string) string {
-	var parts []string
-	for i := range e.Fields {
-		f := &e.Fields[i]
-		if f.Type != schema.File {
-			continue
-		}
-		if f.List {
-			parts = append(parts, fmt.Sprintf(`SELECT unnest(%s.%s) FROM %s`, src, schema.Ident(f.Name), src))
-		} else {
-			parts = append(parts, fmt.Sprintf(`SELECT %s.%s FROM %s`, src, schema.Ident(f.Name), src))
-		}
-	}
-	return strings.Join(parts, " UNION ALL ")
+	return x.records.UpdateWhere(ctx, tx, sc, e.Name, where, spec.Set, spec.EmitEvents)
 }

@@ -39,7 +39,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 
 	rs := records.NewStore(d, schema.NewService(d), nil)
 	ctx := context.Background()
-	j, err := jobs.NewService(d, rs, startNothing{}).Create(ctx, tenant, &jobs.Request{Type: jobs.TypeUpdate, Entity: "Item",
+	j, err := jobs.NewService(d, rs, startNothing{}).Create(ctx, records.SystemPrincipal(tenant), &jobs.Request{Type: jobs.TypeUpdate, Entity: "Item",
 		Spec: jobs.Spec{Where: map[string]any{"n": map[string]any{"$lt": json.Number("5")}}, Set: map[string]any{"n": json.Number("100")}, EmitEvents: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestCancelBeforeApplyWritesNothing(t *testing.T) {
 	rs := records.NewStore(d, schema.NewService(d), nil)
 	ctx := context.Background()
 	svc := jobs.NewService(d, rs, startNothing{})
-	j, err := svc.Create(ctx, tenant, &jobs.Request{Type: jobs.TypeDelete, Entity: "Item", Spec: jobs.Spec{All: true, EmitEvents: true}})
+	j, err := svc.Create(ctx, records.SystemPrincipal(tenant), &jobs.Request{Type: jobs.TypeDelete, Entity: "Item", Spec: jobs.Spec{All: true, EmitEvents: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestProgressGauges(t *testing.T) {
 		map[string]any{"n": 1}, map[string]any{"n": 2}, map[string]any{"n": 3}}})
 	rs := records.NewStore(d, schema.NewService(d), nil)
 	ctx := context.Background()
-	j, err := jobs.NewService(d, rs, startNothing{}).Create(ctx, tenant, &jobs.Request{Type: jobs.TypeDelete, Entity: "Item",
+	j, err := jobs.NewService(d, rs, startNothing{}).Create(ctx, records.SystemPrincipal(tenant), &jobs.Request{Type: jobs.TypeDelete, Entity: "Item",
 		Spec: jobs.Spec{All: true}})
 	if err != nil {
 		t.Fatal(err)

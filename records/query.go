@@ -24,6 +24,16 @@ func (s *Store) Query(ctx context.Context, sc *Scope, l query.List) (json.RawMes
 	return s.Run(ctx, sc, l.Entity, st)
 }
 
+// Count runs the number of entity's records matching where and search
+// (GraphQL <entity>Count) and returns it as JSON.
+func (s *Store) Count(ctx context.Context, sc *Scope, entity string, where query.Filter, search string) (json.RawMessage, error) {
+	st, err := sc.Compiler.Count(entity, where, search)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run(ctx, sc, entity, st)
+}
+
 // Run executes a compiled statement that returns one JSON value. A
 // statement with Setup runs in a read-only transaction after its Setup
 // statements. sql.ErrNoRows is returned as is (callers decide what is not

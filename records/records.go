@@ -46,8 +46,9 @@ type Store struct {
 	observe  func(query.Statement) // see Observed; nil in production
 	efSearch int                   // the connections' hnsw.ef_search; 0: db.DefaultVectorEfSearch
 	// compilerKey names the scope's compiler among the schema version's
-	// memos (it depends on efSearch); built once, not per request.
-	compilerKey string
+	// memos, and stmtKey its statement cache; both depend on efSearch and
+	// are built once, not per request.
+	compilerKey, stmtKey string
 }
 
 // Option configures a Store.
@@ -75,6 +76,7 @@ func NewStore(db *sqlx.DB, schemas *schema.Service, files Files, opts ...Option)
 		o(s)
 	}
 	s.compilerKey = fmt.Sprintf("query.Compiler/ef=%d", s.efSearch)
+	s.stmtKey = fmt.Sprintf("records.stmtCache/ef=%d", s.efSearch)
 	return s
 }
 
@@ -89,25 +91,6 @@ func (s *Store) announce(tenantID, eventIDs string) {
 		return
 	}
 	s.events.PublishList(outbox.Channel, tenantID, strings.Split(eventIDs, ",")...)
-}
-
-// Scope is a tenant's view of its active schema.
-type Scope struct {
-	TenantID string
-	Schema   *schema.Active
-	Compiler *query.Compiler
-}
-
-// Scope resolves the tenant's active schema.
-func (s *Store) Scope(ctx context.Context, tenantID string) (*Scope, error) {
-	a, err := s.schemas.ActiveFor(ctx, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	c := a.Memo(s.compilerKey, func() any {
-		return query.New(a.Def, a.PgSchema).WithVectorEfSearch(s.efSearch)
-	}).(*query.Compiler)
-	return &Scope{TenantID: tenantID, Schema: a, Compiler: c}, nil
 }
 
 // Mode says how input fields are interpreted.

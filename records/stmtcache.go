@@ -3,10 +3,19 @@ package records
 import "sync"
 
 // stmtCache keeps SQL text per schema version for the hot paths (get by id,
-// create) whose text depends only on the entity and the fields present, so
-// a request binds values to text built once. It lives on the schema version
-// (schema.Active.Memo), so a schema change starts a fresh cache. Bounded:
-// past maxCached texts, statements are built per call.
+// create, an unfiltered vector search) whose text depends only on the
+// entity and the fields present, so a request binds values to text built
+// once. It lives on the schema version (schema.Active.Memo), so a schema
+// change starts a fresh cache. Bounded: past maxCached texts, statements
+// are built per call.
+//
+// Invariant: a cached text is keyed by everything its SQL depends on. The
+// schema version and the compiler's settings (ef_search, which decides
+// whether a vector search needs its SET LOCAL setup) choose the cache
+// (Scope.stmts); the principal's rule inputs (Scope.ruleKey, "" until row
+// rules exist) choose it too; the entry's key names the plan (entity,
+// fields, and whatever else of the plan the text is built from). A new
+// input of the SQL must join one of them.
 type stmtCache struct {
 	mu sync.RWMutex
 	m  map[string]string
@@ -17,8 +26,14 @@ type stmtCache struct {
 
 const maxCached = 1024
 
+// stmts is the cache of the scope's schema version, compiler settings and
+// rule inputs.
 func (sc *Scope) stmts() *stmtCache {
-	return sc.Schema.Memo("records.stmtCache", func() any { return &stmtCache{m: map[string]string{}, tails: map[string][]any{}} }).(*stmtCache)
+	key := sc.stmtKey
+	if r := sc.ruleKey(); r != "" {
+		key += "\x00" + r
+	}
+	return sc.Schema.Memo(key, func() any { return &stmtCache{m: map[string]string{}, tails: map[string][]any{}} }).(*stmtCache)
 }
 
 // lookup is get for a key being built in a buffer (the map lookup does not

@@ -26,7 +26,7 @@ func TestVectorSearchKeepsTextPerOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := records.NewStore(d, schemas, nil)
-	sc, err := s.Scope(ctx, tenant)
+	sc, err := s.Scope(ctx, records.SystemPrincipal(tenant))
 	if err != nil {
 		t.Fatal(err)
 	}

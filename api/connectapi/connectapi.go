@@ -88,11 +88,11 @@ func (h *Handler) scope(ctx context.Context, entity, op string) (*records.Scope,
 	if err := p.Require("entity", entity, op); err != nil {
 		return nil, err
 	}
-	sc, err := h.store.Scope(ctx, p.TenantID)
+	sc, err := h.store.Scope(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := sc.Compiler.Entity(entity); err != nil {
+	if _, err := sc.Entity(entity); err != nil {
 		return nil, err
 	}
 	return sc, nil

@@ -127,7 +127,7 @@ func (e *env) key(t testing.TB, tenantID string, scopes ...string) string {
 
 func (e *env) scope(t testing.TB, tenantID string) *records.Scope {
 	t.Helper()
-	sc, err := e.Store.Scope(context.Background(), tenantID)
+	sc, err := e.Store.TenantScope(context.Background(), tenantID)
 	if err != nil {
 		t.Fatal(err)
 	}

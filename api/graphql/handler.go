@@ -120,7 +120,7 @@ func (h *Handler) scope(r *http.Request) (*records.Scope, *model.Model, error) {
 // scopeModel resolves the tenant's active schema and its GraphQL model as
 // p may see it.
 func scopeModel(ctx context.Context, store *records.Store, p *auth.Principal) (*records.Scope, *model.Model, error) {
-	sc, err := store.Scope(ctx, p.TenantID)
+	sc, err := store.Scope(ctx, p)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -46,7 +46,7 @@ func (h *Handler) create(r *http.Request) (int, any, error) {
 	if err := p.Require("entity", req.Entity, svc.Op(req.Type)); err != nil {
 		return 0, nil, err
 	}
-	j, err := h.jobs.Create(r.Context(), p.TenantID, req)
+	j, err := h.jobs.Create(r.Context(), p, req)
 	return http.StatusAccepted, j, err
 }
 

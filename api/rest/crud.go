@@ -40,11 +40,11 @@ func (h *Handler) scope(r *http.Request, op string) (*records.Scope, string, err
 	if err := api.Principal(r).Require("entity", entity, op); err != nil {
 		return nil, "", err
 	}
-	sc, err := h.store.Scope(r.Context(), api.Principal(r).TenantID)
+	sc, err := h.store.Scope(r.Context(), api.Principal(r))
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := sc.Compiler.Entity(entity); err != nil {
+	if _, err := sc.Entity(entity); err != nil {
 		return nil, "", err
 	}
 	return sc, entity, nil

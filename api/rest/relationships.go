@@ -39,14 +39,14 @@ func (h *Handler) relScope(r *http.Request, op string) (*records.Scope, error) {
 	if err := p.Require("relationship", r.PathValue("rel"), op); err != nil {
 		return nil, err
 	}
-	sc, err := h.store.Scope(r.Context(), p.TenantID)
+	sc, err := h.store.Scope(r.Context(), p)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := sc.Compiler.Entity(r.PathValue("entity")); err != nil {
+	if _, err := sc.Entity(r.PathValue("entity")); err != nil {
 		return nil, err
 	}
-	if _, err := sc.Compiler.Relationship(r.PathValue("rel")); err != nil {
+	if _, err := sc.Relationship(r.PathValue("rel")); err != nil {
 		return nil, err
 	}
 	return sc, nil

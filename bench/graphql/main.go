@@ -9,6 +9,10 @@
 // parsing, validation, planning, authentication and response reshaping
 // cost on top of the database round trip.
 //
+// Raw SQL on the tenant's tables here is deliberate (seeding, ANALYZE, the
+// baselines DDS is measured against); DDS itself reaches them only through
+// package records.
+//
 //	go run ./bench/graphql [-duration 10s] [-c 16]
 //
 // Needs DATABASE_URL (make bench, or DATABASE_URL=$DDS_BENCH_DATABASE_URL after `source .dds/env`).

@@ -6,6 +6,10 @@
 // tree), prints rows/s, the ratios, the peak RSS of both processes during
 // the jobs, and the worst latency of API writes made while a job commits.
 //
+// Raw SQL on the tenant's tables here is deliberate (seeding, ANALYZE, the
+// baselines DDS is measured against); DDS itself reaches them only through
+// package records.
+//
 //	make bench BENCHES=jobs
 //	DATABASE_URL=... DDS_TEMPORAL_CLI=... go run ./bench/jobs -rows 1000000
 package main

@@ -22,6 +22,10 @@
 // handler; both share the machine with the load generator alike. Every loop
 // is bounded in count and time; the whole run is capped at 15 minutes.
 //
+// Raw SQL on the tenant's tables here is deliberate (seeding, ANALYZE, the
+// baselines DDS is measured against); DDS itself reaches them only through
+// package records.
+//
 //	go run ./bench/rest [-duration 5s] [-concurrency 16] [-rows 100000] [-vectors 100000] [-dims 128]
 package main
 
@@ -256,7 +260,7 @@ func (e *env) batch(ctx context.Context) error {
 	direct := max(total/5, 1)
 	viaHTTP := total - direct
 	step("batch: %d batches of %d in-process, %d through HTTP", direct, batchSize, viaHTTP)
-	sc, err := e.srv.Records.Scope(ctx, e.tenant)
+	sc, err := e.srv.Records.Scope(ctx, records.SystemPrincipal(e.tenant))
 	if err != nil {
 		return err
 	}
@@ -308,7 +312,7 @@ func (e *env) batch(ctx context.Context) error {
 	if base.Errors > 0 || httpRes.Errors > 0 {
 		return fmt.Errorf("batch errors: %s / %s", base.FirstError, httpRes.FirstError)
 	}
-	if _, err := e.pool.ExecContext(ctx, `ANALYZE `+sc.Compiler.Table("Item")); err != nil {
+	if _, err := e.pool.ExecContext(ctx, `ANALYZE `+sc.Table("Item")); err != nil {
 		return err
 	}
 	e.table.Section("BATCH CREATE (1,000 items per request, 4 writers; req/s = batches/s)")
@@ -324,14 +328,14 @@ func (e *env) batch(ctx context.Context) error {
 // the rows), limit 20.
 func (e *env) list(ctx context.Context) error {
 	step("list: filtered list over %d rows", e.o.rows)
-	sc, err := e.srv.Records.Scope(ctx, e.tenant)
+	sc, err := e.srv.Records.Scope(ctx, records.SystemPrincipal(e.tenant))
 	if err != nil {
 		return err
 	}
 	plan := func(cat string) query.List {
 		return query.List{Entity: "Item", Where: query.Cond{Field: "category", Op: query.Eq, Value: cat}, Limit: 20}
 	}
-	st, err := sc.Compiler.List(plan("c00"))
+	st, err := sc.ListStatement(plan("c00"))
 	if err != nil {
 		return err
 	}
@@ -406,13 +410,13 @@ func sameJSON(a, b []byte) bool {
 func (e *env) vector(ctx context.Context) error {
 	dims := e.o.dims
 	g := load.NewVectors(dims)
-	sc, err := e.srv.Records.Scope(ctx, e.tenant)
+	sc, err := e.srv.Records.Scope(ctx, records.SystemPrincipal(e.tenant))
 	if err != nil {
 		return err
 	}
 	// Bulk load first, then build the HNSW index (what a user loading a
 	// corpus does; an index maintained row by row is several times slower).
-	table := sc.Compiler.Table("Doc")
+	table := sc.Table("Doc")
 	var idxName, idxDef string
 	if err := e.pool.QueryRowContext(ctx, `SELECT quote_ident(schemaname) || '.' || quote_ident(indexname), indexdef FROM pg_indexes
 		WHERE schemaname = $1 AND tablename = 'Doc' AND indexdef LIKE '%hnsw%'`, sc.Schema.PgSchema).Scan(&idxName, &idxDef); err != nil {
@@ -568,7 +572,7 @@ func (e *env) vector(ctx context.Context) error {
 	for i := range zero {
 		zero[i] = 0.0
 	}
-	vst, err := sc.Compiler.VectorSearch(query.VectorSearch{Entity: "Doc", Field: "embedding", Vector: zero, TopK: 10,
+	vst, err := sc.VectorStatement(query.VectorSearch{Entity: "Doc", Field: "embedding", Vector: zero, TopK: 10,
 		Select: query.Selection{Fields: []string{"title"}}})
 	if err != nil {
 		return err

@@ -48,13 +48,13 @@ type batchStmt struct {
 func compileBatch(sc *records.Scope) batchStmt {
 	var a query.Args
 	cols := []string{a.Add(nil, "text[]"), a.Add(nil, "text[]"), a.Add(nil, "double precision[]"), a.Add(nil, "bigint[]"), a.Add(nil, "text[]")}
-	e, _ := sc.Compiler.Entity(entity)
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	e, _ := sc.Entity(entity)
+	ret := sc.Returning(e)
 	sqlText := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t ("id", "name", "price", "stock", "tags")
   SELECT u.id::uuid, u.name, u.price, u.stock, u.tags::text[] FROM unnest(%s) AS u(id, name, price, stock, tags) RETURNING %s),
 e AS (%s)
 SELECT json_build_object('successCount', count(*), 'successful', coalesce(json_agg(w ORDER BY w."id"), '[]'::json), 'events', (SELECT count(*) FROM e)) FROM w`,
-		sc.Compiler.Table(entity), strings.Join(cols, ", "), strings.Join(ret, ", "),
+		sc.Table(entity), strings.Join(cols, ", "), strings.Join(ret, ", "),
 		outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, entity, "w"))
 	return batchStmt{sql: sqlText, outbox: a.List()[len(cols):]}
 }

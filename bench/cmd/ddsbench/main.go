@@ -20,6 +20,10 @@
 // tenant with its tables and events. Every loop is bounded; the children are
 // stopped by pid at the end and on Ctrl-C. bench/README.md has the details;
 // -load go is the older in-process load generator, for profiling.
+//
+// Raw SQL on the tenant's tables here is deliberate (seeding, ANALYZE, the
+// baselines DDS is measured against); DDS itself reaches them only through
+// package records.
 package main
 
 import (
@@ -222,7 +226,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := pool.ExecContext(ctx, "ANALYZE "+b.scope.Compiler.Table(entity)); err != nil {
+	if _, err := pool.ExecContext(ctx, "ANALYZE "+b.scope.Table(entity)); err != nil {
 		return err
 	}
 	if slices.Contains(o.only, "nested") {
@@ -435,23 +439,23 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 			return a
 		})
 	case "flat":
-		st, lerr := b.scope.Compiler.List(flatPlan)
+		st, lerr := b.scope.ListStatement(flatPlan)
 		if lerr != nil {
 			return lerr
 		}
 		m, err = load.MinimalServer(pool.DB, st.SQL, func(*http.Request) []any { return append([]any{}, st.Args...) })
 	case "vector":
-		m, err = load.MinimalServer(pool.DB, rawVectorSQL(b.scope.Compiler.Table(vectorEntity)), vectorArgs)
+		m, err = load.MinimalServer(pool.DB, rawVectorSQL(b.scope.Table(vectorEntity)), vectorArgs)
 	case "batch":
 		m, err = load.MinimalServer(pool.DB, b.batch.sql, b.batch.args)
 	case "nested":
-		st, lerr := b.scope.Compiler.List(nestedPlan)
+		st, lerr := b.scope.ListStatement(nestedPlan)
 		if lerr != nil {
 			return lerr
 		}
 		m, err = load.MinimalServer(pool.DB, st.SQL, func(*http.Request) []any { return append([]any{}, st.Args...) })
 	case "list":
-		st, lerr := b.scope.Compiler.List(listPlan(48))
+		st, lerr := b.scope.ListStatement(listPlan(48))
 		if lerr != nil {
 			return lerr
 		}

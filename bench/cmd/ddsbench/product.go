@@ -93,21 +93,21 @@ type bench struct {
 	vectors *vectorSet
 }
 
-// resolve loads the tenant's active schema the way records.Store.Scope
-// does and compiles the statements.
+// resolve resolves the tenant's scope through records (for the system
+// principal: the bench's key may do everything) and compiles the
+// statements.
 func resolve(ctx context.Context, db *sqlx.DB, tenantID string) (*bench, error) {
-	a, err := schema.NewService(db).ActiveFor(ctx, tenantID)
+	sc, err := records.NewStore(db, schema.NewService(db), nil).Scope(ctx, records.SystemPrincipal(tenantID))
 	if err != nil {
 		return nil, err
 	}
-	sc := &records.Scope{TenantID: tenantID, Schema: a, Compiler: query.New(a.Def, a.PgSchema)}
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.Entity(entity)
 	if err != nil {
 		return nil, err
 	}
 	// The exact read DDS compiles for GET /api/v1/dynamic/Product/{id}
 	// (records.Store.Get); only the bound id differs between requests.
-	st, err := sc.Compiler.Get(entity, uuid.Must(uuid.NewV7()).String(), query.Selection{})
+	st, err := sc.GetStatement(entity, uuid.Must(uuid.NewV7()).String(), query.Selection{})
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (b *bench) seed(ctx context.Context, n int) ([]string, error) {
 		chunk := ids[i:min(i+batch, n)]
 		_, err := b.db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s ("id", "name", "price", "stock", "tags")
 SELECT u.id, 'product-' || u.n, (u.n %% 100000) / 100.0, u.n %% 1000, ARRAY['tag' || (u.n %% 7), 'bench']
-FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, n)`, b.scope.Compiler.Table(entity)), pq.Array(chunk))
+FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, n)`, b.scope.Table(entity)), pq.Array(chunk))
 		if err != nil {
 			return nil, fmt.Errorf("seed: %w", err)
 		}

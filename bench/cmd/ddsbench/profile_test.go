@@ -122,7 +122,7 @@ func TestFlatCeilingRunsTheStatementDDSRuns(t *testing.T) {
 func checkCeiling(t *testing.T, f *fixture, plan query.List, gqlQuery string, same func(ctx context.Context, gqlURL, minURL string) error) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := f.b.scope.Compiler.List(plan)
+	st, err := f.b.scope.ListStatement(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +160,11 @@ func checkCeiling(t *testing.T, f *fixture, plan query.List, gqlQuery string, sa
 func TestListSectionRunsOneStatementForRESTAndGraphQL(t *testing.T) {
 	f := newFixture(t, 100)
 	ctx := context.Background()
-	rest, err := f.b.scope.Compiler.List(listPlan(48))
+	rest, err := f.b.scope.ListStatement(listPlan(48))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gql, err := f.b.scope.Compiler.List(gqlListPlan(48))
+	gql, err := f.b.scope.ListStatement(gqlListPlan(48))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func vectorBody(q []float32) []byte {
 // then the HNSW index DDS declared), picks the queries and computes their
 // exact top 10 with index scans off.
 func (b *bench) seedVectors(ctx context.Context, n int) (*vectorSet, error) {
-	table := b.scope.Compiler.Table(vectorEntity)
+	table := b.scope.Table(vectorEntity)
 	var idxName, idxDef string
 	if err := b.db.QueryRowContext(ctx, `SELECT quote_ident(schemaname) || '.' || quote_ident(indexname), indexdef FROM pg_indexes
 		WHERE schemaname = $1 AND tablename = $2 AND indexdef LIKE '%hnsw%'`, b.scope.Schema.PgSchema, vectorEntity).Scan(&idxName, &idxDef); err != nil {
@@ -210,7 +210,7 @@ func (b *bench) recallSweep(ctx context.Context, vs *vectorSet) (string, error) 
 // rawRecallAt is the recall@10 of the raw HNSW query at ef_search ef (so
 // the report shows which ef_search would reach the target).
 func (b *bench) rawRecallAt(ctx context.Context, vs *vectorSet, ef int) (float64, error) {
-	q := fmt.Sprintf(`SELECT "id"::text FROM %s ORDER BY "embedding" <=> $1::vector LIMIT 10`, b.scope.Compiler.Table(vectorEntity))
+	q := fmt.Sprintf(`SELECT "id"::text FROM %s ORDER BY "embedding" <=> $1::vector LIMIT 10`, b.scope.Table(vectorEntity))
 	found := make([][]string, len(vs.queries))
 	for i, v := range vs.queries {
 		err := func() error {

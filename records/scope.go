@@ -1,0 +1,86 @@
+package records
+
+import (
+	"context"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/schema"
+)
+
+// Scope is what one request (or one step of a job) may reach: its
+// tenant's active schema, as a principal sees it. Every statement records
+// runs is compiled for a scope, so no caller reaches another tenant's
+// tables, and what will depend on the principal (end-user row rules) has
+// one place to be applied.
+type Scope struct {
+	TenantID string
+	Schema   *schema.Active
+	Compiler *query.Compiler
+
+	principal *auth.Principal
+	stmtKey   string // the schema version's memo holding stmts()
+}
+
+// Scope resolves the active schema of p's tenant for p.
+func (s *Store) Scope(ctx context.Context, p *auth.Principal) (*Scope, error) {
+	if p == nil || p.TenantID == "" {
+		return nil, apperr.New(apperr.Internal, "records: a scope needs a principal of a tenant")
+	}
+	a, err := s.schemas.ActiveFor(ctx, p.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	c := a.Memo(s.compilerKey, func() any {
+		return query.New(a.Def, a.PgSchema).WithVectorEfSearch(s.efSearch)
+	}).(*query.Compiler)
+	return &Scope{TenantID: p.TenantID, Schema: a, Compiler: c, principal: p, stmtKey: s.stmtKey}, nil
+}
+
+// TenantScope resolves a tenant's scope for the system principal. It only
+// serves the GraphQL handler until it passes its request's principal.
+func (s *Store) TenantScope(ctx context.Context, tenantID string) (*Scope, error) {
+	return s.Scope(ctx, SystemPrincipal(tenantID))
+}
+
+// SystemPrincipal is the principal of work that no request carries and
+// whose creator is not recorded: the worker's steps of a batch job
+// (dds.jobs keeps the tenant, not who created the job). It holds every
+// scope; when row rules exist it has no role, so it sees every row of its
+// tenant, as webhooks do. Work that records its creator runs as the
+// creator instead.
+func SystemPrincipal(tenantID string) *auth.Principal {
+	return &auth.Principal{TenantID: tenantID, Scopes: auth.Scopes{{Kind: "*", Name: "*", Op: "*"}}}
+}
+
+// Principal is who the scope acts for.
+func (sc *Scope) Principal() *auth.Principal { return sc.principal }
+
+// ruleKey names the principal's rule inputs that compiled SQL depends on.
+//
+// Invariant: every cache of compiled SQL in this package (stmtCache on the
+// schema version, the Kept memos callers hold, the compiler memo itself)
+// is keyed by everything the SQL depends on. Today that is the schema version and the compiler
+// (ef_search); the principal adds nothing, so this is "". When end-user
+// row rules compile into statements, this returns what they read of the
+// principal (roles, user id, claims the rules use), and every cache that
+// may hold a ruled statement includes it in its key.
+func (sc *Scope) ruleKey() string { return "" }
+
+// Entity returns the active schema's entity name (NOT_FOUND if none).
+func (sc *Scope) Entity(name string) (*schema.Entity, error) { return sc.Compiler.Entity(name) }
+
+// Relationship returns the active schema's relationship name (NOT_FOUND
+// if none).
+func (sc *Scope) Relationship(name string) (*schema.Relationship, error) {
+	return sc.Compiler.Relationship(name)
+}
+
+// Keys returns the sort keys a list of entity with orderBy really uses, in
+// order (the given keys up to the first "id", then an ascending "id" when
+// none was given): the keys a cursor's values follow. A bad key is a
+// VALIDATION_ERROR.
+func (sc *Scope) Keys(entity string, orderBy []query.Order) ([]query.Order, error) {
+	return sc.Compiler.Keys(entity, orderBy)
+}
