@@ -13,24 +13,24 @@ import (
 
 // Table is the quoted, schema-qualified table of an entity or
 // relationship of the scope's schema.
-func (sc *Scope) Table(name string) string { return sc.Compiler.Table(name) }
+func (sc *Scope) Table(name string) string { return sc.compiler.Table(name) }
 
 // Returning is the column list DDS's writes return for e's records (alias
 // t), as they build it.
 func (sc *Scope) Returning(e *schema.Entity) []string {
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	ret, _ := sc.compiler.Columns(e, nil, "t")
 	return ret
 }
 
 // GetStatement is the statement Store.Get compiles for a read by id.
 func (sc *Scope) GetStatement(entity, id string, sel query.Selection) (query.Statement, error) {
-	return sc.Compiler.Get(entity, id, sel)
+	return sc.compiler.Get(entity, id, sel)
 }
 
 // ListStatement is the statement Store.Query compiles for l.
-func (sc *Scope) ListStatement(l query.List) (query.Statement, error) { return sc.Compiler.List(l) }
+func (sc *Scope) ListStatement(l query.List) (query.Statement, error) { return sc.compiler.List(l) }
 
 // VectorStatement is the statement Store.VectorSearch compiles for v.
 func (sc *Scope) VectorStatement(v query.VectorSearch) (query.Statement, error) {
-	return sc.Compiler.VectorSearch(v)
+	return sc.compiler.VectorSearch(v)
 }

@@ -143,7 +143,7 @@ func checkSize(n int, what string) error {
 // BatchCreate validates and inserts items (objects of fields) atomically.
 // A rejected batch returns a result with failures and a nil error.
 func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items []any) (*BatchResult, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
 	}
@@ -201,11 +201,11 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 	for j := range aliases {
 		aliases[j] = fmt.Sprintf("c%d", j)
 	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	ret, _ := sc.compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) ORDER BY u.ord RETURNING %s),
 e AS (%s)
 SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.EventIDs+` FROM w`,
-		sc.Compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
+		sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
 		strings.Join(aliases, ", "), strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
 	if err != nil {
@@ -217,7 +217,7 @@ SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.Eve
 // BatchUpdate validates and patches items atomically: each item's data
 // changes only the fields it names (PATCH semantics).
 func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items []BatchUpdateItem) (*BatchResult, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
 	}
@@ -277,11 +277,11 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 		aliases = append(aliases, fmt.Sprintf("v%d", j), fmt.Sprintf("p%d", j))
 		sets = append(sets, fmt.Sprintf("%s = CASE WHEN u.p%d THEN u.v%d::%s ELSE t.%s END", schema.Ident(f.Name), j, j, schema.ColumnType(f), schema.Ident(f.Name)))
 	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	ret, _ := sc.compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) WHERE t."id" = u.id::uuid RETURNING %s),
 e AS (%s)
 SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w`,
-		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), strings.Join(unnest, ", "), strings.Join(aliases, ", "),
+		sc.compiler.Table(e.Name), strings.Join(sets, ", "), strings.Join(unnest, ", "), strings.Join(aliases, ", "),
 		strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), idArg)
 	// No fileFields: the updated records still hold their files.
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws}, q, a.List())
@@ -293,7 +293,7 @@ SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)),
 
 // BatchDelete deletes records by id atomically.
 func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawIDs []any) (*BatchResult, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
 	}
@@ -314,11 +314,11 @@ func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawID
 	b.checked = time.Now()
 	var a query.Args
 	idArg := a.Add(ids, "text[]")
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	ret, _ := sc.compiler.Columns(e, nil, "t")
 	q := fmt.Sprintf(`WITH w AS (DELETE FROM %s AS t WHERE t."id" = ANY(%s::uuid[]) RETURNING %s),
 e AS (%s)
 SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w`,
-		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), idArg)
+		sc.compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), idArg)
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: e.FileFields()}, q, a.List())
 	if err != nil {
 		return nil, err
@@ -365,7 +365,7 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 	defer tx.Rollback()
 	if lock != nil {
 		var found []string
-		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT "id"::text FROM %s WHERE "id" = ANY($1::uuid[]) ORDER BY "id" FOR UPDATE`, sc.Compiler.Table(entity)), schema.ArrayLiteral(lock.ids)); err != nil {
+		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT "id"::text FROM %s WHERE "id" = ANY($1::uuid[]) ORDER BY "id" FOR UPDATE`, sc.compiler.Table(entity)), schema.ArrayLiteral(lock.ids)); err != nil {
 			return nil, 0, MapError(sc, entity, err)
 		}
 		have := make(map[string]bool, len(found))
@@ -478,7 +478,7 @@ func (s *Store) checkUnique(ctx context.Context, sc *Scope, e *schema.Entity, it
 		}
 		t0 := time.Now()
 		var taken []string
-		q := fmt.Sprintf(`SELECT DISTINCT t.%s::text FROM %s t WHERE t.%s = ANY($1::%s[])`, schema.Ident(f.Name), sc.Compiler.Table(e.Name), schema.Ident(f.Name), schema.ColumnType(f))
+		q := fmt.Sprintf(`SELECT DISTINCT t.%s::text FROM %s t WHERE t.%s = ANY($1::%s[])`, schema.Ident(f.Name), sc.compiler.Table(e.Name), schema.Ident(f.Name), schema.ColumnType(f))
 		args := []any{schema.ArrayLiteral(vals)}
 		if ids != nil {
 			q += ` AND NOT (t."id" = ANY($2::uuid[]))`

@@ -26,19 +26,19 @@ import (
 // (a bad one is a VALIDATION_ERROR naming it).
 func (sc *Scope) CheckWhere(entity string, where query.Filter) error {
 	var a query.Args
-	_, err := sc.Compiler.Where(entity, where, "t", "where", &a)
+	_, err := sc.compiler.Where(entity, where, "t", "where", &a)
 	return err
 }
 
 // CountWhere counts entity's records matching where.
 func (s *Store) CountWhere(ctx context.Context, sc *Scope, entity string, where query.Filter) (int64, error) {
 	var a query.Args
-	w, err := sc.Compiler.Where(entity, where, "t", "where", &a)
+	w, err := sc.compiler.Where(entity, where, "t", "where", &a)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	if err := s.db.GetContext(ctx, &n, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, sc.Compiler.Table(entity), w), a.List()...); err != nil {
+	if err := s.db.GetContext(ctx, &n, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, sc.compiler.Table(entity), w), a.List()...); err != nil {
 		return 0, MapError(sc, entity, err)
 	}
 	return n, nil
@@ -58,12 +58,12 @@ type Written struct {
 // record of entity matching where, in tx, in one statement, with one
 // entity.updated event per record when events.
 func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity string, where query.Filter, set map[string]any, events bool) (Written, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return Written{}, err
 	}
 	var a query.Args
-	w, err := sc.Compiler.Where(e.Name, where, "t", "where", &a)
+	w, err := sc.compiler.Where(e.Name, where, "t", "where", &a)
 	if err != nil {
 		return Written{}, err
 	}
@@ -75,8 +75,8 @@ func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 	for i, f := range row.Fields {
 		sets = append(sets, schema.Ident(f.Name)+" = "+a.Add(row.Values[i], schema.ColumnType(f)))
 	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	ctes := []string{"w AS (" + fmt.Sprintf(`UPDATE %s AS t SET %s WHERE %s RETURNING %s`, sc.Compiler.Table(e.Name), strings.Join(sets, ", "), w, strings.Join(ret, ", ")) + ")"}
+	ret, _ := sc.compiler.Columns(e, nil, "t")
+	ctes := []string{"w AS (" + fmt.Sprintf(`UPDATE %s AS t SET %s WHERE %s RETURNING %s`, sc.compiler.Table(e.Name), strings.Join(sets, ", "), w, strings.Join(ret, ", ")) + ")"}
 	if events {
 		ctes = append(ctes, "e AS ("+outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w")+")")
 	}
@@ -88,17 +88,17 @@ func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 // files the records held are marked deleted in the same statement (the
 // worker's sweeper removes their objects).
 func (s *Store) DeleteWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity string, where query.Filter, events bool) (Written, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return Written{}, err
 	}
 	var a query.Args
-	w, err := sc.Compiler.Where(e.Name, where, "t", "where", &a)
+	w, err := sc.compiler.Where(e.Name, where, "t", "where", &a)
 	if err != nil {
 		return Written{}, err
 	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
-	ctes := []string{"w AS (" + fmt.Sprintf(`DELETE FROM %s AS t WHERE %s RETURNING %s`, sc.Compiler.Table(e.Name), w, strings.Join(ret, ", ")) + ")"}
+	ret, _ := sc.compiler.Columns(e, nil, "t")
+	ctes := []string{"w AS (" + fmt.Sprintf(`DELETE FROM %s AS t WHERE %s RETURNING %s`, sc.compiler.Table(e.Name), w, strings.Join(ret, ", ")) + ")"}
 	if events {
 		ctes = append(ctes, "e AS ("+outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w")+")")
 	}
@@ -115,7 +115,7 @@ func (s *Store) DeleteWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 // with a bigint "_line", a text "_id" (the record's id) and one text
 // column per field of entity, each holding its column type's text form.
 func (s *Store) InsertStaged(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity, stage string, events bool) (Written, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return Written{}, err
 	}
@@ -127,11 +127,11 @@ func (s *Store) InsertStaged(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity
 	}
 	ret := []string{`t."id"`}
 	if events {
-		ret, _ = sc.Compiler.Columns(e, nil, "t")
+		ret, _ = sc.compiler.Columns(e, nil, "t")
 	}
 	var a query.Args
 	with := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM %s s ORDER BY s."_line" RETURNING %s)`,
-		sc.Compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), stage, strings.Join(ret, ", "))
+		sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), stage, strings.Join(ret, ", "))
 	if events {
 		with += ",\ne AS (" + outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w") + ")"
 	}
@@ -185,7 +185,7 @@ type StagedProblem struct {
 // of the tenant. Each check returns its first limit failing rows, in line
 // order; more counts the failing rows beyond them.
 func (s *Store) CheckStaged(ctx context.Context, sc *Scope, entity, stage string, limit int) (problems []StagedProblem, more int64, err error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -195,7 +195,7 @@ func (s *Store) CheckStaged(ctx context.Context, sc *Scope, entity, stage string
 		args          []any
 	}
 	var checks []check
-	target := sc.Compiler.Table(e.Name)
+	target := sc.compiler.Table(e.Name)
 	for i := range e.Fields {
 		f := &e.Fields[i]
 		col := fmt.Sprintf("(%s::%s)", schema.Ident(f.Name), schema.ColumnType(f))    // in the staging table

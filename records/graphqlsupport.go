@@ -14,7 +14,7 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
-// Observed returns a store that reports each statement Run and Get execute to fn
+// Observed returns a store that reports each statement run and Get execute to fn
 // before running it (a seam for tests counting statements per request and
 // for the benchmark replaying a request's statement); the store it is
 // made from is unchanged.
@@ -33,7 +33,7 @@ func (s *Store) EdgeSource(ctx context.Context, sc *Scope, rel *schema.Relations
 		return "", notFound
 	}
 	var source string
-	q := `SELECT "source_id" FROM ` + sc.Compiler.Table(schema.RelTable(rel)) + ` WHERE "id" = $1`
+	q := `SELECT "source_id" FROM ` + sc.compiler.Table(schema.RelTable(rel)) + ` WHERE "id" = $1`
 	err := s.db.QueryRowContext(ctx, q, edgeID).Scan(&source)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", notFound
@@ -68,12 +68,12 @@ type Match struct {
 func CompileMatch(sc *Scope, entity string, where query.Filter) (*Match, error) {
 	var a query.Args
 	rec := a.Add(nil, "jsonb")
-	w, err := sc.Compiler.Where(entity, where, "t", "where", &a)
+	w, err := sc.compiler.Where(entity, where, "t", "where", &a)
 	if err != nil {
 		return nil, err
 	}
 	return &Match{
-		sql:  fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`, sc.Compiler.Table(entity), rec, w),
+		sql:  fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`, sc.compiler.Table(entity), rec, w),
 		args: a.List(),
 	}, nil
 }

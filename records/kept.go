@@ -31,7 +31,7 @@ type keptKey struct {
 	rules string
 }
 
-func keptKeyOf(sc *Scope) keptKey { return keptKey{c: sc.Compiler, rules: sc.ruleKey()} }
+func keptKeyOf(sc *Scope) keptKey { return keptKey{c: sc.compiler, rules: sc.ruleKey()} }
 
 // keptStatement is a statement and the key it was compiled under. An
 // empty SQL records that the plan has no statement worth keeping (the
@@ -61,28 +61,28 @@ func (k *Kept) store(sc *Scope, st query.Statement) {
 }
 
 // ListKeptFunc runs a list of entity and hands its JSON
-// ({"items": [...]}) to fn as RunFunc does. The statement kept on k runs
+// ({"items": [...]}) to fn as runFunc does. The statement kept on k runs
 // when it was compiled for sc; otherwise plan builds the list, which is
 // compiled, kept on k (unless k is nil) and run. plan is not called when
 // the kept statement serves; its error is returned as is.
 func (s *Store) ListKeptFunc(ctx context.Context, sc *Scope, k *Kept, entity string, plan func() (query.List, error), fn func(raw []byte) error) error {
 	if ks, ok := k.load(sc); ok {
-		return s.RunFunc(ctx, sc, entity, ks.st, fn)
+		return s.runFunc(ctx, sc, entity, ks.st, fn)
 	}
 	l, err := plan()
 	if err != nil {
 		return err
 	}
-	st, err := sc.Compiler.List(l)
+	st, err := sc.compiler.List(l)
 	if err != nil {
 		return err
 	}
 	k.store(sc, st)
-	return s.RunFunc(ctx, sc, l.Entity, st, fn)
+	return s.runFunc(ctx, sc, l.Entity, st, fn)
 }
 
 // GetKeptFunc reads record id of entity with the get statement kept on k
-// and hands the record's JSON to fn as RunFunc does (sql.ErrNoRows when
+// and hands the record's JSON to fn as runFunc does (sql.ErrNoRows when
 // there is none). When k holds no statement for sc, sel builds the
 // selection, whose get is compiled and kept; a get that binds more than
 // the id cannot serve every request and is kept as unusable.
@@ -95,7 +95,7 @@ func (s *Store) GetKeptFunc(ctx context.Context, sc *Scope, k *Kept, entity, id 
 	ks, ok := k.load(sc)
 	if !ok {
 		// Any well-formed id: it is bound, not written into the text.
-		st, cerr := sc.Compiler.Get(entity, uuid.Nil.String(), sel())
+		st, cerr := sc.compiler.Get(entity, uuid.Nil.String(), sel())
 		ks = &keptStatement{key: keptKeyOf(sc)}
 		if cerr == nil && len(st.Args) == 1 {
 			ks.st.SQL = st.SQL // otherwise "": the caller reads through Get
@@ -113,5 +113,5 @@ func (s *Store) GetKeptFunc(ctx context.Context, sc *Scope, k *Kept, entity, id 
 	if err != nil {
 		return true, err
 	}
-	return true, s.RunFunc(ctx, sc, entity, query.Statement{SQL: ks.st.SQL, Args: []any{pid}}, fn)
+	return true, s.runFunc(ctx, sc, entity, query.Statement{SQL: ks.st.SQL, Args: []any{pid}}, fn)
 }

@@ -13,7 +13,7 @@ func TestKeptServesOnlyItsKey(t *testing.T) {
 	def := &schema.Definition{Name: "k", Entities: []schema.Entity{{Name: "Doc", Fields: []schema.Field{{Name: "title", Type: schema.String}}}}}
 	c := query.New(def, "s_a")
 	scope := func(c *query.Compiler, tenant string) *Scope {
-		return &Scope{TenantID: tenant, Compiler: c, principal: SystemPrincipal(tenant)}
+		return &Scope{TenantID: tenant, compiler: c, principal: SystemPrincipal(tenant)}
 	}
 	a := scope(c, "t1")
 	st := query.Statement{SQL: "SELECT 1"}

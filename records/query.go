@@ -17,40 +17,40 @@ import (
 // Query runs a list plan (the REST query endpoint and the GET list share
 // it) and returns {"items": [...], "count": n}.
 func (s *Store) Query(ctx context.Context, sc *Scope, l query.List) (json.RawMessage, error) {
-	st, err := sc.Compiler.List(l)
+	st, err := sc.compiler.List(l)
 	if err != nil {
 		return nil, err
 	}
-	return s.Run(ctx, sc, l.Entity, st)
+	return s.run(ctx, sc, l.Entity, st)
 }
 
 // Count runs the number of entity's records matching where and search
 // (GraphQL <entity>Count) and returns it as JSON.
 func (s *Store) Count(ctx context.Context, sc *Scope, entity string, where query.Filter, search string) (json.RawMessage, error) {
-	st, err := sc.Compiler.Count(entity, where, search)
+	st, err := sc.compiler.Count(entity, where, search)
 	if err != nil {
 		return nil, err
 	}
-	return s.Run(ctx, sc, entity, st)
+	return s.run(ctx, sc, entity, st)
 }
 
-// Run executes a compiled statement that returns one JSON value. A
+// run executes a compiled statement that returns one JSON value. A
 // statement with Setup runs in a read-only transaction after its Setup
 // statements. sql.ErrNoRows is returned as is (callers decide what is not
 // found).
-func (s *Store) Run(ctx context.Context, sc *Scope, entity string, st query.Statement) (json.RawMessage, error) {
+func (s *Store) run(ctx context.Context, sc *Scope, entity string, st query.Statement) (json.RawMessage, error) {
 	var out []byte
-	err := s.RunFunc(ctx, sc, entity, st, func(raw []byte) error {
+	err := s.runFunc(ctx, sc, entity, st, func(raw []byte) error {
 		out = bytes.Clone(raw)
 		return nil
 	})
 	return out, err
 }
 
-// RunFunc is Run handing the JSON value to fn where the driver read it,
+// runFunc is run handing the JSON value to fn where the driver read it,
 // without a copy: raw is valid only until fn returns (nil for SQL NULL).
 // An error of fn is returned as it is.
-func (s *Store) RunFunc(ctx context.Context, sc *Scope, entity string, st query.Statement, fn func(raw []byte) error) error {
+func (s *Store) runFunc(ctx context.Context, sc *Scope, entity string, st query.Statement, fn func(raw []byte) error) error {
 	if s.observe != nil {
 		s.observe(st)
 	}

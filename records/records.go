@@ -215,7 +215,7 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 		st = query.Statement{SQL: text, Args: []any{pid}}
 	} else {
 		var err error
-		if st, err = sc.Compiler.Get(entity, id, sel); err != nil {
+		if st, err = sc.compiler.Get(entity, id, sel); err != nil {
 			return nil, err
 		}
 		if key != "" && len(st.Args) == 1 { // the id is the only value: the text is reusable
@@ -238,7 +238,7 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 
 // Create inserts a record and its entity.created event in one statement.
 func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[string]any) (json.RawMessage, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
 	}
@@ -302,16 +302,16 @@ func CreateSQL(sc *Scope, e *schema.Entity, fields []*schema.Field, a *query.Arg
 		cols = append(cols, schema.Ident(f.Name))
 		vals = append(vals, a.Add(nil, schema.ColumnType(f)))
 	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	ret, _ := sc.compiler.Columns(e, nil, "t")
 	return fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.Compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
+		sc.compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
 		outbox.InsertOneCTE(a, eventArg, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
 }
 
 // Update replaces (PUT) or merges (PATCH) a record and writes its
 // entity.updated event in one statement.
 func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input map[string]any, mode Mode) (json.RawMessage, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
 	}
@@ -341,9 +341,9 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 			}
 		}
 	}
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	ret, _ := sc.compiler.Columns(e, nil, "t")
 	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.Compiler.Table(e.Name), strings.Join(sets, ", "), idArg, strings.Join(ret, ", "),
+		sc.compiler.Table(e.Name), strings.Join(sets, ", "), idArg, strings.Join(ret, ", "),
 		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"))
 	return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)
 }
@@ -366,7 +366,7 @@ func (s *Store) Delete(ctx context.Context, sc *Scope, entity, id string) error 
 
 // DeleteReturning is Delete that also returns the deleted record.
 func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id string) (json.RawMessage, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
 	}
@@ -377,9 +377,9 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	idArg := a.Add(id, "uuid")
 	eventID := outbox.NewEventID()
 	eventArg := a.Add(eventID, "uuid")
-	ret, _ := sc.Compiler.Columns(e, nil, "t")
+	ret, _ := sc.compiler.Columns(e, nil, "t")
 	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.Compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityDeleted, e.Name, "w"))
+		sc.compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityDeleted, e.Name, "w"))
 	fileFields := e.FileFields()
 	if s.files == nil || len(fileFields) == 0 {
 		return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)

@@ -112,11 +112,11 @@ func storedProperty(f *schema.Field, raw, coerced any) any {
 
 // edgeSource checks that entity is the source side of rel.
 func edgeSource(sc *Scope, entity, relName string) (*schema.Entity, *schema.Relationship, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, nil, err
 	}
-	rel, err := sc.Compiler.Relationship(relName)
+	rel, err := sc.compiler.Relationship(relName)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -164,8 +164,8 @@ func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, 
 x AS (INSERT INTO %s ("id", "source_id", "target_id", "properties") SELECT %s, s."id", t."id", %s FROM s, t RETURNING *),
 e AS (%s)
 SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x), `+outbox.EventIDs,
-		sc.Compiler.Table(e.Name), a.Add(sid, "uuid"), sc.Compiler.Table(rel.To), a.Add(tid, "uuid"),
-		sc.Compiler.Table(schema.RelTable(rel)), a.Add(uuid.Must(uuid.NewV7()).String(), "uuid"), a.Add(pj, "jsonb"),
+		sc.compiler.Table(e.Name), a.Add(sid, "uuid"), sc.compiler.Table(rel.To), a.Add(tid, "uuid"),
+		sc.compiler.Table(schema.RelTable(rel)), a.Add(uuid.Must(uuid.NewV7()).String(), "uuid"), a.Add(pj, "jsonb"),
 		outbox.InsertEdgeCTE(&a, sc.Origin(), outbox.RelationshipCreated, rel.Name, rel.From, rel.To, "x"), edgeJSON(rel, "x"))
 	var hasS, hasT bool
 	var out []byte
@@ -186,11 +186,11 @@ SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x), `
 // ListEdges lists the edges of a record (REST relationship list): the far
 // nodes with "_relationship" and "properties" members, as {"items": [...]}.
 func (s *Store) ListEdges(ctx context.Context, sc *Scope, entity, id string, n query.Nested) (json.RawMessage, error) {
-	st, err := sc.Compiler.RelationshipList(entity, id, n)
+	st, err := sc.compiler.RelationshipList(entity, id, n)
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.Run(ctx, sc, entity, st)
+	out, err := s.run(ctx, sc, entity, st)
 	return out, notFound(err, "%s %q not found", entity, id)
 }
 
@@ -206,7 +206,7 @@ func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName,
 		return nil, err
 	}
 	return s.edgeWrite(ctx, sc, e, rel, id, outbox.RelationshipUpdated, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
-		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), set, where), sid, a)
+		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.compiler.Table(schema.RelTable(rel)), set, where), sid, a)
 }
 
 // UpdateEdgeByID merges properties into one edge, which must touch the
@@ -221,7 +221,7 @@ func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relNa
 		return nil, err
 	}
 	return s.edgeWrite(ctx, sc, e, rel, id, outbox.RelationshipUpdated, fmt.Sprintf("%s edge %q of %s %q not found", rel.Name, edgeID, e.Name, id),
-		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), set, where), sid, a)
+		fmt.Sprintf(`UPDATE %s x SET "properties" = %s WHERE %s RETURNING x.*`, sc.compiler.Table(schema.RelTable(rel)), set, where), sid, a)
 }
 
 // DeleteEdges deletes every edge of rel from the record id to target.
@@ -231,7 +231,7 @@ func (s *Store) DeleteEdges(ctx context.Context, sc *Scope, entity, id, relName,
 		return nil, err
 	}
 	return s.edgeWrite(ctx, sc, e, rel, id, outbox.RelationshipDeleted, fmt.Sprintf("no %s edge from %s %q to %s %q", rel.Name, e.Name, id, rel.To, target),
-		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), where), sid, a)
+		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.compiler.Table(schema.RelTable(rel)), where), sid, a)
 }
 
 // edgesBetween resolves the edges of rel from the record id (of entity, the
@@ -258,15 +258,15 @@ func (s *Store) DeleteEdgeByID(ctx context.Context, sc *Scope, entity, id, relNa
 		return nil, err
 	}
 	return s.edgeWrite(ctx, sc, e, rel, id, outbox.RelationshipDeleted, fmt.Sprintf("%s edge %q of %s %q not found", rel.Name, edgeID, e.Name, id),
-		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.Compiler.Table(schema.RelTable(rel)), where), sid, a)
+		fmt.Sprintf(`DELETE FROM %s x WHERE %s RETURNING x.*`, sc.compiler.Table(schema.RelTable(rel)), where), sid, a)
 }
 
 func edgeByID(sc *Scope, entity, id, relName, edgeID string) (*schema.Entity, *schema.Relationship, string, *query.Args, string, error) {
-	e, err := sc.Compiler.Entity(entity)
+	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, nil, "", nil, "", err
 	}
-	rel, err := sc.Compiler.Relationship(relName)
+	rel, err := sc.compiler.Relationship(relName)
 	if err != nil {
 		return nil, nil, "", nil, "", err
 	}
@@ -318,7 +318,7 @@ func (s *Store) edgeWrite(ctx context.Context, sc *Scope, e *schema.Entity, rel 
 	q := fmt.Sprintf(`WITH x AS (%s), e AS (%s)
 SELECT EXISTS (SELECT 1 FROM %s WHERE "id" = %s), (SELECT json_agg(%s ORDER BY x."created_at", x."id") FROM x), `+outbox.EventIDs,
 		stmt, outbox.InsertEdgeCTE(a, sc.Origin(), eventType, rel.Name, rel.From, rel.To, "x"),
-		sc.Compiler.Table(e.Name), a.Add(sid, "uuid"), edgeJSON(rel, "x"))
+		sc.compiler.Table(e.Name), a.Add(sid, "uuid"), edgeJSON(rel, "x"))
 	var hasS bool
 	var out []byte
 	var events sql.NullString

@@ -17,7 +17,7 @@ import (
 type Scope struct {
 	TenantID string
 	Schema   *schema.Active
-	Compiler *query.Compiler
+	compiler *query.Compiler
 
 	principal *auth.Principal
 	stmtKey   string // the schema version's memo holding stmts()
@@ -35,13 +35,7 @@ func (s *Store) Scope(ctx context.Context, p *auth.Principal) (*Scope, error) {
 	c := a.Memo(s.compilerKey, func() any {
 		return query.New(a.Def, a.PgSchema).WithVectorEfSearch(s.efSearch)
 	}).(*query.Compiler)
-	return &Scope{TenantID: p.TenantID, Schema: a, Compiler: c, principal: p, stmtKey: s.stmtKey}, nil
-}
-
-// TenantScope resolves a tenant's scope for the system principal. It only
-// serves the GraphQL handler until it passes its request's principal.
-func (s *Store) TenantScope(ctx context.Context, tenantID string) (*Scope, error) {
-	return s.Scope(ctx, SystemPrincipal(tenantID))
+	return &Scope{TenantID: p.TenantID, Schema: a, compiler: c, principal: p, stmtKey: s.stmtKey}, nil
 }
 
 // SystemPrincipal is the principal of work that no request carries and
@@ -69,12 +63,12 @@ func (sc *Scope) Principal() *auth.Principal { return sc.principal }
 func (sc *Scope) ruleKey() string { return "" }
 
 // Entity returns the active schema's entity name (NOT_FOUND if none).
-func (sc *Scope) Entity(name string) (*schema.Entity, error) { return sc.Compiler.Entity(name) }
+func (sc *Scope) Entity(name string) (*schema.Entity, error) { return sc.compiler.Entity(name) }
 
 // Relationship returns the active schema's relationship name (NOT_FOUND
 // if none).
 func (sc *Scope) Relationship(name string) (*schema.Relationship, error) {
-	return sc.Compiler.Relationship(name)
+	return sc.compiler.Relationship(name)
 }
 
 // Keys returns the sort keys a list of entity with orderBy really uses, in
@@ -82,5 +76,5 @@ func (sc *Scope) Relationship(name string) (*schema.Relationship, error) {
 // none was given): the keys a cursor's values follow. A bad key is a
 // VALIDATION_ERROR.
 func (sc *Scope) Keys(entity string, orderBy []query.Order) ([]query.Order, error) {
-	return sc.Compiler.Keys(entity, orderBy)
+	return sc.compiler.Keys(entity, orderBy)
 }

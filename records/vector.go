@@ -26,19 +26,19 @@ func (s *Store) VectorSearch(ctx context.Context, sc *Scope, v query.VectorSearc
 	}
 	if key != "" {
 		if text, ok := sc.stmts().get(key); ok {
-			vec, err := sc.Compiler.VectorValue(v)
+			vec, err := sc.compiler.VectorValue(v)
 			if err != nil {
 				return nil, err
 			}
-			return s.Run(ctx, sc, v.Entity, query.Statement{SQL: text, Args: []any{vec}})
+			return s.run(ctx, sc, v.Entity, query.Statement{SQL: text, Args: []any{vec}})
 		}
 	}
-	st, err := sc.Compiler.VectorSearch(v)
+	st, err := sc.compiler.VectorSearch(v)
 	if err != nil {
 		return nil, err
 	}
 	if key != "" && len(st.Args) == 1 && len(st.Setup) == 0 {
 		sc.stmts().put(key, st.SQL)
 	}
-	return s.Run(ctx, sc, v.Entity, st)
+	return s.run(ctx, sc, v.Entity, st)
 }

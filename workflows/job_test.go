@@ -65,7 +65,7 @@ func newJobFixture(t *testing.T) *jobFixture {
 
 func (f *jobFixture) deleteAll(t *testing.T) workflows.JobInput {
 	t.Helper()
-	j, err := f.svc.Create(context.Background(), f.tenant, &jobs.Request{Type: jobs.TypeDelete, Entity: "Item", Spec: jobs.Spec{All: true, EmitEvents: true}})
+	j, err := f.svc.Create(context.Background(), records.SystemPrincipal(f.tenant), &jobs.Request{Type: jobs.TypeDelete, Entity: "Item", Spec: jobs.Spec{All: true, EmitEvents: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func (e *env) key(t testing.TB, tenantID string, scopes ...string) string {
 
 func (e *env) scope(t testing.TB, tenantID string) *records.Scope {
 	t.Helper()
-	sc, err := e.Store.TenantScope(context.Background(), tenantID)
+	sc, err := e.Store.Scope(context.Background(), records.SystemPrincipal(tenantID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func (e *env) link(t testing.TB, tenantID, rel, from, to string, props map[strin
 	}
 	p, _ := json.Marshal(props)
 	id := uuid.Must(uuid.NewV7()).String()
-	_, err := e.DB.Exec(`INSERT INTO `+sc.Compiler.Table(rel)+` (id, source_id, target_id, properties) VALUES ($1, $2, $3, $4)`, id, from, to, string(p))
+	_, err := e.DB.Exec(`INSERT INTO `+sc.Table(rel)+` (id, source_id, target_id, properties) VALUES ($1, $2, $3, $4)`, id, from, to, string(p))
 	if err != nil {
 		t.Fatalf("link: %v", err)
 	}

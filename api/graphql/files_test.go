@@ -37,7 +37,7 @@ func (e *env) insertFile(t testing.TB, tenantID, name, status string, size int64
 func (e *env) setColumn(t testing.TB, tenantID, entity, id, column string, v any) {
 	t.Helper()
 	sc := e.scope(t, tenantID)
-	if _, err := e.DB.Exec(`UPDATE `+sc.Compiler.Table(entity)+` SET `+schema.Ident(column)+` = $1 WHERE id = $2`, v, id); err != nil {
+	if _, err := e.DB.Exec(`UPDATE `+sc.Table(entity)+` SET `+schema.Ident(column)+` = $1 WHERE id = $2`, v, id); err != nil {
 		t.Fatalf("set %s.%s: %v", entity, column, err)
 	}
 }

@@ -11,68 +11,59 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
-// The door to the tenant's tables: every statement the engine compiles
-// with the scope's compiler, and every compiled statement it runs through
-// the records store itself, is in this file (the executor's and the live
-// feed's, through EventRecord). Everything else reaches the data through
-// the records store's own methods (Get, Create, Update, Delete, the
-// batches and the edges).
+// The door to the tenant's tables: every read the engine makes (the
+// executor's and the live feed's, through EventRecord) is in this file,
+// and each hands records a plan for the request's scope. The engine
+// compiles no SQL: records compiles it, applies the scope (tenant, schema
+// version, principal) and keeps the statements a prepared operation
+// reuses (records.Kept), serving one only to a scope with the key it was
+// compiled under. The writes go through the records store's own methods
+// (Create, Update, Delete, the batches and the edges).
 
-// compiler is the scope's compiler: the statements kept on a prepared
-// operation (exact.go) name the compiler they were built with.
-func (x *execCtx) compiler() *query.Compiler { return x.sc.Compiler }
-
-// listStatement compiles a list query.
-func (x *execCtx) listStatement(l query.List) (query.Statement, error) {
-	return x.sc.Compiler.List(l)
-}
-
-// countStatement compiles the count of entity's records matching where
-// and search.
-func (x *execCtx) countStatement(entity string, where query.Filter, search string) (query.Statement, error) {
-	return x.sc.Compiler.Count(entity, where, search)
-}
-
-// orderKeys is the keyset order of a connection: order, then id.
-func (x *execCtx) orderKeys(entity string, order []query.Order) ([]query.Order, error) {
-	return x.sc.Compiler.Keys(entity, order)
-}
-
-// vectorSearchStatement compiles a vector search.
-func (x *execCtx) vectorSearchStatement(v query.VectorSearch) (query.Statement, error) {
-	return x.sc.Compiler.VectorSearch(v)
-}
-
-// getStatement compiles a get by id with compiler c (the one the caller
-// keeps the statement for).
-func getStatement(c *query.Compiler, entity, id string, sel query.Selection) (query.Statement, error) {
-	return c.Get(entity, id, sel)
-}
-
-// query runs one compiled statement through the records store and returns
-// its JSON value.
-func (x *execCtx) query(st query.Statement, entity string) ([]byte, error) {
-	out, err := x.e.store.Run(x.ctx, x.sc, entity, st)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.Wrap(err, "the statement returned no row")
-	}
-	return out, err
-}
-
-// queryFunc runs st like query, handing its JSON value to fn without a
-// copy (raw is valid only until fn returns).
-func (x *execCtx) queryFunc(st query.Statement, entity string, fn func(raw []byte) error) error {
-	err := x.e.store.RunFunc(x.ctx, x.sc, entity, st, fn)
+// noRow turns sql.ErrNoRows from the records store into an internal
+// error: every statement GraphQL runs returns one row.
+func noRow(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return apperr.Wrap(err, "the statement returned no row")
 	}
 	return err
 }
 
-// runFunc runs st handing its JSON value to fn, its error as the store
-// returns it (sql.ErrNoRows when there is no row).
-func (x *execCtx) runFunc(st query.Statement, entity string, fn func(raw []byte) error) error {
-	return x.e.store.RunFunc(x.ctx, x.sc, entity, st, fn)
+// count is the JSON count of entity's records matching where and search.
+func (x *execCtx) count(entity string, where query.Filter, search string) ([]byte, error) {
+	raw, err := x.e.store.Count(x.ctx, x.sc, entity, where, search)
+	return raw, noRow(err)
+}
+
+// runList runs the list plan builds (or the statement kept on memo, when
+// it serves this scope; memo may be nil) and hands its JSON to fn.
+func (x *execCtx) runList(memo *records.Kept, entity string, plan func() (query.List, error), fn func(raw []byte) error) error {
+	return noRow(x.e.store.ListKeptFunc(x.ctx, x.sc, memo, entity, plan, fn))
+}
+
+// listRaw runs list l and returns its JSON ({"items": [...]}).
+func (x *execCtx) listRaw(l query.List) ([]byte, error) {
+	raw, err := x.e.store.Query(x.ctx, x.sc, l)
+	return raw, noRow(err)
+}
+
+// orderKeys is the keyset order of a connection: order, then id.
+func (x *execCtx) orderKeys(entity string, order []query.Order) ([]query.Order, error) {
+	return x.sc.Keys(entity, order)
+}
+
+// vectorSearch runs a vector search and returns its JSON.
+func (x *execCtx) vectorSearch(v query.VectorSearch) ([]byte, error) {
+	raw, err := x.e.store.VectorSearch(x.ctx, x.sc, v)
+	return raw, noRow(err)
+}
+
+// getKept reads record id of entity with the get kept on memo, built with
+// output out (records.Store.GetKeptFunc: ran is false when the caller must
+// read through REST's statement instead).
+func (x *execCtx) getKept(memo *records.Kept, entity, id string, out []query.Member, fn func(raw []byte) error) (ran bool, err error) {
+	sel := func() query.Selection { return query.Selection{Output: out} }
+	return x.e.store.GetKeptFunc(x.ctx, x.sc, memo, entity, id, sel, fn)
 }
 
 // EventRecord reads the record id of entity with selection sel (its
@@ -81,9 +72,5 @@ func (x *execCtx) runFunc(st query.Statement, entity string, fn func(raw []byte)
 // when the record no longer exists.
 func (e *Executor) EventRecord(ctx context.Context, sc *records.Scope, entity string, sel query.Selection, id string) ([]byte, error) {
 	l := query.List{Entity: entity, Where: query.Cond{Field: schema.ColID, Op: query.Eq, Value: id}, Limit: 1, Select: sel}
-	st, err := sc.Compiler.List(l)
-	if err != nil {
-		return nil, err
-	}
-	return e.store.Run(ctx, sc, l.Entity, st)
+	return e.store.Query(ctx, sc, l)
 }

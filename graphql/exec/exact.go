@@ -5,14 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
-	"sync/atomic"
-
-	"github.com/google/uuid"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/graphql/jsonshape"
 	"github.com/dds-project/dds/graphql/operation"
 	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
 )
 
@@ -107,61 +105,46 @@ func nestedIndex(sel *query.Selection, key string) int {
 // object itself, which is copied into {"data":{"<key>": …}} as Postgres
 // wrote it, rather than running REST's statement (whose members come in
 // REST's order, the timestamps early) and reshaping its row. The text is
-// kept on the selection's memo, so a request binds only the id. The memo
-// belongs to an operation prepared for one model (one schema version and
-// visibility); the text also names the compiler it was built with, whose
-// tables it reads, and is built again for another.
+// kept on the selection's memo (a records.Kept), so a request binds only
+// the id. The memo belongs to an operation prepared for one model (one
+// schema version and visibility); records serves the kept statement only
+// to a scope with the key it was compiled under (compiler and the
+// principal's rule inputs), and compiles it again for another.
 
-// exactGetSQL is the text of the get by id of field cf's selection over e
-// built as the response has it, "" when sh is not the field's kept flat
-// shape (the get then runs REST's statement and reshapes its row).
-func (x *execCtx) exactGetSQL(e *schema.Entity, cf *cfield, sh *jsonshape.Shape) string {
+// exactGet is field cf's kept flat selection over e when its get by id
+// builds the response's object (nil when sh is not the field's kept flat
+// shape: the get then runs REST's statement and reshapes its row).
+func (x *execCtx) exactGet(e *schema.Entity, cf *cfield, sh *jsonshape.Shape) *exactList {
 	if x.e.noExact {
-		return ""
+		return nil
 	}
-	l := x.flatOutput(e, cf, sh)
-	if l == nil {
-		return ""
-	}
-	c := x.compiler()
-	if g := l.get.Load(); g != nil && g.c == c {
-		return g.st.SQL
-	}
-	g := &keptStatement{c: c}
-	// Any well-formed id: it is bound, not written into the text.
-	st, err := getStatement(c, e.Name, uuid.Nil.String(), query.Selection{Output: l.out})
-	switch {
-	case err != nil: // exactable admitted what the compiler refuses: ours to fix, the request still answers
-		x.e.log.Error("graphql: the get building the response did not compile; REST's statement answers", "entity", e.Name, "err", err)
-	case len(st.Args) == 1:
-		g.st.SQL = st.SQL // otherwise "": the get runs REST's statement
-	}
-	l.get.Store(g)
-	return g.st.SQL
+	return x.flatOutput(e, cf, sh)
 }
 
-// writeExactGet runs the get by id text with id bound and writes the
-// record as Postgres built it, or null when there is none.
-func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, text, id string) error {
-	// In the form Postgres reads as a uuid, as the compiler's Get takes it.
-	// The callers pass UUIDs (one and delete check them, update reads its
-	// from Postgres); anything else would be refused as not found.
-	id, err := query.ParseID(e.Name, id)
-	if err != nil {
-		return err
-	}
-	err = x.runFunc(query.Statement{SQL: text, Args: []any{id}}, e.Name, func(raw []byte) error {
+// writeExactGet reads record id with the get kept on l (records compiles
+// and keeps it for the scope) and writes the record as Postgres built it,
+// or null when there is none. ran is false when the get cannot be kept
+// (it binds more than the id, or did not compile): the caller then reads
+// through REST's statement.
+func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, l *exactList, id string) (ran bool, err error) {
+	ran, err = x.getKept(&l.get, e.Name, id, l.out, func(raw []byte) error {
 		if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
 			return apperr.Wrap(jsonshape.ErrBadJSON, "read result")
 		}
 		b.Write(raw)
 		return nil
 	})
+	if !ran {
+		if err != nil { // exactable admitted what the compiler refuses: ours to fix, the request still answers
+			x.e.log.Error("graphql: the get building the response did not compile; REST's statement answers", "entity", e.Name, "err", err)
+		}
+		return false, nil
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		b.WriteString("null")
-		return nil
+		return true, nil
 	}
-	return err
+	return true, err
 }
 
 // A list of a kept flat selection is compiled with Output as well, its
@@ -169,26 +152,19 @@ func (x *execCtx) writeExactGet(b *bytes.Buffer, e *schema.Entity, text, id stri
 // once on the selection's memo. When the list's arguments (where,
 // orderBy, limit, offset, search) are all literals, its statement is the
 // same for every request executing the operation: it is compiled once and
-// kept there too, text and values, for the compiler it was built with.
+// kept there too, text and values, for the scope key it was built under.
 // Arguments holding a variable compile the statement per request, their
 // values bound (LIMIT, a checked integer, written), as REST's list does.
 
 // exactList is what a kept flat selection builds once to be written as
-// Postgres builds it: its members, and the statements kept for the
-// compiler they were built with (a get's; a list's when its arguments
-// are literals).
+// Postgres builds it: its members, and the statements records keeps for
+// it (a get's; a list's when its arguments are literals).
 type exactList struct {
 	out     []query.Member
 	id      *jsonshape.Shape
 	literal bool // the field's arguments hold no variable
-	st      atomic.Pointer[keptStatement]
-	get     atomic.Pointer[keptStatement]
-}
-
-// keptStatement is a statement compiled by c.
-type keptStatement struct {
-	c  *query.Compiler
-	st query.Statement
+	st      records.Kept
+	get     records.Kept
 }
 
 // flatOutput is what a get or list of field cf's selection over e builds

@@ -75,15 +75,11 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 			return nil, err
 		}
 		search, _ := args["search"].(string)
-		st, err := x.countStatement(e.Name, where, search)
-		if err != nil {
-			return nil, err
-		}
-		return x.query(st, e.Name)
+		return x.count(e.Name, where, search)
 	case model.KindConnection:
 		return x.connection(e, cf, args)
 	case model.KindVectorSearch:
-		return x.vectorSearch(e, cf, args)
+		return x.vectorSearchField(e, cf, args)
 	case model.KindCreate, model.KindUpdate, model.KindDelete:
 		return x.mutate(rf, cf, args)
 	case model.KindBatchCreate, model.KindBatchUpdate, model.KindBatchDelete:
@@ -106,52 +102,54 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
 	// kept flat selection's members are built once, on its memo, and its
 	// statement too when its arguments are literals.
 	var kept *exactList
+	var memo *records.Kept // the statement kept for a literal kept list
+	exact := false
 	if serr == nil && !x.e.noExact {
-		if kept = x.flatOutput(e, cf, sh); kept != nil && kept.literal {
-			if k := kept.st.Load(); k != nil && k.c == x.compiler() {
-				return x.writeList(b, e, k.st, kept.id, true)
+		if kept = x.flatOutput(e, cf, sh); kept != nil {
+			sh, exact = kept.id, true
+			if kept.literal {
+				memo = &kept.st
 			}
 		}
 	}
-	args := cf.field.ArgumentMap(x.vars)
-	var err error
-	if l.Where, err = x.where(e, args["where"]); err != nil {
-		return err
-	}
-	l.Search, _ = args["search"].(string)
-	l.Limit, _ = operation.IntArg(args["limit"])
-	l.Offset, _ = operation.IntArg(args["offset"])
-	if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
-		return err
-	}
-	if serr != nil {
-		return serr
-	}
-	exact := false
-	if kept != nil {
-		l.Select.Output, sh, exact = kept.out, kept.id, true
-	} else if !x.e.noExact {
-		if id := exactOutput(sh, &l.Select); id != nil {
-			sh, exact = id, true
+	plan := func() (query.List, error) {
+		args := cf.field.ArgumentMap(x.vars)
+		var err error
+		if l.Where, err = x.where(e, args["where"]); err != nil {
+			return l, err
 		}
+		l.Search, _ = args["search"].(string)
+		l.Limit, _ = operation.IntArg(args["limit"])
+		l.Offset, _ = operation.IntArg(args["offset"])
+		if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
+			return l, err
+		}
+		if serr != nil {
+			return l, serr
+		}
+		if kept != nil {
+			l.Select.Output = kept.out
+		} else if !x.e.noExact {
+			if id := exactOutput(sh, &l.Select); id != nil {
+				sh, exact = id, true
+			}
+		}
+		return l, nil
 	}
-	st, err := x.listStatement(l)
-	if err != nil {
-		return err
-	}
-	if kept != nil && kept.literal {
-		kept.st.Store(&keptStatement{c: x.compiler(), st: st})
-	}
-	return x.writeList(b, e, st, sh, exact)
+	// plan runs (and sets sh and exact) before the items are written,
+	// unless the kept statement serves.
+	return x.runList(memo, e.Name, plan, func(raw []byte) error {
+		return listWriter(b, sh, exact)(raw)
+	})
 }
 
-// writeList runs a list statement and writes its items to b with shape
-// sh, as Postgres wrote them when exact (the statement was compiled with
-// sh's Output).
-func (x *execCtx) writeList(b *bytes.Buffer, e *schema.Entity, st query.Statement, sh *jsonshape.Shape, exact bool) error {
+// listWriter returns the function writing a list statement's items to b
+// with shape sh, as Postgres wrote them when exact (the statement was
+// compiled with sh's Output).
+func listWriter(b *bytes.Buffer, sh *jsonshape.Shape, exact bool) func(raw []byte) error {
 	// Written from the driver's bytes as they stand: {"items": [...]} is
 	// not split first, nor copied out of the driver.
-	return x.queryFunc(st, e.Name, func(raw []byte) error {
+	return func(raw []byte) error {
 		i, err := jsonshape.MemberAt(raw, "items")
 		if err != nil {
 			return apperr.Wrap(err, "read result")
@@ -176,15 +174,7 @@ func (x *execCtx) writeList(b *bytes.Buffer, e *schema.Entity, st query.Statemen
 			return apperr.Wrap(err, "reshape result")
 		}
 		return nil
-	})
-}
-
-func (x *execCtx) listRaw(l query.List) ([]byte, error) {
-	st, err := x.listStatement(l)
-	if err != nil {
-		return nil, err
 	}
-	return x.query(st, l.Entity)
 }
 
 // one writes the record id names to b (null when there is none).
@@ -225,8 +215,10 @@ func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id st
 	if err != nil {
 		return err
 	}
-	if text := x.exactGetSQL(e, cf, sh); text != "" {
-		return x.writeExactGet(b, e, text, id)
+	if l := x.exactGet(e, cf, sh); l != nil {
+		if ran, err := x.writeExactGet(b, e, l, id); ran {
+			return err
+		}
 	}
 	raw, err := x.e.store.Get(x.ctx, x.sc, e.Name, id, sel)
 	if err != nil {
@@ -525,7 +517,7 @@ func boolJSON(v bool) string {
 	return "false"
 }
 
-func (x *execCtx) vectorSearch(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
+func (x *execCtx) vectorSearchField(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
 	in, _ := args["input"].(map[string]any)
 	v := query.VectorSearch{Entity: e.Name}
 	v.Field, _ = in["field"].(string)
@@ -561,11 +553,7 @@ func (x *execCtx) vectorSearch(e *schema.Entity, cf *cfield, args map[string]any
 	if v.Select.Fields == nil {
 		v.Select.Fields = []string{}
 	}
-	st, err := x.vectorSearchStatement(v)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := x.query(st, e.Name)
+	raw, err := x.vectorSearch(v)
 	if err != nil {
 		return nil, err
 	}
