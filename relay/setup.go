@@ -13,6 +13,7 @@ import (
 	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/pgnotify"
+	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/workflows"
 )
@@ -54,7 +55,7 @@ func Setup(ctx context.Context, d *sqlx.DB, tc client.Client, reg worker.Registr
 	if o.Namespace == "" {
 		o.Namespace = "default"
 	}
-	if err := workflows.EnsureSearchAttributes(ctx, tc, o.Namespace); err != nil {
+	if err := searchattr.Ensure(ctx, tc, o.Namespace); err != nil {
 		o.Log.Warn("webhooks: could not register search attributes DdsTenant/DdsWebhook/DdsEventType; register them on the namespace", "err", err)
 	}
 	r := New(d, hc, tc, Config{Lease: o.Lease, HTTPWorkers: o.HTTPWorkers, TaskQueue: o.TaskQueue, Registerer: o.Metrics, Deliveries: dm}, o.Log)

@@ -2,27 +2,16 @@ package workflows
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dds-project/dds/activities"
+	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/webhook"
-)
-
-// Search attributes of delivery workflows, registered as Keyword on the
-// namespace (see EnsureSearchAttributes), so the Temporal UI can list a
-// tenant's, a webhook's or an event type's deliveries.
-var (
-	SATenant    = temporal.NewSearchAttributeKeyKeyword("DdsTenant")
-	SAWebhook   = temporal.NewSearchAttributeKeyKeyword("DdsWebhook")
-	SAEventType = temporal.NewSearchAttributeKeyKeyword("DdsEventType")
 )
 
 // SignalRetryNow cuts the current wait of a delivery short (manual replay).
@@ -122,9 +111,9 @@ func StartOptions(taskQueue string, in DeliveryInput) client.StartWorkflowOption
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SATenant.ValueSet(in.TenantID),
-			SAWebhook.ValueSet(in.WebhookID),
-			SAEventType.ValueSet(in.EventType),
+			searchattr.Tenant.ValueSet(in.TenantID),
+			searchattr.Webhook.ValueSet(in.WebhookID),
+			searchattr.EventType.ValueSet(in.EventType),
 		),
 		StaticSummary: "webhook " + in.WebhookID + " · " + in.EventType + " · event " + in.EventID,
 	}
@@ -133,24 +122,7 @@ func StartOptions(taskQueue string, in DeliveryInput) client.StartWorkflowOption
 // StartDelivery starts (or finds running) the retry workflow of a failed
 // delivery. Starting it again is a no-op.
 func StartDelivery(ctx context.Context, c client.Client, taskQueue string, in DeliveryInput) error {
-	return execute(ctx, c, StartOptions(taskQueue, in), Delivery, in)
-}
-
-// execute starts a workflow. A namespace that lacks the DDS search
-// attributes still runs it (without them); a workflow already started is
-// not an error.
-func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, wf any, args ...any) error {
-	_, err := c.ExecuteWorkflow(ctx, opts, wf, args...)
-	var invalid *serviceerror.InvalidArgument
-	if errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute") {
-		opts.TypedSearchAttributes = temporal.SearchAttributes{}
-		_, err = c.ExecuteWorkflow(ctx, opts, wf, args...)
-	}
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &already) {
-		return nil
-	}
-	return err
+	return searchattr.Start(ctx, c, StartOptions(taskQueue, in), Delivery, in)
 }
 
 // ReplayDelivery asks for an immediate new attempt of a delivery (manual

@@ -14,12 +14,8 @@ import (
 
 	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/jobs"
+	"github.com/dds-project/dds/searchattr"
 )
-
-// SAJobType is the search attribute naming a job workflow's type (import,
-// update, delete); with SATenant it lets the Temporal UI list a tenant's
-// jobs of one kind.
-var SAJobType = temporal.NewSearchAttributeKeyKeyword("DdsJobType")
 
 // JobInput names the job a workflow runs; everything else is in its
 // dds.jobs row.
@@ -119,7 +115,7 @@ func JobStartOptions(taskQueue string, j *jobs.Job) client.StartWorkflowOptions 
 		TaskQueue:                taskQueue,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(SATenant.ValueSet(j.TenantID), SAJobType.ValueSet(j.Type)),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(searchattr.Tenant.ValueSet(j.TenantID), searchattr.JobType.ValueSet(j.Type)),
 		StaticSummary:            summary,
 		StaticDetails:            fmt.Sprintf("DDS job %s of tenant %s: %s. Status and result: GET /api/v1/jobs/%s", j.ID, j.TenantID, summary, j.ID),
 		Memo:                     map[string]any{"tenant": j.TenantID, "type": j.Type, "entity": j.Entity},
@@ -129,7 +125,7 @@ func JobStartOptions(taskQueue string, j *jobs.Job) client.StartWorkflowOptions 
 // Start starts the job's workflow; starting it again is a no-op.
 func (r *JobRunner) Start(ctx context.Context, j *jobs.Job) error {
 	in := JobInput{JobID: j.ID, TenantID: j.TenantID, Type: j.Type, Entity: j.Entity}
-	return execute(ctx, r.Client, JobStartOptions(r.TaskQueue, j), Job, in)
+	return searchattr.Start(ctx, r.Client, JobStartOptions(r.TaskQueue, j), Job, in)
 }
 
 // Cancel asks the job's workflow to stop. A workflow that is gone already

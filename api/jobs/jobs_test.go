@@ -24,6 +24,7 @@ import (
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
+	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/workflows"
@@ -72,7 +73,7 @@ func setup(t *testing.T) *env {
 			if err != nil {
 				return nil, err
 			}
-			if err := workflows.EnsureSearchAttributes(ctx, tc, "default"); err != nil {
+			if err := searchattr.Ensure(ctx, tc, "default"); err != nil {
 				return nil, err
 			}
 			w := tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})
