@@ -29,7 +29,9 @@ import (
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/schema"
+	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/storage"
+	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/workflows"
 )
 
@@ -80,6 +82,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 // register wires each capability's workflows, activities and loops.
 func (w *Worker) register(ctx context.Context) error {
 	cfg, log, d, tc := w.cfg, w.log, w.DB, w.Temporal
+	ns := cfg.TemporalNamespace
+	if ns == "" {
+		ns = "default"
+	}
+	if err := searchattr.Ensure(ctx, tc, ns); err != nil {
+		log.Warn("could not register search attributes DdsTenant/DdsWebhook/DdsEventType/DdsJobType; register them on the namespace", "err", err)
+	}
 	// Files: upload lifecycle and durable deletes, plus the sweeper.
 	fileStore, err := storage.Open(ctx, storage.FromConfig(cfg))
 	if err != nil {
@@ -98,9 +107,14 @@ func (w *Worker) register(ctx context.Context) error {
 	w.Hub.OnReconnect(schemas.Flush)
 	w.tw.RegisterWorkflow(workflows.Job)
 	w.tw.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schemas, nil, records.WithVectorEfSearch(cfg.VectorEfSearch)), fileStore, w.JobProgress, log)})
-	// Webhooks: the outbox relay (first attempts), the retry workflow, pruning.
-	rl, err := relay.Setup(ctx, d, tc, w.tw, relay.SetupOptions{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
-		HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue, Namespace: cfg.TemporalNamespace,
+	// Webhooks: the retry workflow, the outbox relay (first attempts), pruning.
+	deliverer, err := webhook.NewDeliverer(d, webhook.ClientConfig{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
+		MaxConnsPerHost: cfg.WebhookHTTPWorkers}, w.Registry)
+	if err != nil {
+		return err
+	}
+	webhook.Register(w.tw, deliverer)
+	rl, err := relay.Setup(d, tc, deliverer, relay.SetupOptions{HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue,
 		Hub: w.Hub, Metrics: w.Registry, Log: log})
 	if err != nil {
 		return err
