@@ -87,6 +87,14 @@ func jobEnding(jobID string, err error, cancelled bool) activities.JobFinishInpu
 	return activities.JobFinishInput{JobID: jobID, Outcome: jobs.Failed, Message: msg}
 }
 
+// durableActivity retries without limit, backing off to every 10 minutes.
+var durableActivity = workflow.ActivityOptions{
+	StartToCloseTimeout: time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Minute,
+	},
+}
+
 // JobRunner runs jobs as Temporal workflows (jobs.Runner).
 type JobRunner struct {
 	Client    client.Client
