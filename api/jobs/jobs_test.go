@@ -17,7 +17,6 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	tworker "go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/internal/testenv/teststack"
@@ -27,7 +26,6 @@ import (
 	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/storage"
-	"github.com/dds-project/dds/workflows"
 )
 
 // env is one DDS server and one in-process worker (jobs, file uploads) on
@@ -78,8 +76,7 @@ func setup(t *testing.T) *env {
 			}
 			w := tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})
 			files.Register(w, d, store)
-			w.RegisterWorkflow(workflows.Job)
-			w.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), store, nil, log)})
+			jobs.Register(w, jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), store, nil, log))
 			if err := w.Start(); err != nil {
 				return nil, err
 			}
