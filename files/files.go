@@ -1,11 +1,13 @@
-// Package files owns DDS's files: the dds.files table and its states (every
-// statement on it is here: the service's and the lifecycle activities'),
-// presigned upload and download URLs from the storage driver, and the
-// upload lifecycle on Temporal (registered with the worker by Register) (a FileUpload workflow per file, ID = file id,
-// confirmed through a workflow Update; a FileDelete workflow removes objects
-// durably). Every query is scoped to the calling tenant: another tenant's
-// file id is NOT_FOUND. It also exports the check the records layer applies
-// to FILE fields (VerifyConfirmed).
+// Package files owns DDS's files: the control-plane table dds.files and its
+// states (every statement on it is here: the service's and the lifecycle
+// activities'), presigned upload and download URLs from the storage driver,
+// and the upload lifecycle on Temporal: the workflows (workflow.go: a
+// FileUpload workflow per file, ID = file id, confirmed through a workflow
+// Update; a FileDelete workflow removes objects durably), their activities
+// (lifecycle.go) and their registration with a worker (Register). Every
+// query is scoped to the calling tenant: another tenant's file id is
+// NOT_FOUND. It also exports the check the records layer applies to FILE
+// fields (VerifyConfirmed).
 package files
 
 import (
@@ -32,7 +34,6 @@ import (
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/storage"
-	"github.com/dds-project/dds/workflows"
 )
 
 // MaxSizeBytes is the largest file accepted (100 MB, docs/files.md).
@@ -183,7 +184,7 @@ func (s *Service) RequestUpload(ctx context.Context, tenantID string, req Upload
 	if err != nil {
 		return nil, apperr.Wrap(err, "could not record the file")
 	}
-	if err := s.startUpload(ctx, workflows.UploadInput{TenantID: tenantID, FileID: id, ExpiresAt: expires, Grace: s.opt.Grace}); err != nil {
+	if err := s.startUpload(ctx, UploadInput{TenantID: tenantID, FileID: id, ExpiresAt: expires, Grace: s.opt.Grace}); err != nil {
 		// Nothing can have been uploaded yet: drop the row and report.
 		if _, derr := s.db.ExecContext(context.WithoutCancel(ctx), `DELETE FROM dds.files WHERE id = $1 AND tenant_id = $2`, id, tenantID); derr != nil {
 			s.opt.Log.Error("drop file row after failed upload start; the sweeper will expire it", "file", id, "err", derr)
@@ -238,7 +239,7 @@ func (s *Service) Confirm(ctx context.Context, tenantID, id string) (*File, erro
 	if errors.As(err, &nf) {
 		// The lifecycle workflow is gone (a dev server restarted without
 		// persistence): start it again for the same expiry and retry.
-		err = s.startUpload(ctx, workflows.UploadInput{TenantID: tenantID, FileID: id, ExpiresAt: f.UploadExp, Grace: s.opt.Grace})
+		err = s.startUpload(ctx, UploadInput{TenantID: tenantID, FileID: id, ExpiresAt: f.UploadExp, Grace: s.opt.Grace})
 		if err == nil {
 			err = s.confirmUpdate(ctx, id)
 		}
@@ -247,11 +248,11 @@ func (s *Service) Confirm(ctx context.Context, tenantID, id string) (*File, erro
 		var ae *temporal.ApplicationError
 		if errors.As(err, &ae) {
 			switch ae.Type() {
-			case workflows.ErrTypeNotUploaded:
+			case ErrTypeNotUploaded:
 				return nil, apperr.New(apperr.Conflict, "nothing was uploaded for file %s: PUT the bytes to the upload URL first", id)
-			case workflows.ErrTypeMismatch:
+			case ErrTypeMismatch:
 				return nil, apperr.New(apperr.Conflict, "the uploaded object does not match the request: %s", ae.Message())
-			case workflows.ErrTypeGone, workflows.ErrTypeUploadExpired:
+			case ErrTypeGone, ErrTypeUploadExpired:
 				return nil, apperr.New(apperr.Conflict, "the upload of file %s has expired; request a new upload URL", id)
 			}
 		}
@@ -272,7 +273,7 @@ func (s *Service) Confirm(ctx context.Context, tenantID, id string) (*File, erro
 
 func (s *Service) confirmUpdate(ctx context.Context, id string) error {
 	h, err := s.tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: workflows.ConfirmUpdate, WaitForStage: client.WorkflowUpdateStageCompleted})
+		WorkflowID: id, UpdateName: ConfirmUpdate, WaitForStage: client.WorkflowUpdateStageCompleted})
 	if err != nil {
 		return err
 	}
@@ -409,19 +410,19 @@ func (s *Service) Delete(ctx context.Context, tenantID, id string) error {
 
 // startUpload starts (or finds running) the lifecycle workflow of an
 // upload; its ID is the file id.
-func (s *Service) startUpload(ctx context.Context, in workflows.UploadInput) error {
+func (s *Service) startUpload(ctx context.Context, in UploadInput) error {
 	_, err := s.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: in.FileID, TaskQueue: s.opt.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.FileUpload, in)
+	}, UploadWorkflowName, in)
 	return err
 }
 
 func (s *Service) startDelete(ctx context.Context, tenantID, id string) error {
 	_, err := s.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: workflows.DeleteWorkflowID(id), TaskQueue: s.opt.TaskQueue,
+		ID: DeleteWorkflowID(id), TaskQueue: s.opt.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.FileDelete, workflows.DeleteInput{TenantID: tenantID, FileID: id})
+	}, DeleteWorkflowName, DeleteInput{TenantID: tenantID, FileID: id})
 	return err
 }
 
@@ -482,7 +483,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 		} else {
 			// A pending upload long past its expiry has lost its workflow
 			// (or it never started): start one that expires it at once.
-			err = s.startUpload(ctx, workflows.UploadInput{TenantID: r.Tenant, FileID: r.ID, ExpiresAt: r.Exp})
+			err = s.startUpload(ctx, UploadInput{TenantID: r.Tenant, FileID: r.ID, ExpiresAt: r.Exp})
 		}
 		if err != nil {
 			return n, err

@@ -14,7 +14,6 @@ import (
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/storage/storagetest"
-	"github.com/dds-project/dds/workflows"
 )
 
 func TestFileActivities(t *testing.T) {
@@ -27,7 +26,7 @@ func TestFileActivities(t *testing.T) {
 
 	// file inserts a row (mime text/plain, 5 bytes) and optionally stores
 	// an object of the given type.
-	file := func(t *testing.T, storedType string) (workflows.FileRef, string) {
+	file := func(t *testing.T, storedType string) (files.FileRef, string) {
 		id := uuid.NewString()
 		key := tenant + "/" + id
 		if _, err := d.Exec(`INSERT INTO dds.files (id, tenant_id, file_name, mime_type, size_bytes, storage_key, upload_expires_at)
@@ -44,9 +43,9 @@ func TestFileActivities(t *testing.T) {
 			}
 			resp.Body.Close()
 		}
-		return workflows.FileRef{TenantID: tenant, FileID: id}, key
+		return files.FileRef{TenantID: tenant, FileID: id}, key
 	}
-	status := func(t *testing.T, ref workflows.FileRef) (s string, purged bool) {
+	status := func(t *testing.T, ref files.FileRef) (s string, purged bool) {
 		var row struct {
 			Status string     `db:"status"`
 			Purged *time.Time `db:"purged_at"`
@@ -87,21 +86,21 @@ func TestFileActivities(t *testing.T) {
 		if s, purged := status(t, ref); s != "expired" || !purged || exists(key) {
 			t.Fatalf("status %s purged %v exists %v", s, purged, exists(key))
 		}
-		if err := a.FileConfirmUpload(ctx, ref); errType(err) != workflows.ErrTypeGone {
+		if err := a.FileConfirmUpload(ctx, ref); errType(err) != files.ErrTypeGone {
 			t.Fatalf("confirm after expiry: %v", err)
 		}
 	})
 	t.Run("confirm refuses a stored type other than the requested one", func(t *testing.T) {
 		ref, _ := file(t, "text/html")
-		if err := a.FileConfirmUpload(ctx, ref); errType(err) != workflows.ErrTypeMismatch {
-			t.Fatalf("confirm: %v, want %s", err, workflows.ErrTypeMismatch)
+		if err := a.FileConfirmUpload(ctx, ref); errType(err) != files.ErrTypeMismatch {
+			t.Fatalf("confirm: %v, want %s", err, files.ErrTypeMismatch)
 		}
 	})
 	t.Run("confirm of another tenant's file is refused", func(t *testing.T) {
 		ref, _ := file(t, "text/plain")
 		ref.TenantID = uuid.NewString()
-		if err := a.FileConfirmUpload(ctx, ref); errType(err) != workflows.ErrTypeGone {
-			t.Fatalf("confirm: %v, want %s", err, workflows.ErrTypeGone)
+		if err := a.FileConfirmUpload(ctx, ref); errType(err) != files.ErrTypeGone {
+			t.Fatalf("confirm: %v, want %s", err, files.ErrTypeGone)
 		}
 	})
 	t.Run("delete is idempotent and records the purge", func(t *testing.T) {

@@ -10,8 +10,9 @@
 // staged rows) are package records' (records/bulk.go): this package hands
 // it plans and the apply transaction.
 //
-// Starting and cancelling the durable run (a Temporal workflow per job) is
-// the Runner's business; this package does not know Temporal.
+// It also owns each job's durable run: the Temporal workflow (workflow.go),
+// its steps as activities (activities.go) and Register, which adds them to
+// a worker; the Service starts and cancels runs through a Runner.
 package jobs
 
 import (
@@ -100,9 +101,8 @@ type Job struct {
 	SchemaID string `json:"-"`
 }
 
-// Runner runs jobs durably (package workflows on Temporal). Declared here
-// so this package stays free of Temporal (the workflows import the
-// activities, which import this package).
+// Runner runs jobs durably: TemporalRunner in production; tests that run
+// the workflow themselves start nothing.
 type Runner interface {
 	Start(ctx context.Context, j *Job) error
 	Cancel(ctx context.Context, jobID string) error

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dds-project/dds/workflows"
+	"github.com/dds-project/dds/webhook"
 )
 
 // The hand-over gives each delivery whose first attempt failed (status
@@ -52,7 +52,7 @@ func (r *Relay) HandOver(ctx context.Context) (int, error) {
 				defer wg.Done()
 				sctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 				defer cancel()
-				err := workflows.StartDelivery(sctx, r.temporal, r.cfg.TaskQueue, workflows.DeliveryInput{
+				err := webhook.StartDelivery(sctx, r.temporal, r.cfg.TaskQueue, webhook.DeliveryInput{
 					DeliveryID: ref.ID, WebhookID: ref.WebhookID, EventID: ref.EventID, TenantID: ref.TenantID, EventType: ref.EventType})
 				mu.Lock()
 				defer mu.Unlock()

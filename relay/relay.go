@@ -6,7 +6,7 @@
 // holding the exact body, makes the first attempt itself on a bounded pool
 // of HTTP workers and records it at once. A failed delivery stays
 // `retrying` in Postgres; a hand-over loop beside the batches gives it to a
-// durable Temporal retry workflow (workflows.Delivery) whose id is derived
+// durable Temporal retry workflow (webhook.DeliveryWorkflow) whose id is derived
 // from (webhook, event), so an unreachable Temporal never delays healthy
 // deliveries. An event is marked relayed once every delivery of it has its
 // first attempt recorded. See docs/webhooks.md for the design.

@@ -15,7 +15,6 @@ import (
 	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
-	"github.com/dds-project/dds/workflows"
 )
 
 const wait = 30 * time.Second
@@ -150,7 +149,7 @@ func TestFailedFirstAttemptGoesToRetryWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := webhooktest.Event(t, d, tn, "shop", outbox.EntityCreated, "Product", nil)
-	wfID := workflows.DeliveryWorkflowID(w.ID, ev)
+	wfID := webhook.DeliveryWorkflowID(w.ID, ev)
 	webhooktest.Eventually(t, wait, "event relayed and retry workflow started", func() bool {
 		var ok bool
 		_ = d.Get(&ok, `SELECT e.relayed_at IS NOT NULL AND d.workflow_started_at IS NOT NULL
@@ -174,7 +173,7 @@ func TestFailedFirstAttemptGoesToRetryWorkflow(t *testing.T) {
 	}
 	// The receiver recovers; a manual replay cuts the 1m wait short.
 	rc.SetStatus(nil)
-	if err := workflows.ReplayDelivery(ctx, temporalClient, taskQueue, workflows.DeliveryInput{DeliveryID: logs[0].ID,
+	if err := webhook.ReplayDelivery(ctx, temporalClient, taskQueue, webhook.DeliveryInput{DeliveryID: logs[0].ID,
 		WebhookID: w.ID, EventID: ev, TenantID: tn, EventType: outbox.EntityCreated}); err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,6 @@ import (
 	"github.com/dds-project/dds/tenant"
 	"github.com/dds-project/dds/ui"
 	"github.com/dds-project/dds/webhook"
-	"github.com/dds-project/dds/workflows"
 )
 
 // Server is the HTTP server process.
@@ -127,7 +126,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	}
 	graphql.NewHandler(gqlEngine, s.Records, graphql.NewSocket(s.authn, s.Records, gqlEngine, s.gqlFeed), log).Routes(router)
 	apifiles.New(s.Files, fileStore).Routes(router)
-	s.Jobs = jobs.NewService(d, s.Records, &workflows.JobRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
+	s.Jobs = jobs.NewService(d, s.Records, &jobs.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
 	apijobs.New(s.Jobs).Routes(router)
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
 	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Schedule is the wait before each retry, counted from the failure before
@@ -25,6 +28,21 @@ type Deliverer struct {
 	Store   *Store
 	Client  *Client
 	Metrics *Metrics // optional
+}
+
+// NewDeliverer builds the SSRF-safe delivery client from cfg and a
+// Deliverer over d's webhook tables. With reg set, the delivery metrics are
+// registered on it.
+func NewDeliverer(d *sqlx.DB, cfg ClientConfig, reg prometheus.Registerer) (*Deliverer, error) {
+	hc, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dl := &Deliverer{Store: NewStore(d), Client: hc}
+	if reg != nil {
+		dl.Metrics = NewMetrics(reg, dl.Store)
+	}
+	return dl, nil
 }
 
 // Outcome of an attempt, as seen by the retry workflow.

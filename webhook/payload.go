@@ -1,8 +1,18 @@
-// Package webhook owns outgoing webhooks: the delivery payload (docs/webhooks.md),
+// Package webhook owns outgoing webhooks: the control-plane tables
+// dds.webhooks and dds.webhook_deliveries (the store of webhooks,
+// deliveries and attempts), the delivery payload (docs/webhooks.md),
 // signing (X-Webhook-Signature plus Standard Webhooks headers), the
-// SSRF-safe HTTP client, the Postgres store of webhooks, deliveries and
-// attempts, and one delivery attempt (Deliverer) shared by the outbox relay
-// (first attempt) and the Temporal retry workflow (later attempts).
+// SSRF-safe HTTP client, one delivery attempt (Deliverer) shared by the
+// outbox relay (first attempt) and the retry workflow (later attempts), and
+// that durable retry: the Temporal workflow, its activity, their
+// registration with a worker (Register) and the starts that the relay's
+// hand-over and the API's manual replay make.
+//
+// The retry workflow lives here rather than in package relay because it
+// belongs to the delivery rows, not to the outbox: it reads and writes only
+// dds.webhook_deliveries through the Deliverer, and the relay is only one
+// of its two starters (the API's replay is the other, and must not depend
+// on the relay loop).
 package webhook
 
 import (

@@ -1,6 +1,9 @@
-// Package worker wires the Temporal worker process: it owns work that
-// outlives a request (webhook delivery and its outbox relay, the file upload
-// lifecycle, batch jobs).
+// Package worker builds the worker process (`dds worker`). It owns no table
+// and no workflow: it opens Postgres, Temporal and file storage, builds the
+// dependencies of each durable capability and calls its Register
+// (webhook: delivery retries; files: upload lifecycle and deletes; jobs:
+// batch jobs), runs the loops that sit beside the Temporal worker (the
+// outbox relay, the file sweeper, pruning), and serves the probes.
 package worker
 
 import (
@@ -19,7 +22,6 @@ import (
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
@@ -29,8 +31,9 @@ import (
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/schema"
+	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/storage"
-	"github.com/dds-project/dds/workflows"
+	"github.com/dds-project/dds/webhook"
 )
 
 // Worker is the worker process.
@@ -49,8 +52,8 @@ type Worker struct {
 	loops []func(context.Context) error
 }
 
-// New connects to Postgres and Temporal and registers workflows and
-// activities.
+// New connects to Postgres and Temporal and registers every capability's
+// workflows and activities.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, error) {
 	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, db.WithVectorEfSearch(cfg.VectorEfSearch))
 	if err != nil {
@@ -77,9 +80,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 	return w, nil
 }
 
-// register wires each capability's workflows, activities and loops.
+// register builds each capability's dependencies, calls its Register and
+// adds its loops.
 func (w *Worker) register(ctx context.Context) error {
 	cfg, log, d, tc := w.cfg, w.log, w.DB, w.Temporal
+	ns := cfg.TemporalNamespace
+	if ns == "" {
+		ns = "default"
+	}
+	if err := searchattr.Ensure(ctx, tc, ns); err != nil {
+		log.Warn("could not register search attributes DdsTenant/DdsWebhook/DdsEventType/DdsJobType; register them on the namespace", "err", err)
+	}
 	// Files: upload lifecycle and durable deletes, plus the sweeper.
 	fileStore, err := storage.Open(ctx, storage.FromConfig(cfg))
 	if err != nil {
@@ -96,11 +107,15 @@ func (w *Worker) register(ctx context.Context) error {
 		return err
 	}
 	w.Hub.OnReconnect(schemas.Flush)
-	w.tw.RegisterWorkflow(workflows.Job)
-	w.tw.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schemas, nil, records.WithVectorEfSearch(cfg.VectorEfSearch)), fileStore, w.JobProgress, log)})
-	// Webhooks: the outbox relay (first attempts), the retry workflow, pruning.
-	rl, err := relay.Setup(ctx, d, tc, w.tw, relay.SetupOptions{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
-		HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue, Namespace: cfg.TemporalNamespace,
+	jobs.Register(w.tw, jobs.NewExecutor(d, records.NewStore(d, schemas, nil, records.WithVectorEfSearch(cfg.VectorEfSearch)), fileStore, w.JobProgress, log))
+	// Webhooks: the retry workflow, the outbox relay (first attempts), pruning.
+	deliverer, err := webhook.NewDeliverer(d, webhook.ClientConfig{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
+		MaxConnsPerHost: cfg.WebhookHTTPWorkers}, w.Registry)
+	if err != nil {
+		return err
+	}
+	webhook.Register(w.tw, deliverer)
+	rl, err := relay.Setup(d, tc, deliverer, relay.SetupOptions{HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue,
 		Hub: w.Hub, Metrics: w.Registry, Log: log})
 	if err != nil {
 		return err

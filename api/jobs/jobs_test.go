@@ -17,16 +17,15 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	tworker "go.temporal.io/sdk/worker"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
+	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/storage"
-	"github.com/dds-project/dds/workflows"
 )
 
 // env is one DDS server and one in-process worker (jobs, file uploads) on
@@ -72,13 +71,12 @@ func setup(t *testing.T) *env {
 			if err != nil {
 				return nil, err
 			}
-			if err := workflows.EnsureSearchAttributes(ctx, tc, "default"); err != nil {
+			if err := searchattr.Ensure(ctx, tc, "default"); err != nil {
 				return nil, err
 			}
 			w := tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{})
 			files.Register(w, d, store)
-			w.RegisterWorkflow(workflows.Job)
-			w.RegisterActivity(&activities.Jobs{Exec: jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), store, nil, log)})
+			jobs.Register(w, jobs.NewExecutor(d, records.NewStore(d, schema.NewService(d), nil), store, nil, log))
 			if err := w.Start(); err != nil {
 				return nil, err
 			}

@@ -15,7 +15,6 @@ import (
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/webhook"
-	"github.com/dds-project/dds/workflows"
 )
 
 // Handler serves the webhook API.
@@ -253,7 +252,7 @@ func (h *Handler) retry(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := workflows.ReplayDelivery(ctx, h.temporal, h.taskQueue, workflows.DeliveryInput{DeliveryID: d.ID,
+	if err := webhook.ReplayDelivery(ctx, h.temporal, h.taskQueue, webhook.DeliveryInput{DeliveryID: d.ID,
 		WebhookID: wh.ID, EventID: d.EventID, TenantID: t, EventType: d.EventType}); err != nil {
 		if reopened { // no workflow owns it: put the old state back
 			if rerr := h.store.SetStatus(context.WithoutCancel(ctx), d.ID, d.Status); rerr != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/relay"
+	"github.com/dds-project/dds/searchattr"
+	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
 )
 
@@ -75,8 +77,16 @@ func Start(taskQueue string, verbose bool) (*Stack, error) {
 	w := worker.New(s.Temporal, taskQueue, worker.Options{})
 	hub := pgnotify.New(url, log)
 	// As `dds worker` wires it, with DDS_WEBHOOK_ALLOW_PRIVATE and DDS_WEBHOOK_CA_FILE.
-	r, err := relay.Setup(ctx, d, s.Temporal, w, relay.SetupOptions{AllowPrivate: true, CAFile: caFile.Name(),
-		TaskQueue: taskQueue, Namespace: "default", Hub: hub, Log: log})
+	dl, err := webhook.NewDeliverer(d, webhook.ClientConfig{AllowPrivate: true, CAFile: caFile.Name()}, nil)
+	if err != nil {
+		cancel()
+		return fail(err)
+	}
+	webhook.Register(w, dl)
+	if err := searchattr.Ensure(ctx, s.Temporal, "default"); err != nil {
+		log.Warn("could not register the search attributes", "err", err)
+	}
+	r, err := relay.Setup(d, s.Temporal, dl, relay.SetupOptions{TaskQueue: taskQueue, Hub: hub, Log: log})
 	if err != nil {
 		cancel()
 		return fail(err)

@@ -1,6 +1,5 @@
 // Command crashworker is the webhook half of `dds worker` (relay plus
-// delivery workflow worker, wired by relay.Setup exactly as the worker
-// wires it) as a standalone process, so the crash test can SIGKILL it
+// delivery workflow worker, wired exactly as the worker wires them) as a standalone process, so the crash test can SIGKILL it
 // without depending on every other package of the binary. Configuration:
 // DATABASE_URL, TEMPORAL_ADDRESS, DDS_TASK_QUEUE, DDS_WEBHOOK_CA_FILE,
 // DDS_WEBHOOK_ALLOW_PRIVATE; -lease sets the relay's claim lease.
@@ -22,6 +21,8 @@ import (
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/relay"
+	"github.com/dds-project/dds/searchattr"
+	"github.com/dds-project/dds/webhook"
 )
 
 func main() {
@@ -52,9 +53,16 @@ func run(lease time.Duration) error {
 	w := worker.New(tc, tq, worker.Options{})
 	hub := pgnotify.New(url, log)
 	go hub.Run(ctx)
-	r, err := relay.Setup(ctx, d, tc, w, relay.SetupOptions{
-		AllowPrivate: os.Getenv("DDS_WEBHOOK_ALLOW_PRIVATE") == "true", CAFile: os.Getenv("DDS_WEBHOOK_CA_FILE"),
-		TaskQueue: tq, Namespace: "default", Hub: hub, Lease: lease, Log: log})
+	dl, err := webhook.NewDeliverer(d, webhook.ClientConfig{
+		AllowPrivate: os.Getenv("DDS_WEBHOOK_ALLOW_PRIVATE") == "true", CAFile: os.Getenv("DDS_WEBHOOK_CA_FILE")}, nil)
+	if err != nil {
+		return err
+	}
+	webhook.Register(w, dl)
+	if err := searchattr.Ensure(ctx, tc, "default"); err != nil {
+		log.Warn("could not register the search attributes", "err", err)
+	}
+	r, err := relay.Setup(d, tc, dl, relay.SetupOptions{TaskQueue: tq, Hub: hub, Lease: lease, Log: log})
 	if err != nil {
 		return err
 	}

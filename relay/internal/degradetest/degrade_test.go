@@ -17,7 +17,6 @@ import (
 	"github.com/dds-project/dds/relay"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
-	"github.com/dds-project/dds/workflows"
 )
 
 // unreachable returns a Temporal client aimed at a port nothing listens on.
@@ -129,7 +128,7 @@ func TestUnreachableTemporalHoldsNothingUp(t *testing.T) {
 		if err := d.Get(&hook, `SELECT webhook_id FROM dds.webhook_deliveries WHERE event_id = $1`, ev); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := srv.Client().DescribeWorkflowExecution(ctx, workflows.DeliveryWorkflowID(hook, ev), ""); err != nil {
+		if _, err := srv.Client().DescribeWorkflowExecution(ctx, webhook.DeliveryWorkflowID(hook, ev), ""); err != nil {
 			t.Fatalf("retry workflow of event %s: %v", ev, err)
 		}
 	}

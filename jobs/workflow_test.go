@@ -1,4 +1,4 @@
-package workflows_test
+package jobs_test
 
 import (
 	"context"
@@ -18,15 +18,13 @@ import (
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
-	"github.com/dds-project/dds/workflows"
 )
 
-var recordJob = flag.Bool("record-job", false, "re-record testdata/job_history.json on the Temporal dev server of make test")
+var update = flag.Bool("update", false, "re-record testdata/job_history.json on the Temporal dev server of make test")
 
 const jobHistoryFile = "testdata/job_history.json"
 
@@ -38,7 +36,7 @@ func (noRun) Start(context.Context, *jobs.Job) error { return nil }
 func (noRun) Cancel(context.Context, string) error   { return nil }
 
 type jobFixture struct {
-	acts   *activities.Jobs
+	acts   *jobs.Activities
 	svc    *jobs.Service
 	app    *testenv.App
 	key    string
@@ -59,17 +57,17 @@ func newJobFixture(t *testing.T) *jobFixture {
 	}
 	app.Must(t, http.StatusCreated, "POST", "/api/v1/dynamic/Item/batch", key, map[string]any{"items": items})
 	rs := records.NewStore(d, schema.NewService(d), nil)
-	return &jobFixture{acts: &activities.Jobs{Exec: jobs.NewExecutor(d, rs, nil, nil, nil)}, svc: jobs.NewService(d, rs, noRun{}),
+	return &jobFixture{acts: &jobs.Activities{Exec: jobs.NewExecutor(d, rs, nil, nil, nil)}, svc: jobs.NewService(d, rs, noRun{}),
 		app: app, key: key, tenant: tenant}
 }
 
-func (f *jobFixture) deleteAll(t *testing.T) workflows.JobInput {
+func (f *jobFixture) deleteAll(t *testing.T) jobs.WorkflowInput {
 	t.Helper()
 	j, err := f.svc.Create(context.Background(), records.SystemPrincipal(f.tenant), &jobs.Request{Type: jobs.TypeDelete, Entity: "Item", Spec: jobs.Spec{All: true, EmitEvents: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return workflows.JobInput{JobID: j.ID, TenantID: f.tenant, Type: j.Type, Entity: j.Entity}
+	return jobs.WorkflowInput{JobID: j.ID, TenantID: f.tenant, Type: j.Type, Entity: j.Entity}
 }
 
 func (f *jobFixture) items(t *testing.T) float64 {
@@ -113,12 +111,11 @@ func TestJobWorkflow(t *testing.T) {
 			in := f.deleteAll(t)
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
-			env.RegisterWorkflow(workflows.Job)
-			env.RegisterActivity(f.acts)
+			jobs.Register(env, f.acts.Exec)
 			if c.setup != nil {
 				c.setup(env, f)
 			}
-			env.ExecuteWorkflow(workflows.Job, in)
+			env.ExecuteWorkflow(jobs.WorkflowName, in)
 			var out jobs.Outcome
 			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil || env.GetWorkflowResult(&out) != nil || out != c.want {
 				t.Fatalf("workflow ended %s (%v), want %s", out, env.GetWorkflowError(), c.want)
@@ -140,11 +137,11 @@ func TestJobWorkflow(t *testing.T) {
 // TestJobReplay replays a recorded run of the job workflow against the
 // current code: a change that breaks determinism for running jobs fails.
 func TestJobReplay(t *testing.T) {
-	if *recordJob {
+	if *update {
 		recordJobHistory(t)
 	}
 	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflow(workflows.Job)
+	jobs.Register(replayRegistry{r}, nil) // the names the worker registers
 	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, jobHistoryFile); err != nil {
 		t.Fatalf("replay %s: %v", jobHistoryFile, err)
 	}
@@ -160,15 +157,14 @@ func recordJobHistory(t *testing.T) {
 	defer c.Close()
 	queue := "record-job-" + uuid.NewString()
 	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflow(workflows.Job)
-	w.RegisterActivity(f.acts)
+	jobs.Register(w, f.acts.Exec)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.JobWorkflowID(in.JobID), TaskQueue: queue}, workflows.Job, in)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: jobs.WorkflowID(in.JobID), TaskQueue: queue}, jobs.WorkflowName, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,3 +190,9 @@ func recordJobHistory(t *testing.T) {
 	}
 	t.Logf("recorded %d events to %s", len(h.Events), jobHistoryFile)
 }
+
+// replayRegistry lets Register add its workflows to a replayer, which runs
+// no activities.
+type replayRegistry struct{ worker.WorkflowReplayer }
+
+func (replayRegistry) RegisterActivity(any) {}

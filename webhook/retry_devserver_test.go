@@ -1,4 +1,4 @@
-package workflows
+package webhook_test
 
 import (
 	"context"
@@ -31,8 +31,7 @@ func TestStartDeliveryWithoutSearchAttributes(t *testing.T) {
 	f := newFixture(t, nil) // the receiver answers 200
 	c := srv.Client()
 	w := worker.New(c, "plain", worker.Options{})
-	w.RegisterWorkflow(Delivery)
-	w.RegisterActivity(f.acts)
+	webhook.Register(w, f.dl)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -41,21 +40,21 @@ func TestStartDeliveryWithoutSearchAttributes(t *testing.T) {
 	// Precondition: this namespace refuses the attributes.
 	other := f.in
 	other.EventID = "00000000-0000-0000-0000-000000000000"
-	if _, err := c.ExecuteWorkflow(ctx, StartOptions("plain", other), Delivery, other); err == nil {
+	if _, err := c.ExecuteWorkflow(ctx, webhook.DeliveryStartOptions("plain", other), webhook.DeliveryWorkflowName, other); err == nil {
 		t.Fatal("the dev server accepted unregistered search attributes; this test proves nothing")
 	}
-	if err := StartDelivery(ctx, c, "plain", f.in); err != nil {
+	if err := webhook.StartDelivery(ctx, c, "plain", f.in); err != nil {
 		t.Fatalf("start without search attributes: %v", err)
 	}
 	// Starting it again is a no-op, not an error.
-	if err := StartDelivery(ctx, c, "plain", f.in); err != nil {
+	if err := webhook.StartDelivery(ctx, c, "plain", f.in); err != nil {
 		t.Fatalf("second start: %v", err)
 	}
-	if err := c.SignalWorkflow(ctx, DeliveryWorkflowID(f.in.WebhookID, f.in.EventID), "", SignalRetryNow, nil); err != nil {
+	if err := c.SignalWorkflow(ctx, webhook.DeliveryWorkflowID(f.in.WebhookID, f.in.EventID), "", webhook.SignalRetryNow, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out webhook.Outcome
-	if err := c.GetWorkflow(ctx, DeliveryWorkflowID(f.in.WebhookID, f.in.EventID), "").Get(ctx, &out); err != nil || out != webhook.OutcomeSucceeded {
+	if err := c.GetWorkflow(ctx, webhook.DeliveryWorkflowID(f.in.WebhookID, f.in.EventID), "").Get(ctx, &out); err != nil || out != webhook.OutcomeSucceeded {
 		t.Fatalf("workflow ended %s %v", out, err)
 	}
 	if n := len(f.receiver.Requests()); n != 1 {

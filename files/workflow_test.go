@@ -1,4 +1,4 @@
-package workflows_test
+package files_test
 
 import (
 	"bytes"
@@ -26,7 +26,6 @@ import (
 	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/storage/storagetest"
-	"github.com/dds-project/dds/workflows"
 )
 
 var quietLogger = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -143,7 +142,7 @@ func TestUploadWorkflow(t *testing.T) {
 		expires := env.Now().Add(15 * time.Minute)
 		id, key := f.pending(t, int64(len(body)), expires)
 		f.upload(t, key, body) // uploaded but never confirmed: an orphan
-		env.ExecuteWorkflow(workflows.FileUpload, workflows.UploadInput{
+		env.ExecuteWorkflow(files.FileUpload, files.UploadInput{
 			TenantID: f.tenant, FileID: id, ExpiresAt: expires, Grace: 10 * time.Minute})
 		if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 			t.Fatalf("workflow completed=%v err=%v", env.IsWorkflowCompleted(), env.GetWorkflowError())
@@ -152,7 +151,7 @@ func TestUploadWorkflow(t *testing.T) {
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
 		}
-		if res != workflows.UploadExpired || f.status(t, id) != "expired" {
+		if res != files.UploadExpired || f.status(t, id) != "expired" {
 			t.Fatalf("result %q, status %q; want expired", res, f.status(t, id))
 		}
 		if f.exists(t, key) {
@@ -167,9 +166,9 @@ func TestUploadWorkflow(t *testing.T) {
 		f.upload(t, key, body)
 		var r updateResult
 		env.RegisterDelayedCallback(func() {
-			env.UpdateWorkflow(workflows.ConfirmUpdate, "c1", r.callbacks())
+			env.UpdateWorkflow(files.ConfirmUpdate, "c1", r.callbacks())
 		}, time.Minute)
-		env.ExecuteWorkflow(workflows.FileUpload, workflows.UploadInput{
+		env.ExecuteWorkflow(files.FileUpload, files.UploadInput{
 			TenantID: f.tenant, FileID: id, ExpiresAt: expires, Grace: 10 * time.Minute})
 		if !r.done || r.rejected != nil || r.err != nil {
 			t.Fatalf("confirm: done=%v rejected=%v err=%v", r.done, r.rejected, r.err)
@@ -178,7 +177,7 @@ func TestUploadWorkflow(t *testing.T) {
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
 		}
-		if res != workflows.UploadConfirmed || f.status(t, id) != "confirmed" {
+		if res != files.UploadConfirmed || f.status(t, id) != "confirmed" {
 			t.Fatalf("result %q, status %q; want confirmed", res, f.status(t, id))
 		}
 		var created *time.Time
@@ -199,16 +198,16 @@ func TestUploadWorkflow(t *testing.T) {
 		id, key := f.pending(t, int64(len(body)), expires)
 		var early, late updateResult
 		env.RegisterDelayedCallback(func() {
-			env.UpdateWorkflow(workflows.ConfirmUpdate, "c1", early.callbacks())
+			env.UpdateWorkflow(files.ConfirmUpdate, "c1", early.callbacks())
 		}, time.Minute)
 		env.RegisterDelayedCallback(func() { f.upload(t, key, body) }, 2*time.Minute)
 		env.RegisterDelayedCallback(func() {
-			env.UpdateWorkflow(workflows.ConfirmUpdate, "c2", late.callbacks())
+			env.UpdateWorkflow(files.ConfirmUpdate, "c2", late.callbacks())
 		}, 3*time.Minute)
-		env.ExecuteWorkflow(workflows.FileUpload, workflows.UploadInput{
+		env.ExecuteWorkflow(files.FileUpload, files.UploadInput{
 			TenantID: f.tenant, FileID: id, ExpiresAt: expires, Grace: 10 * time.Minute})
-		if errType(early.err) != workflows.ErrTypeNotUploaded {
-			t.Fatalf("confirm before upload: err=%v rejected=%v, want %s", early.err, early.rejected, workflows.ErrTypeNotUploaded)
+		if errType(early.err) != files.ErrTypeNotUploaded {
+			t.Fatalf("confirm before upload: err=%v rejected=%v, want %s", early.err, early.rejected, files.ErrTypeNotUploaded)
 		}
 		if late.err != nil || late.rejected != nil || f.status(t, id) != "confirmed" {
 			t.Fatalf("confirm after upload: err=%v rejected=%v status=%s", late.err, late.rejected, f.status(t, id))
@@ -222,12 +221,12 @@ func TestUploadWorkflow(t *testing.T) {
 		f.upload(t, key, body) // a different size than announced
 		var r updateResult
 		env.RegisterDelayedCallback(func() {
-			env.UpdateWorkflow(workflows.ConfirmUpdate, "c1", r.callbacks())
+			env.UpdateWorkflow(files.ConfirmUpdate, "c1", r.callbacks())
 		}, time.Minute)
-		env.ExecuteWorkflow(workflows.FileUpload, workflows.UploadInput{
+		env.ExecuteWorkflow(files.FileUpload, files.UploadInput{
 			TenantID: f.tenant, FileID: id, ExpiresAt: expires, Grace: 10 * time.Minute})
-		if errType(r.err) != workflows.ErrTypeMismatch {
-			t.Fatalf("confirm with wrong size: err=%v, want %s", r.err, workflows.ErrTypeMismatch)
+		if errType(r.err) != files.ErrTypeMismatch {
+			t.Fatalf("confirm with wrong size: err=%v, want %s", r.err, files.ErrTypeMismatch)
 		}
 		if f.status(t, id) != "expired" || f.exists(t, key) {
 			t.Fatalf("mismatched upload: status %s exists %v; want expired and deleted", f.status(t, id), f.exists(t, key))
@@ -238,7 +237,7 @@ func TestUploadWorkflow(t *testing.T) {
 		env := f.env(t)
 		id, key := f.pending(t, int64(len(body)), env.Now().Add(time.Minute))
 		f.upload(t, key, body)
-		env.ExecuteWorkflow(workflows.FileDelete, workflows.DeleteInput{TenantID: f.tenant, FileID: id})
+		env.ExecuteWorkflow(files.FileDelete, files.DeleteInput{TenantID: f.tenant, FileID: id})
 		if err := env.GetWorkflowError(); err != nil {
 			t.Fatal(err)
 		}
@@ -274,14 +273,14 @@ func TestUploadWorkflowDevServer(t *testing.T) {
 	body := []byte("end to end")
 	start := func(id string, expires time.Time) {
 		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "dds-files-test"},
-			workflows.FileUpload, workflows.UploadInput{TenantID: f.tenant, FileID: id, ExpiresAt: expires, Grace: time.Second})
+			files.FileUpload, files.UploadInput{TenantID: f.tenant, FileID: id, ExpiresAt: expires, Grace: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	confirm := func(id string) error {
 		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: id, UpdateName: workflows.ConfirmUpdate, WaitForStage: client.WorkflowUpdateStageCompleted})
+			WorkflowID: id, UpdateName: files.ConfirmUpdate, WaitForStage: client.WorkflowUpdateStageCompleted})
 		if err != nil {
 			return err
 		}
@@ -292,7 +291,7 @@ func TestUploadWorkflowDevServer(t *testing.T) {
 	// after upload it confirms.
 	id1, key1 := f.pending(t, int64(len(body)), time.Now().Add(time.Hour))
 	start(id1, time.Now().Add(time.Hour))
-	if err := confirm(id1); errType(err) != workflows.ErrTypeNotUploaded {
+	if err := confirm(id1); errType(err) != files.ErrTypeNotUploaded {
 		t.Fatalf("confirm before upload: %v", err)
 	}
 	f.upload(t, key1, body)
@@ -303,7 +302,7 @@ func TestUploadWorkflowDevServer(t *testing.T) {
 		t.Fatalf("status %s, want confirmed", f.status(t, id1))
 	}
 	var res string
-	if err := c.GetWorkflow(ctx, id1, "").Get(ctx, &res); err != nil || res != workflows.UploadConfirmed {
+	if err := c.GetWorkflow(ctx, id1, "").Get(ctx, &res); err != nil || res != files.UploadConfirmed {
 		t.Fatalf("workflow result %q err %v", res, err)
 	}
 
@@ -313,7 +312,7 @@ func TestUploadWorkflowDevServer(t *testing.T) {
 	id2, key2 := f.pending(t, int64(len(body)), expires)
 	f.upload(t, key2, body)
 	start(id2, expires)
-	if err := c.GetWorkflow(ctx, id2, "").Get(ctx, &res); err != nil || res != workflows.UploadExpired {
+	if err := c.GetWorkflow(ctx, id2, "").Get(ctx, &res); err != nil || res != files.UploadExpired {
 		t.Fatalf("workflow result %q err %v", res, err)
 	}
 	if f.status(t, id2) != "expired" || f.exists(t, key2) {

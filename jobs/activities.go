@@ -1,40 +1,43 @@
-package activities
+package jobs
+
+// The steps of a job's workflow, as Temporal activities. Each is
+// registered under its method's name (JobBegin, JobPrepare, JobApply,
+// JobFinish); histories of running jobs carry those names, so they must
+// not change.
 
 import (
 	"context"
 	"time"
 
 	"go.temporal.io/sdk/activity"
-
-	"github.com/dds-project/dds/jobs"
 )
 
-// Jobs holds the dependencies of the batch-job activities: the job
+// Activities holds the dependencies of the batch-job activities: the job
 // executor (database, records layer, file storage). Each activity is one
 // step of a job's workflow and is safe to run again after a worker crash.
-type Jobs struct {
-	Exec *jobs.Executor
+type Activities struct {
+	Exec *Executor
 	// HeartbeatEvery is how often a running step heartbeats (default 2s);
 	// the workflow's heartbeat timeout must be larger.
 	HeartbeatEvery time.Duration
 }
 
-// JobFinishInput ends a job (failed with a message, or cancelled).
-type JobFinishInput struct {
+// FinishInput ends a job (failed with a message, or cancelled).
+type FinishInput struct {
 	JobID   string
-	Outcome jobs.Outcome
+	Outcome Outcome
 	Message string
 }
 
 // JobBegin marks the job running.
-func (a *Jobs) JobBegin(ctx context.Context, jobID string) (jobs.Outcome, error) {
+func (a *Activities) JobBegin(ctx context.Context, jobID string) (Outcome, error) {
 	return a.Exec.Begin(ctx, jobID)
 }
 
 // JobPrepare validates and stages an import, or counts the records an
 // update/delete will change, recording progress as it goes.
-func (a *Jobs) JobPrepare(ctx context.Context, jobID string) (jobs.Outcome, error) {
-	var out jobs.Outcome
+func (a *Activities) JobPrepare(ctx context.Context, jobID string) (Outcome, error) {
+	var out Outcome
 	err := a.heartbeating(ctx, func(ctx context.Context) error {
 		var err error
 		out, err = a.Exec.Prepare(ctx, jobID, func(processed int64) error {
@@ -44,7 +47,7 @@ func (a *Jobs) JobPrepare(ctx context.Context, jobID string) (jobs.Outcome, erro
 				return err
 			}
 			if cancelled {
-				return jobs.ErrCancelled
+				return ErrCancelled
 			}
 			return ctx.Err()
 		})
@@ -55,8 +58,8 @@ func (a *Jobs) JobPrepare(ctx context.Context, jobID string) (jobs.Outcome, erro
 
 // JobApply commits the job in one transaction (a no-op for a job already
 // applied).
-func (a *Jobs) JobApply(ctx context.Context, jobID string) (jobs.Outcome, error) {
-	var out jobs.Outcome
+func (a *Activities) JobApply(ctx context.Context, jobID string) (Outcome, error) {
+	var out Outcome
 	err := a.heartbeating(ctx, func(ctx context.Context) error {
 		var err error
 		out, err = a.Exec.Apply(ctx, jobID)
@@ -67,14 +70,14 @@ func (a *Jobs) JobApply(ctx context.Context, jobID string) (jobs.Outcome, error)
 
 // JobFinish ends a job that is not yet terminal and drops its staging
 // table; it returns the status the job ended with.
-func (a *Jobs) JobFinish(ctx context.Context, in JobFinishInput) (jobs.Outcome, error) {
+func (a *Activities) JobFinish(ctx context.Context, in FinishInput) (Outcome, error) {
 	return a.Exec.Finish(ctx, in.JobID, in.Outcome, in.Message)
 }
 
 // heartbeating runs fn while heartbeating in the background, so a step
 // busy in one long statement still proves it is alive, and a cancellation
 // of the workflow reaches fn's context.
-func (a *Jobs) heartbeating(ctx context.Context, fn func(context.Context) error) error {
+func (a *Activities) heartbeating(ctx context.Context, fn func(context.Context) error) error {
 	every := a.HeartbeatEvery
 	if every <= 0 {
 		every = 2 * time.Second

@@ -1,4 +1,4 @@
-package workflows
+package webhook_test
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/dds-project/dds/activities"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
@@ -24,8 +23,8 @@ type fixture struct {
 	tenant   string
 	hook     *webhook.Webhook
 	receiver *webhooktest.Receiver
-	in       DeliveryInput
-	acts     *activities.Webhooks
+	in       webhook.DeliveryInput
+	dl       *webhook.Deliverer
 }
 
 func newFixture(t *testing.T, status func(webhooktest.Request) int) *fixture {
@@ -51,8 +50,8 @@ func newFixture(t *testing.T, status func(webhooktest.Request) int) *fixture {
 		t.Fatal(err)
 	}
 	return &fixture{store: st, tenant: tn, hook: w, receiver: rc,
-		in:   DeliveryInput{DeliveryID: refs[0].ID, WebhookID: w.ID, EventID: ev, TenantID: tn, EventType: outbox.EntityUpdated},
-		acts: &activities.Webhooks{Deliverer: &webhook.Deliverer{Store: st, Client: rc.Client(t)}}}
+		in: webhook.DeliveryInput{DeliveryID: refs[0].ID, WebhookID: w.ID, EventID: ev, TenantID: tn, EventType: outbox.EntityUpdated},
+		dl: &webhook.Deliverer{Store: st, Client: rc.Client(t)}}
 }
 
 func (f *fixture) delivery(t *testing.T) *webhook.Delivery {
@@ -71,8 +70,7 @@ func run(t *testing.T, f *fixture, setup func(env *testsuite.TestWorkflowEnviron
 	t.Helper()
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(Delivery)
-	env.RegisterActivity(f.acts)
+	webhook.Register(env, f.dl)
 	var mu sync.Mutex
 	var timers, attempts []time.Duration
 	start := env.Now()
@@ -89,7 +87,7 @@ func run(t *testing.T, f *fixture, setup func(env *testsuite.TestWorkflowEnviron
 	if setup != nil {
 		setup(env)
 	}
-	env.ExecuteWorkflow(Delivery, f.in)
+	env.ExecuteWorkflow(webhook.DeliveryWorkflowName, f.in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -208,7 +206,7 @@ func TestDeliveryRetryNowSignalSkipsWait(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil) // the receiver now answers 200
 	out, timers, attempts := run(t, f, func(env *testsuite.TestWorkflowEnvironment) {
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRetryNow, nil) }, 10*time.Second)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(webhook.SignalRetryNow, nil) }, 10*time.Second)
 	})
 	if out != webhook.OutcomeSucceeded || len(timers) != 1 || len(attempts) != 1 || attempts[0] > time.Minute-time.Second {
 		t.Fatalf("outcome %s timers %v attempts %v; want success at ~10s", out, timers, attempts)

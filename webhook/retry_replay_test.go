@@ -1,4 +1,4 @@
-package workflows
+package webhook_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/dds-project/dds/webhook/webhooktest"
 )
 
-var record = flag.Bool("record", false, "re-record testdata/delivery_history.json on a Temporal dev server")
+var update = flag.Bool("update", false, "re-record the workflow histories in testdata on a Temporal dev server")
 
 const historyFile = "testdata/delivery_history.json"
 
@@ -25,11 +25,11 @@ const historyFile = "testdata/delivery_history.json"
 // (a failed retry, a manual retry-now, then success) against the current
 // code: a change that breaks determinism for running workflows fails here.
 func TestDeliveryReplay(t *testing.T) {
-	if *record {
+	if *update {
 		recordHistory(t)
 	}
 	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflow(Delivery)
+	webhook.Register(replayRegistry{r}, nil) // the names the worker registers
 	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, historyFile); err != nil {
 		t.Fatalf("replay %s: %v", historyFile, err)
 	}
@@ -52,17 +52,16 @@ func recordHistory(t *testing.T) {
 	defer srv.Stop() //nolint:errcheck // best-effort shutdown of the test's Temporal dev server; its exit status is not under test
 	c := srv.Client()
 	w := worker.New(c, "record", worker.Options{})
-	w.RegisterWorkflow(Delivery)
-	w.RegisterActivity(f.acts)
+	webhook.Register(w, f.dl)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 	ctx := context.Background()
-	if err := StartDelivery(ctx, c, "record", f.in); err != nil {
+	if err := webhook.StartDelivery(ctx, c, "record", f.in); err != nil {
 		t.Fatal(err)
 	}
-	id := DeliveryWorkflowID(f.in.WebhookID, f.in.EventID)
+	id := webhook.DeliveryWorkflowID(f.in.WebhookID, f.in.EventID)
 	for want := int32(1); want <= 2; want++ {
 		webhooktest.Eventually(t, 20*time.Second, "a waiting timer", func() bool {
 			timers := 0
@@ -78,7 +77,7 @@ func recordHistory(t *testing.T) {
 			}
 			return timers == int(want)
 		})
-		if err := c.SignalWorkflow(ctx, id, "", SignalRetryNow, nil); err != nil {
+		if err := c.SignalWorkflow(ctx, id, "", webhook.SignalRetryNow, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,3 +106,9 @@ func recordHistory(t *testing.T) {
 	}
 	t.Logf("recorded %d events to %s", len(h.Events), historyFile)
 }
+
+// replayRegistry lets Register add its workflows to a replayer, which runs
+// no activities.
+type replayRegistry struct{ worker.WorkflowReplayer }
+
+func (replayRegistry) RegisterActivity(any) {}

@@ -1,29 +1,28 @@
-package workflows
+package webhook
+
+// The retry workflow of a failed delivery, its one activity (an attempt
+// by the Deliverer) and the starts the relay (hand-over) and the API
+// (manual replay) make. They live here, beside the delivery rows they
+// change, rather than in package relay: the relay is only one of the two
+// callers that start the workflow, and the workflow never reads the
+// outbox.
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/dds-project/dds/activities"
-	"github.com/dds-project/dds/webhook"
+	"github.com/dds-project/dds/searchattr"
 )
 
-// Search attributes of delivery workflows, registered as Keyword on the
-// namespace (see EnsureSearchAttributes), so the Temporal UI can list a
-// tenant's, a webhook's or an event type's deliveries.
-var (
-	SATenant    = temporal.NewSearchAttributeKeyKeyword("DdsTenant")
-	SAWebhook   = temporal.NewSearchAttributeKeyKeyword("DdsWebhook")
-	SAEventType = temporal.NewSearchAttributeKeyKeyword("DdsEventType")
-)
+// DeliveryWorkflowName is the name the retry workflow is registered and
+// started under. Histories of running workflows carry it: it must not
+// change.
+const DeliveryWorkflowName = "Delivery"
 
 // SignalRetryNow cuts the current wait of a delivery short (manual replay).
 const SignalRetryNow = "retry-now"
@@ -47,12 +46,12 @@ func DeliveryWorkflowID(webhookID, eventID string) string {
 	return "webhook-delivery/" + webhookID + "/" + eventID
 }
 
-// Delivery retries a failed webhook delivery on the documented schedule (docs/webhooks.md, "How delivery works"):
+// DeliveryWorkflow retries a failed webhook delivery on the documented schedule (docs/webhooks.md, "How delivery works"):
 // durable timers of 1m, 5m, 30m, 2h and 8h after each failure, one
 // activity per attempt. It ends when an attempt succeeds, when the webhook
 // was deactivated or deleted (the activity marks the delivery cancelled),
 // or after the fifth retry failed (the activity marks it failed).
-func Delivery(ctx workflow.Context, in DeliveryInput) (webhook.Outcome, error) {
+func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (Outcome, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// 5 s HTTP limit plus the Postgres writes.
 		StartToCloseTimeout: 30 * time.Second,
@@ -63,17 +62,17 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (webhook.Outcome, error) {
 		},
 	})
 	retryNow := workflow.GetSignalChannel(ctx, SignalRetryNow)
-	var acts *activities.Webhooks
-	attempt := func(next time.Duration) (webhook.Outcome, error) {
-		var out webhook.Outcome
-		err := workflow.ExecuteActivity(ctx, acts.Deliver, activities.DeliverInput{DeliveryID: in.DeliveryID, Next: next}).Get(ctx, &out)
+	var acts *Activities
+	attempt := func(next time.Duration) (Outcome, error) {
+		var out Outcome
+		err := workflow.ExecuteActivity(ctx, acts.Deliver, DeliverInput{DeliveryID: in.DeliveryID, Next: next}).Get(ctx, &out)
 		return out, err
 	}
-	schedule := webhook.Schedule
+	schedule := Schedule
 	if in.Immediate {
 		drain(retryNow)
 		out, err := attempt(schedule[0])
-		if err != nil || out != webhook.OutcomeRetrying {
+		if err != nil || out != OutcomeRetrying {
 			return out, err
 		}
 	}
@@ -86,11 +85,11 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (webhook.Outcome, error) {
 			next = schedule[i+1]
 		}
 		out, err := attempt(next)
-		if err != nil || out != webhook.OutcomeRetrying {
+		if err != nil || out != OutcomeRetrying {
 			return out, err
 		}
 	}
-	return webhook.OutcomeFailed, nil
+	return OutcomeFailed, nil
 }
 
 // sleepOrSignal waits d on a durable timer, or until a retry-now signal.
@@ -112,8 +111,44 @@ func drain(c workflow.ReceiveChannel) {
 	}
 }
 
-// StartOptions are the options every delivery workflow starts with.
-func StartOptions(taskQueue string, in DeliveryInput) client.StartWorkflowOptions {
+// Activities holds the retry workflow's activity and its dependencies.
+type Activities struct {
+	Deliverer *Deliverer
+}
+
+// DeliverInput names the delivery to attempt. Next is the wait before the
+// following retry (recorded as the attempt's next_attempt_at); zero marks
+// the last retry, whose failure fails the delivery.
+type DeliverInput struct {
+	DeliveryID string
+	Next       time.Duration
+}
+
+// Deliver makes one attempt of a stored delivery: the stored body, fresh
+// signatures, the 5 s limit, the attempt recorded in Postgres. A non-2xx or
+// time-out is a normal result (OutcomeRetrying / OutcomeFailed), not an
+// activity error; errors are infrastructure failures Temporal retries.
+// Registered as activity "Deliver" (the method's name): it must not change.
+func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (Outcome, error) {
+	return a.Deliverer.Attempt(ctx, in.DeliveryID, in.Next)
+}
+
+// Registry is where Register adds workflows and activities: a Temporal
+// worker (go.temporal.io/sdk/worker.Worker) or a test environment.
+type Registry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+	RegisterActivity(a any)
+}
+
+// Register adds webhook delivery's retry workflow and its activity, which
+// attempts deliveries with d, to a worker.
+func Register(r Registry, d *Deliverer) {
+	r.RegisterWorkflowWithOptions(DeliveryWorkflow, workflow.RegisterOptions{Name: DeliveryWorkflowName})
+	r.RegisterActivity(&Activities{Deliverer: d})
+}
+
+// DeliveryStartOptions are the options every delivery workflow starts with.
+func DeliveryStartOptions(taskQueue string, in DeliveryInput) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:        DeliveryWorkflowID(in.WebhookID, in.EventID),
 		TaskQueue: taskQueue,
@@ -122,9 +157,9 @@ func StartOptions(taskQueue string, in DeliveryInput) client.StartWorkflowOption
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SATenant.ValueSet(in.TenantID),
-			SAWebhook.ValueSet(in.WebhookID),
-			SAEventType.ValueSet(in.EventType),
+			searchattr.Tenant.ValueSet(in.TenantID),
+			searchattr.Webhook.ValueSet(in.WebhookID),
+			searchattr.EventType.ValueSet(in.EventType),
 		),
 		StaticSummary: "webhook " + in.WebhookID + " · " + in.EventType + " · event " + in.EventID,
 	}
@@ -133,24 +168,7 @@ func StartOptions(taskQueue string, in DeliveryInput) client.StartWorkflowOption
 // StartDelivery starts (or finds running) the retry workflow of a failed
 // delivery. Starting it again is a no-op.
 func StartDelivery(ctx context.Context, c client.Client, taskQueue string, in DeliveryInput) error {
-	return execute(ctx, c, StartOptions(taskQueue, in), Delivery, in)
-}
-
-// execute starts a workflow. A namespace that lacks the DDS search
-// attributes still runs it (without them); a workflow already started is
-// not an error.
-func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, wf any, args ...any) error {
-	_, err := c.ExecuteWorkflow(ctx, opts, wf, args...)
-	var invalid *serviceerror.InvalidArgument
-	if errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute") {
-		opts.TypedSearchAttributes = temporal.SearchAttributes{}
-		_, err = c.ExecuteWorkflow(ctx, opts, wf, args...)
-	}
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &already) {
-		return nil
-	}
-	return err
+	return searchattr.Start(ctx, c, DeliveryStartOptions(taskQueue, in), DeliveryWorkflowName, in)
 }
 
 // ReplayDelivery asks for an immediate new attempt of a delivery (manual
@@ -158,8 +176,8 @@ func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOpti
 // run starts with an immediate attempt followed by the full schedule.
 func ReplayDelivery(ctx context.Context, c client.Client, taskQueue string, in DeliveryInput) error {
 	in.Immediate = true
-	opts := StartOptions(taskQueue, in)
+	opts := DeliveryStartOptions(taskQueue, in)
 	opts.WorkflowIDReusePolicy = enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
-	_, err := c.SignalWithStartWorkflow(ctx, opts.ID, SignalRetryNow, nil, opts, Delivery, in)
+	_, err := c.SignalWithStartWorkflow(ctx, opts.ID, SignalRetryNow, nil, opts, DeliveryWorkflowName, in)
 	return err
 }

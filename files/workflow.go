@@ -1,4 +1,8 @@
-package workflows
+package files
+
+// The file workflows: the lifecycle of one upload (FileUpload) and the
+// durable removal of an object (FileDelete). Their activities are
+// Lifecycle's methods (lifecycle.go); the workflows call them by name.
 
 import (
 	"errors"
@@ -30,6 +34,13 @@ type UploadInput struct {
 	ExpiresAt time.Time
 	Grace     time.Duration
 }
+
+// Workflow names, as registered and started: histories of running
+// workflows carry them, so they must not change.
+const (
+	UploadWorkflowName = "FileUpload"
+	DeleteWorkflowName = "FileDelete"
+)
 
 // FileUpload is the lifecycle of one upload, workflow ID = file id. It is
 // pending until the confirm Update verifies the stored object (the file is
@@ -102,9 +113,8 @@ func FileUpload(ctx workflow.Context, in UploadInput) (string, error) {
 	return state, nil
 }
 
-// The file activities, by the names their implementation (files.Lifecycle)
-// registers, so the workflows do not depend on the package owning the file
-// table. Each takes a FileRef.
+// The file activities, by the names Lifecycle's methods register under
+// (histories carry them: they must not change). Each takes a FileRef.
 const (
 	ActivityConfirmUpload = "FileConfirmUpload"
 	ActivityExpireUpload  = "FileExpireUpload"
