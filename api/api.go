@@ -20,6 +20,7 @@ import (
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/ratelimit"
 )
 
@@ -184,18 +185,6 @@ func Envelope(e *apperr.Error) map[string]any {
 // wait before retrying when a dependency (Postgres) is unreachable.
 const RetryAfterSeconds = 5
 
-// Classify returns err as a public error: apperr.As, except that an internal
-// error caused by an unreachable database becomes UNAVAILABLE (503), since
-// retrying later will work. Every surface (REST, GraphQL, Connect) renders
-// errors through it.
-func Classify(err error) *apperr.Error {
-	e := apperr.As(err)
-	if e.Code == apperr.Internal && db.Unavailable(e.Err) {
-		return &apperr.Error{Code: apperr.Unavailable, Message: "the database is unavailable; retry later", Err: err}
-	}
-	return e
-}
-
 // SetRetryAfter sets Retry-After on a 503 for an unavailable dependency.
 func SetRetryAfter(h http.Header, e *apperr.Error) {
 	if e.Code == apperr.Unavailable && h.Get("Retry-After") == "" {
@@ -206,11 +195,11 @@ func SetRetryAfter(h http.Header, e *apperr.Error) {
 // WriteError is the one place an error becomes a response. Internal causes
 // are logged with the request id and never sent.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	e := Classify(err)
+	e := db.Classify(err)
 	SetRetryAfter(w.Header(), e)
 	status := Status(e.Code)
 	if status >= 500 && r.Context().Err() == nil { // a client that went away is not a server error
-		LoggerFrom(r.Context()).Error("request failed", "code", e.Code, "err", e)
+		obs.LoggerFrom(r.Context()).Error("request failed", "code", e.Code, "err", e)
 	}
 	WriteJSON(w, status, Envelope(e))
 }

@@ -18,11 +18,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/ratelimit"
 )
 
-type reqKey struct{}
-
+// reqInfo is a request's record, kept in its context through
+// obs.WithRequest (so that obs.LoggerFrom finds its logger).
 type reqInfo struct {
 	id       string
 	log      *slog.Logger
@@ -32,19 +33,14 @@ type reqInfo struct {
 
 // note records facts about a request for its access-log line and metrics.
 func note(ctx context.Context, fn func(*reqInfo)) {
-	if ri, ok := ctx.Value(reqKey{}).(*reqInfo); ok {
+	if ri, ok := obs.Request(ctx).(*reqInfo); ok {
 		fn(ri)
 	}
 }
 
-// LoggerFrom returns a logger carrying the request id. It is built only
-// when something logs, so a quiet request allocates no logger.
-func LoggerFrom(ctx context.Context) *slog.Logger {
-	if ri, ok := ctx.Value(reqKey{}).(*reqInfo); ok {
-		return ri.log.With("request_id", ri.id)
-	}
-	return slog.Default()
-}
+// Logger is the request's logger, carrying its id; built only when
+// something logs (obs.LoggerFrom), so a quiet request allocates no logger.
+func (ri *reqInfo) Logger() *slog.Logger { return ri.log.With("request_id", ri.id) }
 
 // Limits are the per-IP rate-limit layers; AuthPaths are the routes of the
 // stricter auth layer.
@@ -74,7 +70,7 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 		}
 		w.Header().Set("X-Request-Id", id)
 		ri := &reqInfo{id: id, log: log}
-		r = r.WithContext(context.WithValue(r.Context(), reqKey{}, ri))
+		r = r.WithContext(obs.WithRequest(r.Context(), ri))
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if p := recover(); p != nil {
@@ -82,7 +78,7 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 				if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(p)
 				}
-				LoggerFrom(r.Context()).Error("panic", "panic", p, "stack", string(debug.Stack()))
+				obs.LoggerFrom(r.Context()).Error("panic", "panic", p, "stack", string(debug.Stack()))
 				if !sw.wrote {
 					WriteError(sw, r, apperr.New(apperr.Internal, "internal error"))
 				}

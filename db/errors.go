@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dds-project/dds/apperr"
 )
 
 // Unavailable reports whether err means Postgres could not be reached or went
@@ -58,4 +60,16 @@ func PgError(err error) (*pgconn.PgError, bool) {
 		return pe, true
 	}
 	return nil, false
+}
+
+// Classify returns err as a public error: apperr.As, except that an internal
+// error caused by an unreachable database becomes UNAVAILABLE (503), since
+// retrying later will work. Every surface (REST, GraphQL, Connect) renders
+// errors through it.
+func Classify(err error) *apperr.Error {
+	e := apperr.As(err)
+	if e.Code == apperr.Internal && Unavailable(e.Err) {
+		return &apperr.Error{Code: apperr.Unavailable, Message: "the database is unavailable; retry later", Err: err}
+	}
+	return e
 }

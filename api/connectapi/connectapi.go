@@ -23,6 +23,8 @@ import (
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/obs"
 	ddsv1 "github.com/dds-project/dds/proto/gen/dds/v1"
 	"github.com/dds-project/dds/proto/gen/dds/v1/ddsv1connect"
 	"github.com/dds-project/dds/query"
@@ -357,10 +359,10 @@ func connectError(ctx context.Context, err error) error {
 	if errors.As(err, &ce) {
 		return ce // raised by connect itself (malformed request, codec)
 	}
-	e := api.Classify(err)
+	e := db.Classify(err)
 	msg := e.Message
 	if e.Code == apperr.Internal || e.Code == apperr.Unavailable {
-		api.LoggerFrom(ctx).Error("connect call failed", "code", e.Code, "err", e)
+		obs.LoggerFrom(ctx).Error("connect call failed", "code", e.Code, "err", e)
 		msg = "internal error; quote the X-Request-Id when reporting it"
 	}
 	out := connect.NewError(Code(e.Code), errors.New(msg))

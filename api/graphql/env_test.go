@@ -20,6 +20,8 @@ import (
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/db"
+	gql "github.com/dds-project/dds/graphql"
+	"github.com/dds-project/dds/graphql/live"
 	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/query"
@@ -47,6 +49,7 @@ type env struct {
 	Schemas *schema.Service
 	Store   *records.Store
 	Subs    *Subscriptions
+	Feed    *live.Feed
 }
 
 var sharedEnv teststack.Once[*env]
@@ -79,18 +82,21 @@ func startEnv(url string) (*env, error) {
 	e.Store = records.NewStore(d, e.Schemas, nil, records.WithEventNotifications(events))
 	hub := pgnotify.New(url, log)
 	limits := Limits{}
-	e.Subs = NewSubscriptions(e.Authn, e.Store, limits, log)
+	// One engine for both transports, as server.New wires them.
+	engine := gql.NewEngine(e.Store, limits, log)
+	e.Feed = live.NewFeed(e.Store, engine.Executor(), log)
+	e.Subs = NewSocket(e.Authn, e.Store, engine, e.Feed)
 	e.Subs.InitTimeout = 2 * time.Second
-	if err := hub.Subscribe("dds_events", e.Subs.Notify); err != nil {
+	if err := hub.Subscribe("dds_events", e.Feed.Notify); err != nil {
 		return nil, err
 	}
 	if err := hub.Subscribe("dds_schemas", e.Schemas.Invalidate); err != nil {
 		return nil, err
 	}
 	go hub.Run(ctx)
-	go e.Subs.Run(ctx)
+	go e.Feed.Run(ctx)
 	r := api.NewRouter(e.Authn, nil, 16<<20)
-	New(e.Store, e.Subs, limits, log).Routes(r)
+	NewHandler(engine, e.Store, e.Subs, log).Routes(r)
 	srv := httptest.NewServer(r)
 	e.URL = srv.URL
 	return e, nil

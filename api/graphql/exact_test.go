@@ -149,7 +149,7 @@ func newExactServers(t *testing.T, e *env) *exactServers {
 	})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	exactR, streamR := api.NewRouter(e.Authn, nil, 16<<20), api.NewRouter(e.Authn, nil, 16<<20)
-	New(store, nil, Limits{MaxComplexity: 1 << 30}, log).Routes(exactR)
+	NewHandler(gql.NewEngine(store, Limits{MaxComplexity: 1 << 30}, log), store, nil, log).Routes(exactR)
 	streamed := NewHandler(gql.NewEngine(e.Store, Limits{MaxComplexity: 1 << 30}, log, gql.WithoutExactOutput()), e.Store, nil, log)
 	streamed.Routes(streamR)
 	exactSrv, streamSrv := httptest.NewServer(exactR), httptest.NewServer(streamR)

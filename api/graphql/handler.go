@@ -26,6 +26,7 @@ import (
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/db"
 	gql "github.com/dds-project/dds/graphql"
 	"github.com/dds-project/dds/graphql/jsonshape"
 	"github.com/dds-project/dds/graphql/model"
@@ -88,13 +89,6 @@ type Limits = gql.Limits
 // subscription socket shares); subs may be nil (no subscription socket).
 func NewHandler(engine *gql.Engine, store *records.Store, subs *Subscriptions, log *slog.Logger) *Handler {
 	return &Handler{store: store, engine: engine, subs: subs, log: log}
-}
-
-// New returns a GraphQL handler with an engine of its own (tests and
-// benchmarks; the server shares one engine through NewHandler); subs may
-// be nil (no subscription socket).
-func New(store *records.Store, subs *Subscriptions, limits Limits, log *slog.Logger) *Handler {
-	return NewHandler(gql.NewEngine(store, limits, log), store, subs, log)
 }
 
 // Routes registers the GraphQL routes.
@@ -195,7 +189,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, m, err := h.scope(r)
 	if err != nil {
-		h.write(w, media, api.Status(api.Classify(err).Code), protocol.ErrorResult(r.Context(), err))
+		h.write(w, media, api.Status(db.Classify(err).Code), protocol.ErrorResult(r.Context(), err))
 		return
 	}
 	pr, res := h.engine.Prepare(r.Context(), m, req)
@@ -271,7 +265,7 @@ func (h *Handler) decode(r *http.Request) (protocol.Request, *protocol.Result, i
 		// errors (a read error comes after the bytes read).
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errorReader{err}))
 		if err := api.DecodeJSON(r, &raw); err != nil {
-			return protocol.Request{}, protocol.ErrorResult(r.Context(), err), api.Status(api.Classify(err).Code)
+			return protocol.Request{}, protocol.ErrorResult(r.Context(), err), api.Status(db.Classify(err).Code)
 		}
 	}
 	var req protocol.Request
@@ -315,7 +309,7 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if media == "" {
 		media = mediaJSON
 	}
-	h.write(w, media, api.Status(api.Classify(err).Code), protocol.ErrorResult(r.Context(), err))
+	h.write(w, media, api.Status(db.Classify(err).Code), protocol.ErrorResult(r.Context(), err))
 }
 
 func (h *Handler) write(w http.ResponseWriter, media string, status int, res *protocol.Result) {

@@ -19,6 +19,7 @@ import (
 	gql "github.com/dds-project/dds/graphql"
 	"github.com/dds-project/dds/graphql/live"
 	"github.com/dds-project/dds/graphql/protocol"
+	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/records"
 )
 
@@ -49,23 +50,6 @@ func NewSocket(authn api.Authenticator, store *records.Store, engine *gql.Engine
 		InitTimeout: 10 * time.Second,
 	}
 }
-
-// NewSubscriptions returns a socket server with an engine and a feed of
-// its own (tests; the server shares one engine through NewSocket). Call
-// Notify for every dds_events payload and Run to dispatch.
-func NewSubscriptions(authn api.Authenticator, store *records.Store, limits Limits, log *slog.Logger) *Subscriptions {
-	engine := gql.NewEngine(store, limits, log)
-	return NewSocket(authn, store, engine, live.NewFeed(store, engine.Executor(), log))
-}
-
-// Notify hands a dds_events payload to the live feed (live.Feed.Notify).
-func (s *Subscriptions) Notify(payload string) { s.feed.Notify(payload) }
-
-// Run dispatches the feed's events until ctx ends.
-func (s *Subscriptions) Run(ctx context.Context) { s.feed.Run(ctx) }
-
-// Active is the number of running subscriptions (for the metrics).
-func (s *Subscriptions) Active() int { return s.feed.Active() }
 
 type message struct {
 	ID      string          `json:"id,omitempty"`
@@ -108,10 +92,10 @@ func (c *wsConn) close(code int, reason string) {
 func (s *Subscriptions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws, err := s.up.Upgrade(w, r, nil)
 	if err != nil {
-		api.LoggerFrom(r.Context()).Warn("websocket upgrade failed", "err", err)
+		obs.LoggerFrom(r.Context()).Warn("websocket upgrade failed", "err", err)
 		return // the upgrader answered
 	}
-	c := &wsConn{ws: ws, out: make(chan message, 256), closed: make(chan struct{}), subs: map[string]*live.Subscriber{}, log: api.LoggerFrom(r.Context())}
+	c := &wsConn{ws: ws, out: make(chan message, 256), closed: make(chan struct{}), subs: map[string]*live.Subscriber{}, log: obs.LoggerFrom(r.Context())}
 	if ws.Subprotocol() != subprotocol {
 		c.close(4406, "Subprotocol not acceptable")
 		return

@@ -380,7 +380,7 @@ func TestSubscriptionSkipsEventsWrittenBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := subscribed(t, e, s.key, `subscription { productCreated { id name } }`)
-	e.Subs.Notify(s.tenant + ":" + early) // a late announcement of Apple's creation
+	e.Feed.Notify(s.tenant + ":" + early) // a late announcement of Apple's creation
 	late := e.create(t, s.tenant, "Product", map[string]any{"name": "Late", "price": 1})
 	m := w.read()
 	b, _ := json.Marshal(m)

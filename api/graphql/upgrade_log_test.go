@@ -15,7 +15,7 @@ import (
 // logged, or a 500 on every subscription leaves no trace on the server.
 func TestUpgradeFailureIsLogged(t *testing.T) {
 	var logs bytes.Buffer
-	s := NewSubscriptions(nil, nil, Limits{}, slog.New(slog.DiscardHandler))
+	s := NewSocket(nil, nil, nil, nil) // the upgrade fails before anything else is reached
 	h := api.Middleware(s, slog.New(slog.NewTextHandler(&logs, nil)), api.Limits{})
 	r := httptest.NewRequest(http.MethodGet, "/api/v1/dynamic-gql/ws", nil)
 	r.Header.Set("Connection", "Upgrade")

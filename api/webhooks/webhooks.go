@@ -14,6 +14,7 @@ import (
 
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/webhook"
 )
 
@@ -256,7 +257,7 @@ func (h *Handler) retry(r *http.Request) (int, any, error) {
 		WebhookID: wh.ID, EventID: d.EventID, TenantID: t, EventType: d.EventType}); err != nil {
 		if reopened { // no workflow owns it: put the old state back
 			if rerr := h.store.SetStatus(context.WithoutCancel(ctx), d.ID, d.Status); rerr != nil {
-				api.LoggerFrom(ctx).Error("replay: restore delivery status; it stays retrying without a workflow",
+				obs.LoggerFrom(ctx).Error("replay: restore delivery status; it stays retrying without a workflow",
 					"delivery", d.ID, "status", d.Status, "err", rerr)
 			}
 		}

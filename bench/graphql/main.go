@@ -40,6 +40,7 @@ import (
 	"github.com/dds-project/dds/api/graphql"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/bench/load"
+	gql "github.com/dds-project/dds/graphql"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -132,7 +133,8 @@ func run(dur time.Duration, conc int) error {
 	store := records.NewStore(d, schemas, nil)
 	cap := &capture{}
 	router := api.NewRouter(authn, nil, 16<<20)
-	graphql.New(store.Observed(cap.observe), nil, graphql.Limits{}, log).Routes(router)
+	observed := store.Observed(cap.observe)
+	graphql.NewHandler(gql.NewEngine(observed, gql.Limits{}, log), observed, nil, log).Routes(router)
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 
-	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/graphql/jsonshape"
 	"github.com/dds-project/dds/graphql/model"
 	"github.com/dds-project/dds/graphql/operation"
@@ -110,7 +110,7 @@ type execCtx struct {
 }
 
 func (x *execCtx) fieldError(cf *cfield, err error) {
-	ae := api.Classify(err)
+	ae := db.Classify(err)
 	msg := ae.Message
 	if ae.Code == apperr.Internal || ae.Code == apperr.Unavailable {
 		if errors.Is(x.ctx.Err(), context.Canceled) { // the client went away: nothing failed here

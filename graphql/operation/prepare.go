@@ -19,10 +19,10 @@ import (
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/operationreport"
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/variablesvalidation"
 
-	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/graphql/model"
 	"github.com/dds-project/dds/graphql/protocol"
+	"github.com/dds-project/dds/obs"
 )
 
 // The front end. A request's document goes, once per distinct (model,
@@ -559,7 +559,7 @@ func reportResult(ctx context.Context, rep *operationreport.Report, code apperr.
 		r.Errors = append(r.Errors, ge)
 	}
 	if len(r.Errors) == 0 {
-		api.LoggerFrom(ctx).Error("graphql document failed inside the library", "err", errors.Join(rep.InternalErrors...))
+		obs.LoggerFrom(ctx).Error("graphql document failed inside the library", "err", errors.Join(rep.InternalErrors...))
 		r.Errors = []protocol.Error{{Message: "internal error", Extensions: map[string]any{"code": string(apperr.Internal)}}}
 	}
 	return r

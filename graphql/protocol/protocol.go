@@ -11,8 +11,9 @@ import (
 	"encoding/json"
 	"sync"
 
-	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/obs"
 )
 
 // Largest response buffer kept for another request.
@@ -119,9 +120,9 @@ func NewRequestError(code apperr.Code, msg string) *Result {
 // internal error is logged with the request and shows only "internal error",
 // as api.WriteError does for REST.
 func ErrorResult(ctx context.Context, err error) *Result {
-	ae := api.Classify(err)
+	ae := db.Classify(err)
 	if ae.Code == apperr.Internal || ae.Code == apperr.Unavailable {
-		api.LoggerFrom(ctx).Error("graphql request failed", "code", ae.Code, "err", ae)
+		obs.LoggerFrom(ctx).Error("graphql request failed", "code", ae.Code, "err", ae)
 		return NewRequestError(ae.Code, "internal error")
 	}
 	return NewRequestError(ae.Code, ae.Message)

@@ -18,6 +18,7 @@ import (
 	"github.com/dds-project/dds/api/rest"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/bench/load"
+	gql "github.com/dds-project/dds/graphql"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/query"
 )
@@ -213,7 +214,7 @@ func observe(t *testing.T, f *fixture) *observed {
 		o.mu.Unlock()
 	})
 	router := api.NewRouter(auth.NewAuthenticator(f.app.Server.DB, "test", []byte("bench-observed-test-secret-0123456789abc"), time.Minute, log), nil, 1<<20)
-	graphql.New(store, nil, graphql.Limits{}, log).Routes(router)
+	graphql.NewHandler(gql.NewEngine(store, gql.Limits{}, log), store, nil, log).Routes(router)
 	r := rest.New(store, nil)
 	r.Routes(router)
 	r.QueryRoutes(router)
