@@ -1,8 +1,11 @@
-// Package records is the tenant-scoped data layer for entity records. A
-// Scope can only be obtained for a tenant, and resolves that tenant's active
-// schema; every statement is compiled against it, so no handler can reach
-// another tenant's tables. Each write and its outbox event are one SQL
-// statement, so no committed write lacks its event.
+// Package records is the only door to tenant tables: every surface (REST,
+// GraphQL, Connect, the live feed, jobs) hands it a plan and a principal,
+// and no other package compiles or runs SQL on a tenant's tables. A Scope
+// is resolved for a principal (its tenant's active schema, the principal
+// itself); every statement is compiled here against it, so no handler can
+// reach another tenant's tables, and every cache of compiled SQL is keyed
+// by what the statement depends on (Kept, stmtCache). Each write and its
+// outbox event are one SQL statement, so no committed write lacks its event.
 package records
 
 import (

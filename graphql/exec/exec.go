@@ -1,9 +1,9 @@
 // Package exec is the GraphQL executor: it runs a prepared query or
-// mutation for a tenant, each root field as one statement compiled by
-// package query and run through the records store, and writes the response
-// from Postgres' JSON (jsonshape); it answers introspection from the
-// model, and plans what a subscription's events are written with. Every
-// statement it compiles or runs itself goes through door.go.
+// mutation for a tenant, each root field as one plan handed to the records
+// store (which compiles it to one statement for the request's scope and
+// principal), and writes the response from Postgres' JSON (jsonshape); it
+// answers introspection from the model, and plans what a subscription's
+// events are written with. Every read it makes goes through door.go.
 package exec
 
 import (
