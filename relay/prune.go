@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/outbox"
+	"github.com/dds-project/dds/webhook"
 )
 
 // Pruner deletes what the outbox and the delivery log no longer need:
@@ -37,14 +38,11 @@ func (p *Pruner) Prune(ctx context.Context) (events, deliveries int64, err error
 	if p.Deliveries <= 0 {
 		return events, 0, nil
 	}
-	age := (time.Duration(p.Deliveries.Seconds()) * time.Second).String()
 	for {
-		res, err := p.DB.ExecContext(ctx, `DELETE FROM dds.webhook_deliveries WHERE id IN (SELECT id FROM dds.webhook_deliveries
-			WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at < now() - $1::interval LIMIT $2)`, age, pruneBatch)
+		n, err := webhook.NewStore(p.DB).PruneFinished(ctx, p.Deliveries, pruneBatch)
 		if err != nil {
 			return events, deliveries, err
 		}
-		n, _ := res.RowsAffected()
 		deliveries += n
 		if n < pruneBatch {
 			return events, deliveries, nil

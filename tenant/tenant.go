@@ -31,6 +31,14 @@ type Service struct {
 // NewService returns a tenant service.
 func NewService(db *sqlx.DB, keys *auth.Keys) *Service { return &Service{db: db, keys: keys} }
 
+// Named returns the id of the oldest tenant called name (sql.ErrNoRows
+// when there is none); `dds dev` finds its dev tenant with it.
+func (s *Service) Named(ctx context.Context, name string) (string, error) {
+	var id string
+	err := s.db.GetContext(ctx, &id, `SELECT id FROM dds.tenants WHERE name = $1 ORDER BY created_at LIMIT 1`, name)
+	return id, err
+}
+
 // Create makes a tenant and an admin key with *:*:* in one transaction.
 func (s *Service) Create(ctx context.Context, name string) (Created, error) {
 	name = strings.TrimSpace(name)

@@ -98,6 +98,20 @@ type Store struct{ db *sqlx.DB }
 // NewStore returns a Store over db.
 func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
 
+// PruneFinished deletes at most limit finished deliveries (succeeded,
+// failed or cancelled; their attempts go with them) last touched longer
+// ago than age, and returns how many it deleted. Deliveries still
+// retrying are never pruned; webhook counters live on the webhook row.
+func (s *Store) PruneFinished(ctx context.Context, age time.Duration, limit int) (int64, error) {
+	interval := (time.Duration(age.Seconds()) * time.Second).String()
+	res, err := s.db.ExecContext(ctx, `DELETE FROM dds.webhook_deliveries WHERE id IN (SELECT id FROM dds.webhook_deliveries
+		WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at < now() - $1::interval LIMIT $2)`, interval, limit)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // DB is the underlying pool.
 func (s *Store) DB() *sqlx.DB { return s.db }
 

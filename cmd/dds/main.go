@@ -306,8 +306,7 @@ func temporalUI() string {
 }
 
 func devTenant(ctx context.Context, s *server.Server, cfg *config.Config) (string, string, error) {
-	var id string
-	err := s.DB.GetContext(ctx, &id, `SELECT id FROM dds.tenants WHERE name = 'dev' ORDER BY created_at LIMIT 1`)
+	id, err := s.Tenants.Named(ctx, "dev")
 	if err != nil {
 		c, err := s.Tenants.Create(ctx, "dev")
 		if err != nil {
