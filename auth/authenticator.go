@@ -25,6 +25,12 @@ const MaxTokenTTL = 24 * time.Hour
 // a revocation (NOTIFY dds_keys) drops the key's entry on every replica at
 // once. lastUsed is kept in memory and flushed in batches, so a request
 // never writes.
+//
+// Revocation wins every race with a key's first use: a lookup that finds a
+// key valid caches it only if no revocation (Revoked, Flush) was seen since
+// the lookup began (gen, read before the query and compared under the lock
+// that fills the cache). Otherwise a read that began before a revocation and
+// ended after it would put the revoked key back for the cache's whole TTL.
 type Authenticator struct {
 	db     *sqlx.DB
 	env    string
@@ -33,8 +39,13 @@ type Authenticator struct {
 	log    *slog.Logger
 
 	mu    sync.RWMutex
+	gen   uint64               // revocations seen (Revoked, Flush); under mu
 	keys  map[string]cachedKey // key id -> key
 	index map[[32]byte]string  // SHA-256 of the key -> key id
+
+	// afterLookup, when set (tests only), runs between a lookup's read and
+	// its caching: the window a revocation can race.
+	afterLookup func()
 
 	usedMu sync.Mutex
 	used   map[string]time.Time
@@ -78,6 +89,7 @@ func (a *Authenticator) authenticateKey(ctx context.Context, key string) (*Princ
 	a.mu.RLock()
 	id, hit := a.index[h]
 	k := a.keys[id]
+	gen := a.gen
 	a.mu.RUnlock()
 	if hit && k.p != nil && time.Since(k.at) < a.ttl {
 		a.touch(id)
@@ -100,9 +112,14 @@ func (a *Authenticator) authenticateKey(ctx context.Context, key string) (*Princ
 		return nil, apperr.Wrap(err, "stored scopes are invalid")
 	}
 	p := &Principal{TenantID: row.TenantID, KeyID: row.ID, Scopes: scopes}
+	if a.afterLookup != nil {
+		a.afterLookup()
+	}
 	a.mu.Lock()
-	a.keys[row.ID] = cachedKey{p: p, at: time.Now()}
-	a.index[h] = row.ID
+	if a.gen == gen { // no revocation since the read began (see Authenticator)
+		a.keys[row.ID] = cachedKey{p: p, at: time.Now()}
+		a.index[h] = row.ID
+	}
 	a.mu.Unlock()
 	a.touch(row.ID)
 	return p, nil
@@ -112,6 +129,7 @@ func (a *Authenticator) authenticateKey(ctx context.Context, key string) (*Princ
 func (a *Authenticator) keyValid(ctx context.Context, keyID string) (bool, error) {
 	a.mu.RLock()
 	k, hit := a.keys[keyID]
+	gen := a.gen
 	a.mu.RUnlock()
 	if hit && time.Since(k.at) < a.ttl {
 		return true, nil
@@ -121,9 +139,12 @@ func (a *Authenticator) keyValid(ctx context.Context, keyID string) (bool, error
 	if err != nil {
 		return false, apperr.Wrap(err, "authentication failed")
 	}
+	if a.afterLookup != nil {
+		a.afterLookup()
+	}
 	if ok {
 		a.mu.Lock()
-		if _, present := a.keys[keyID]; !present {
+		if _, present := a.keys[keyID]; !present && a.gen == gen {
 			a.keys[keyID] = cachedKey{at: time.Now()}
 		}
 		a.mu.Unlock()
@@ -135,6 +156,7 @@ func (a *Authenticator) keyValid(ctx context.Context, keyID string) (bool, error
 // NOTIFY dds_keys.
 func (a *Authenticator) Revoked(keyID string) {
 	a.mu.Lock()
+	a.gen++
 	delete(a.keys, keyID)
 	for h, id := range a.index {
 		if id == keyID {
@@ -147,6 +169,7 @@ func (a *Authenticator) Revoked(keyID string) {
 // Flush drops every cached key (after a missed-notification window).
 func (a *Authenticator) Flush() {
 	a.mu.Lock()
+	a.gen++
 	a.keys = map[string]cachedKey{}
 	a.index = map[[32]byte]string{}
 	a.mu.Unlock()
