@@ -205,13 +205,14 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // DecodeJSON is the one decoder of JSON request bodies, used by every
-// endpoint: one JSON value into dst, numbers as json.Number. An unknown
+// endpoint: one JSON value into dst, numbers as json.Number. A body that is
+// not UTF-8 is a 400 naming the first bad byte (utf8.go). An unknown
 // member of a struct (at any depth) is a 400 naming it, data after the value
 // is a 400, and a body over the size cap (set by Router.Handle, or by the
 // route itself) is a 413. Bodies decoded into maps accept any member: the
 // caller validates their names (record fields, webhook patch members).
 func DecodeJSON(r *http.Request, dst any) error {
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(&utf8Reader{r: r.Body})
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -219,7 +220,8 @@ func DecodeJSON(r *http.Request, dst any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		var big *http.MaxBytesError
-		if errors.As(err, &big) {
+		var u8 *InvalidUTF8Error
+		if errors.As(err, &big) || errors.As(err, &u8) {
 			return decodeError(err)
 		}
 		return apperr.New(apperr.BadRequest, "the request body must hold a single JSON value")
@@ -247,7 +249,10 @@ func decodeError(err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var big *http.MaxBytesError
+	var u8 *InvalidUTF8Error
 	switch {
+	case errors.As(err, &u8):
+		return apperr.New(apperr.BadRequest, "%s", u8.Error())
 	case errors.Is(err, io.EOF):
 		return apperr.New(apperr.BadRequest, "a JSON request body is required")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -9,8 +9,9 @@ import (
 )
 
 // Every JSON request body goes through one strict decoder: an unknown
-// member is a 400 naming it, data after the JSON value is a 400, and a body
-// over DDS_MAX_BODY_BYTES is a 413 — on every endpoint alike.
+// member is a 400 naming it, data after the JSON value is a 400, a body that
+// is not UTF-8 is a 400 saying so, and a body over DDS_MAX_BODY_BYTES is a
+// 413 — on every endpoint alike, and none of them writes anything.
 func TestEveryJSONBodyIsDecodedStrictly(t *testing.T) {
 	t.Parallel()
 	cfg := testenv.Config(t)
@@ -55,6 +56,15 @@ func TestEveryJSONBodyIsDecodedStrictly(t *testing.T) {
 		{"POST", "/api/v1/dynamic-gql/" + tenantID, key, `{"query":"{ __typename }"`},
 		{"POST", "/api/v1/jobs", key, `{"type":"delete","entity":"Product","where":{"name":"none"}`},
 	}
+	count := func() any {
+		return app.Must(t, 200, "GET", "/api/v1/dynamic/Product?includeCount=true&limit=1", key, nil).JSON(t)["count"]
+	}
+	before := count()
+	t.Cleanup(func() {
+		if after := count(); after != before {
+			t.Errorf("refused bodies changed the records: %v products before, %v after", before, after)
+		}
+	})
 	for _, c := range cases {
 		path := c.path
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
@@ -66,11 +76,31 @@ func TestEveryJSONBodyIsDecodedStrictly(t *testing.T) {
 			if r.Status != http.StatusBadRequest {
 				t.Errorf("trailing data: status %d %s, want 400", r.Status, r.Body)
 			}
+			// JSON must be UTF-8: bytes ff fe inside a string are refused, not
+			// stored as U+FFFD.
+			r = app.Do(t, c.method, path, c.key, c.body+",\"name2\":\"a\xff\xfe\"}")
+			if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "not valid UTF-8") {
+				t.Errorf("body not UTF-8: status %d %s, want 400 saying so", r.Status, r.Body)
+			}
 			big := c.body + `,"pad":"` + strings.Repeat("x", 70<<10) + `"}`
 			r = app.Do(t, c.method, path, c.key, big)
 			if r.Status != http.StatusRequestEntityTooLarge {
 				t.Errorf("oversized body: status %d %.200s, want 413", r.Status, r.Body)
 			}
 		})
+	}
+}
+
+// GraphQL over GET: a parameter that is not UTF-8 is a 400, not a query run
+// with U+FFFD in place of its bytes.
+func TestGraphQLGetRefusesParametersThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
+	app := testenv.Server(t)
+	tenantID, key := app.Tenant(t)
+	for _, q := range []string{"query=%7B__typename%7D%FF", "query=%7B__typename%7D&variables=%7B%22a%22%3A%22%FE%22%7D"} {
+		r := app.Do(t, "GET", "/api/v1/dynamic-gql/"+tenantID+"?"+q, key, nil)
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "not valid UTF-8") {
+			t.Errorf("GET ?%s: status %d %s, want 400 saying the parameter is not UTF-8", q, r.Status, r.Body)
+		}
 	}
 }

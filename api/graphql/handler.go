@@ -231,6 +231,11 @@ func (h *Handler) decode(r *http.Request) (protocol.Request, *protocol.Result, i
 		if !q.Has("query") {
 			return bad("the query parameter is required")
 		}
+		for _, name := range []string{"query", "operationName", "variables", "extensions"} {
+			if !utf8.ValidString(q.Get(name)) {
+				return bad("the " + name + " parameter is not valid UTF-8")
+			}
+		}
 		raw.Query, _ = json.Marshal(q.Get("query"))
 		if q.Has("operationName") {
 			raw.OperationName, _ = json.Marshal(q.Get("operationName"))
@@ -256,7 +261,7 @@ func (h *Handler) decode(r *http.Request) (protocol.Request, *protocol.Result, i
 		}
 		_, err = rb.body.ReadFrom(r.Body) // as io.ReadAll: the bytes read, and an error other than EOF
 		body := rb.body.Bytes()
-		if err == nil {
+		if err == nil && utf8.Valid(body) { // else the general decoder names the bad byte
 			if req, ok := decodeBody(rb.arena, body); ok {
 				return req, nil, 0
 			}

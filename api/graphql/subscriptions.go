@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
@@ -147,6 +148,12 @@ func (s *Subscriptions) readLoop(ctx context.Context, c *wsConn) {
 			ID      string          `json:"id"`
 			Type    string          `json:"type"`
 			Payload json.RawMessage `json:"payload"`
+		}
+		// A message that is not UTF-8 is refused, not decoded with U+FFFD
+		// in place of its bad bytes (api/utf8.go).
+		if !utf8.Valid(data) {
+			c.close(4400, "Invalid message received: not UTF-8")
+			return
 		}
 		if err := json.Unmarshal(data, &m); err != nil || m.Type == "" {
 			c.close(4400, "Invalid message received")
