@@ -8,14 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/dds-project/dds/files"
+	"github.com/dds-project/dds/internal/testenv/replay"
 )
 
 var update = flag.Bool("update", false, "re-record the workflow histories in testdata on a Temporal dev server")
@@ -37,19 +35,13 @@ func TestFileWorkflowReplay(t *testing.T) {
 	for _, name := range histories {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
-			files.Register(replayRegistry{r}, nil, nil)
+			files.Register(replay.Registry{WorkflowReplayer: r}, nil, nil)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, historyFile(name)); err != nil {
 				t.Fatalf("replay %s: %v", historyFile(name), err)
 			}
 		})
 	}
 }
-
-// replayRegistry lets Register add its workflows to a replayer, which runs
-// no activities.
-type replayRegistry struct{ worker.WorkflowReplayer }
-
-func (replayRegistry) RegisterActivity(any) {}
 
 // recordFileHistories runs each recorded scenario on a Temporal dev server
 // and writes its history to testdata.
@@ -133,24 +125,5 @@ func wait(t *testing.T, r client.WorkflowRun, want string) {
 
 func writeHistory(t *testing.T, c client.Client, r client.WorkflowRun, name string) {
 	t.Helper()
-	it := c.GetWorkflowHistory(context.Background(), r.GetID(), r.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var h historypb.History
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
-	}
-	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll("testdata", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(historyFile(name), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded %d events to %s", len(h.Events), historyFile(name))
+	replay.WriteHistory(t, c, r.GetID(), r.GetRunID(), historyFile(name))
 }

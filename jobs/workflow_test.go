@@ -11,14 +11,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/replay"
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -141,7 +139,7 @@ func TestJobReplay(t *testing.T) {
 		recordJobHistory(t)
 	}
 	r := worker.NewWorkflowReplayer()
-	jobs.Register(replayRegistry{r}, nil) // the names the worker registers
+	jobs.Register(replay.Registry{WorkflowReplayer: r}, nil) // the names the worker registers
 	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, jobHistoryFile); err != nil {
 		t.Fatalf("replay %s: %v", jobHistoryFile, err)
 	}
@@ -172,27 +170,5 @@ func recordJobHistory(t *testing.T) {
 	if err := run.Get(ctx, &out); err != nil || out != jobs.Succeeded {
 		t.Fatalf("recorded run ended %s %v", out, err)
 	}
-	it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var h historypb.History
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
-	}
-	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(jobHistoryFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded %d events to %s", len(h.Events), jobHistoryFile)
+	replay.WriteHistory(t, c, run.GetID(), run.GetRunID(), jobHistoryFile)
 }
-
-// replayRegistry lets Register add its workflows to a replayer, which runs
-// no activities.
-type replayRegistry struct{ worker.WorkflowReplayer }
-
-func (replayRegistry) RegisterActivity(any) {}

@@ -3,16 +3,14 @@ package webhook_test
 import (
 	"context"
 	"flag"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
-	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/dds-project/dds/internal/testenv/replay"
 	"github.com/dds-project/dds/webhook"
 	"github.com/dds-project/dds/webhook/webhooktest"
 )
@@ -29,7 +27,7 @@ func TestDeliveryReplay(t *testing.T) {
 		recordHistory(t)
 	}
 	r := worker.NewWorkflowReplayer()
-	webhook.Register(replayRegistry{r}, nil) // the names the worker registers
+	webhook.Register(replay.Registry{WorkflowReplayer: r}, nil) // the names the worker registers
 	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, historyFile); err != nil {
 		t.Fatalf("replay %s: %v", historyFile, err)
 	}
@@ -85,30 +83,5 @@ func recordHistory(t *testing.T) {
 	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &out); err != nil || out != webhook.OutcomeSucceeded {
 		t.Fatalf("recorded run ended %s %v", out, err)
 	}
-	it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var h historypb.History
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
-	}
-	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll("testdata", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(historyFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded %d events to %s", len(h.Events), historyFile)
+	replay.WriteHistory(t, c, id, "", historyFile)
 }
-
-// replayRegistry lets Register add its workflows to a replayer, which runs
-// no activities.
-type replayRegistry struct{ worker.WorkflowReplayer }
-
-func (replayRegistry) RegisterActivity(any) {}
