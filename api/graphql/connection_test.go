@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/dds-project/dds/graphql/model/modeltest"
 )
 
 type page struct {
@@ -35,7 +37,7 @@ func getPage(t *testing.T, e *env, tenant, key, args string) page {
 func TestConnectionPagingOverTies(t *testing.T) {
 	t.Parallel()
 	e := testEnv(t)
-	tenant, key := e.tenantWith(t, loadDef(t, "shop.json"))
+	tenant, key := e.tenantWith(t, modeltest.Def(t, "shop.json"))
 	prices := []any{2, 1, 2, 2, nil, 1, 3}
 	for i, pr := range prices {
 		f := map[string]any{"name": fmt.Sprintf("p%d", i)}
@@ -102,7 +104,7 @@ func TestConnectionPagingOverTies(t *testing.T) {
 func TestConnectionArgumentErrors(t *testing.T) {
 	t.Parallel()
 	e := testEnv(t)
-	tenant, key := e.tenantWith(t, loadDef(t, "shop.json"))
+	tenant, key := e.tenantWith(t, modeltest.Def(t, "shop.json"))
 	e.create(t, tenant, "Product", map[string]any{"name": "a"})
 	p := getPage(t, e, tenant, key, "first: 1")
 	for _, args := range []string{

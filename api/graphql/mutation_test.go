@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"github.com/dds-project/dds/graphql/model/modeltest"
 )
 
 func TestMutations(t *testing.T) {
@@ -49,7 +51,7 @@ func TestMutations(t *testing.T) {
 func TestVectorSearch(t *testing.T) {
 	t.Parallel()
 	e := testEnv(t)
-	tenant, key := e.tenantWith(t, loadDef(t, "shop.json"))
+	tenant, key := e.tenantWith(t, modeltest.Def(t, "shop.json"))
 	e.create(t, tenant, "Product", map[string]any{"name": "x", "embedding": []float64{1, 0, 0}, "stock": 1})
 	e.create(t, tenant, "Product", map[string]any{"name": "y", "embedding": []float64{0, 1, 0}, "stock": 2})
 	e.create(t, tenant, "Product", map[string]any{"name": "z", "embedding": []float64{0.9, 0.1, 0}, "stock": 3})
@@ -80,7 +82,7 @@ func TestVectorSearch(t *testing.T) {
 func TestBatchMutations(t *testing.T) {
 	t.Parallel()
 	e := testEnv(t)
-	tenant, key := e.tenantWith(t, loadDef(t, "shop.json"))
+	tenant, key := e.tenantWith(t, modeltest.Def(t, "shop.json"))
 	d := e.gql(t, tenant, key, `mutation { batchCreateProduct(input: [{name: "a", stock: 1}, {name: "b"}]) {
 	  successful { id name stock } failed { index } totalCount successCount failureCount } }`, nil).ok(t)
 	r := d["batchCreateProduct"].(map[string]any)
@@ -119,7 +121,7 @@ func TestBatchMutations(t *testing.T) {
 func TestEdgeMutations(t *testing.T) {
 	t.Parallel()
 	e := testEnv(t)
-	tenant, key := e.tenantWith(t, loadDef(t, "shop.json"))
+	tenant, key := e.tenantWith(t, modeltest.Def(t, "shop.json"))
 	u := e.create(t, tenant, "User", map[string]any{"email": "a@x"})
 	g := e.create(t, tenant, "Group", map[string]any{"title": "admins"})
 	d := e.gql(t, tenant, key, fmt.Sprintf(`mutation { createUserGroupsMemberOfRelationship(from: %q, to: %q, properties: {role: owner}) { id from to properties { role since } } }`, u, g), nil).ok(t)

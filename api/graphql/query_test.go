@@ -12,6 +12,7 @@ import (
 	"github.com/dds-project/dds/auth"
 	gql "github.com/dds-project/dds/graphql"
 	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/model/modeltest"
 	"github.com/dds-project/dds/graphql/protocol"
 )
 
@@ -25,7 +26,7 @@ type shop struct {
 func newShop(t *testing.T) *shop {
 	e := testEnv(t)
 	s := &shop{}
-	s.tenant, s.key = e.tenantWith(t, loadDef(t, "shop.json"))
+	s.tenant, s.key = e.tenantWith(t, modeltest.Def(t, "shop.json"))
 	for i, f := range []map[string]any{
 		{"name": "Apple", "price": 1.5, "stock": 10, "active": true, "tags": []string{"fruit", "red"}, "status": "live", "releasedAt": "2024-01-01T00:00:00Z"},
 		{"name": "Banana", "price": 0.5, "stock": 0, "active": false, "tags": []string{"fruit"}, "status": "draft"},

@@ -1,38 +1,19 @@
 package model
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/dds-project/dds/graphql/model/modeltest"
 	"github.com/dds-project/dds/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func loadDef(t testing.TB, name string) *schema.Definition {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d schema.Definition
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&d); err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.Validate(&d); err != nil {
-		t.Fatalf("fixture schema invalid: %v", err)
-	}
-	return &d
-}
-
 func TestSDLGolden(t *testing.T) {
-	m, err := Build(loadDef(t, "shop.json"))
+	m, err := Build(modeltest.Def(t, "shop.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +33,7 @@ func TestSDLGolden(t *testing.T) {
 }
 
 func TestRootFieldNames(t *testing.T) {
-	m, err := Build(loadDef(t, "shop.json"))
+	m, err := Build(modeltest.Def(t, "shop.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/graphql/model/modeltest"
 )
 
 func principal(t *testing.T, scopes ...string) *auth.Principal {
@@ -19,7 +20,7 @@ func principal(t *testing.T, scopes ...string) *auth.Principal {
 // TestVisibilityFollowsScopes: the model a credential gets (its SDL, what
 // introspection and validation read) holds only what its scopes allow.
 func TestVisibilityFollowsScopes(t *testing.T) {
-	def := loadDef(t, "shop.json")
+	def := modeltest.Def(t, "shop.json")
 	for _, c := range []struct {
 		name        string
 		scopes      []string

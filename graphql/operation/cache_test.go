@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/model/modeltest"
 	"github.com/dds-project/dds/graphql/protocol"
 	"github.com/dds-project/dds/schema"
 )
@@ -23,7 +24,7 @@ func cachingEngine() *Frontend {
 // and a changed schema validate it afresh against what they may see.
 func TestPreparedOperationsFollowTheModel(t *testing.T) {
 	eng := cachingEngine()
-	def := loadDef(t, "shop.json")
+	def := modeltest.Def(t, "shop.json")
 	full, err := model.Build(def)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestPreparedOperationsFollowTheModel(t *testing.T) {
 // variables are validated per request.
 func TestPreparedOperationsRecheckVariables(t *testing.T) {
 	eng := cachingEngine()
-	m, err := model.Build(loadDef(t, "shop.json"))
+	m, err := model.Build(modeltest.Def(t, "shop.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestPreparedOperationsRecheckVariables(t *testing.T) {
 func TestPreparedOperationsBounded(t *testing.T) {
 	eng := cachingEngine()
 	eng.cache = newOpCache(3, 1<<30)
-	m, err := model.Build(loadDef(t, "shop.json"))
+	m, err := model.Build(modeltest.Def(t, "shop.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestPreparedOperationsBounded(t *testing.T) {
 func TestPreparedOperationsConcurrent(t *testing.T) {
 	eng := cachingEngine()
 	eng.cache = newOpCache(8, 1<<30)
-	m, err := model.Build(loadDef(t, "shop.json"))
+	m, err := model.Build(modeltest.Def(t, "shop.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestPreparedOperationsConcurrent(t *testing.T) {
 // operations wait for eviction.
 func TestPreparedOperationsDoNotPinModels(t *testing.T) {
 	eng := cachingEngine()
-	def := loadDef(t, "shop.json")
+	def := modeltest.Def(t, "shop.json")
 	prepare := func() {
 		m, err := model.Build(def)
 		if err != nil {
@@ -211,7 +212,7 @@ func TestPreparedOperationsDoNotPinModels(t *testing.T) {
 // valid one is cached per operation name, each entry executing its own.
 func TestPreparedOperationsOfSeveralOperations(t *testing.T) {
 	eng := cachingEngine()
-	m, err := model.Build(loadDef(t, "shop.json"))
+	m, err := model.Build(modeltest.Def(t, "shop.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

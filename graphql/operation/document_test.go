@@ -9,6 +9,7 @@ import (
 	"github.com/wundergraph/graphql-go-tools/v2/pkg/ast"
 
 	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/model/modeltest"
 	"github.com/dds-project/dds/graphql/protocol"
 )
 
@@ -112,7 +113,7 @@ func executed(doc *ast.Document) string {
 // is executed.
 func TestSiblingOperationsSeeTheKeysSchema(t *testing.T) {
 	eng, _ := limitsEngine(t)
-	def := loadDef(t, "shop.json")
+	def := modeltest.Def(t, "shop.json")
 	narrow, err := model.Visible(def, principal(t, "entity:Product:read"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/model/modeltest"
 	"github.com/dds-project/dds/graphql/protocol"
 )
 
@@ -29,7 +30,7 @@ func repeated(field string, n int) string { return strings.TrimSpace(strings.Rep
 
 func limitsEngine(t testing.TB) (*Frontend, *model.Model) {
 	t.Helper()
-	m, err := model.Build(loadDef(t, "shop.json"))
+	m, err := model.Build(modeltest.Def(t, "shop.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func TestRepeatedSelectionsMerged(t *testing.T) {
 // TestValidationFollowsVisibility: validation reads the model a credential
 // gets, so a root field its scopes hide is not a field of its schema.
 func TestValidationFollowsVisibility(t *testing.T) {
-	def := loadDef(t, "shop.json")
+	def := modeltest.Def(t, "shop.json")
 	eng, _ := limitsEngine(t)
 	for _, scopes := range [][]string{
 		{"entity:Product:read"},

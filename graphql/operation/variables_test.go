@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dds-project/dds/graphql/model"
+	"github.com/dds-project/dds/graphql/model/modeltest"
 	"github.com/dds-project/dds/graphql/protocol"
 )
 
@@ -17,7 +18,7 @@ import (
 // library, whose verdict stands.
 func TestScalarVariablesCheckAgreesWithTheLibrary(t *testing.T) {
 	eng := cachingEngine()
-	m, err := model.Build(loadDef(t, "shop.json"))
+	m, err := model.Build(modeltest.Def(t, "shop.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestScalarVariablesCheckAgreesWithTheLibrary(t *testing.T) {
 // ignored a limit of 1.5.
 func TestIntVariablesAreIntegers(t *testing.T) {
 	eng := cachingEngine()
-	m, err := model.Build(loadDef(t, "shop.json"))
+	m, err := model.Build(modeltest.Def(t, "shop.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
