@@ -6,6 +6,7 @@ package modeltest
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,7 +19,7 @@ import (
 func Def(t testing.TB, name string) *schema.Definition {
 	t.Helper()
 	_, here, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "testdata", name))
+	b, err := fs.ReadFile(os.DirFS(filepath.Join(filepath.Dir(here), "..", "testdata")), name)
 	if err != nil {
 		t.Fatal(err)
 	}
