@@ -49,7 +49,14 @@ type Authenticator struct {
 
 	usedMu sync.Mutex
 	used   map[string]time.Time
+
+	watchMu  sync.Mutex
+	watchers map[string]map[*watcher]struct{} // key id -> who holds a connection on it
 }
+
+// watcher is a long-lived use of a key (a subscription socket) that must
+// end when the key is revoked.
+type watcher struct{ revoked func() }
 
 type cachedKey struct {
 	p  *Principal
@@ -59,7 +66,8 @@ type cachedKey struct {
 // NewAuthenticator builds an authenticator for the deployment's key env.
 func NewAuthenticator(db *sqlx.DB, env string, jwtSecret []byte, cacheTTL time.Duration, log *slog.Logger) *Authenticator {
 	return &Authenticator{db: db, env: env, secret: jwtSecret, ttl: cacheTTL, log: log,
-		keys: map[string]cachedKey{}, index: map[[32]byte]string{}, used: map[string]time.Time{}}
+		keys: map[string]cachedKey{}, index: map[[32]byte]string{}, used: map[string]time.Time{},
+		watchers: map[string]map[*watcher]struct{}{}}
 }
 
 var errUnauthenticated = apperr.New(apperr.Unauthenticated, "missing or invalid credentials")
@@ -164,15 +172,71 @@ func (a *Authenticator) Revoked(keyID string) {
 		}
 	}
 	a.mu.Unlock()
+	a.notifyRevoked(keyID)
 }
 
-// Flush drops every cached key (after a missed-notification window).
+// Flush drops every cached key (after a missed-notification window), and
+// checks again the keys of every watcher, since a revocation may have been
+// missed.
 func (a *Authenticator) Flush() {
 	a.mu.Lock()
 	a.gen++
 	a.keys = map[string]cachedKey{}
 	a.index = map[[32]byte]string{}
 	a.mu.Unlock()
+	a.watchMu.Lock()
+	ids := make([]string, 0, len(a.watchers))
+	for id := range a.watchers {
+		ids = append(ids, id)
+	}
+	a.watchMu.Unlock()
+	if len(ids) > 0 {
+		go a.recheck(ids)
+	}
+}
+
+// recheck ends the watchers of those of ids that are no longer valid.
+func (a *Authenticator) recheck(ids []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, id := range ids {
+		if ok, err := a.keyValid(ctx, id); err == nil && !ok {
+			a.notifyRevoked(id)
+		}
+	}
+}
+
+// Watch calls revoked once when key keyID is revoked (on this server or,
+// through NOTIFY dds_keys, on any other), until stop is called: a
+// subscription socket holds its connection open with it, and must end it
+// with the key. revoked runs on the revoking goroutine and must not block.
+func (a *Authenticator) Watch(keyID string, revoked func()) (stop func()) {
+	w := &watcher{revoked: revoked}
+	a.watchMu.Lock()
+	if a.watchers[keyID] == nil {
+		a.watchers[keyID] = map[*watcher]struct{}{}
+	}
+	a.watchers[keyID][w] = struct{}{}
+	a.watchMu.Unlock()
+	return func() {
+		a.watchMu.Lock()
+		delete(a.watchers[keyID], w)
+		if len(a.watchers[keyID]) == 0 {
+			delete(a.watchers, keyID)
+		}
+		a.watchMu.Unlock()
+	}
+}
+
+// notifyRevoked calls and drops the watchers of key keyID.
+func (a *Authenticator) notifyRevoked(keyID string) {
+	a.watchMu.Lock()
+	ws := a.watchers[keyID]
+	delete(a.watchers, keyID)
+	a.watchMu.Unlock()
+	for w := range ws {
+		w.revoked()
+	}
 }
 
 func (a *Authenticator) touch(keyID string) {
@@ -269,5 +333,5 @@ func (a *Authenticator) authenticateToken(ctx context.Context, raw string) (*Pri
 	if !ok {
 		return nil, apperr.New(apperr.Unauthenticated, "the API key that issued this token was revoked")
 	}
-	return &Principal{TenantID: c.Subject, KeyID: c.KeyID, Scopes: scopes, Token: true}, nil
+	return &Principal{TenantID: c.Subject, KeyID: c.KeyID, Scopes: scopes, Token: true, Expires: c.ExpiresAt.Time}, nil
 }

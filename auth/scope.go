@@ -4,6 +4,8 @@
 package auth
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"strings"
@@ -111,7 +113,8 @@ type Principal struct {
 	TenantID string
 	KeyID    string // the API key, or the key that minted the token
 	Scopes   Scopes
-	Token    bool // authenticated with a JWT access token
+	Token    bool      // authenticated with a JWT access token
+	Expires  time.Time // when the access token expires (zero for an API key)
 }
 
 // Require returns FORBIDDEN unless the principal may do op on kind/name.

@@ -30,13 +30,22 @@ import (
 // HTTP handler shares; subscriptions are compiled by the engine and fed by
 // the live feed.
 type Subscriptions struct {
-	authn  api.Authenticator
-	store  *records.Store
-	engine *gql.Engine
-	feed   *live.Feed
-	up     websocket.Upgrader
+	authn api.Authenticator
+	// revocations ends sockets whose key is revoked (nil: none do).
+	revocations Revocations
+	store       *records.Store
+	engine      *gql.Engine
+	feed        *live.Feed
+	up          websocket.Upgrader
 	// InitTimeout bounds the wait for connection_init.
 	InitTimeout time.Duration
+}
+
+// Revocations tells a socket when the key it was opened with is revoked
+// (auth.Authenticator.Watch). An authenticator that has it ends the
+// sockets of revoked keys.
+type Revocations interface {
+	Watch(keyID string, revoked func()) (stop func())
 }
 
 // Subscription protocol name.
@@ -45,8 +54,9 @@ const subprotocol = "graphql-transport-ws"
 // NewSocket returns the socket server over engine and feed (wire the
 // feed to the pgnotify hub and run it, or call Notify and Run).
 func NewSocket(authn api.Authenticator, store *records.Store, engine *gql.Engine, feed *live.Feed) *Subscriptions {
+	rv, _ := authn.(Revocations)
 	return &Subscriptions{
-		authn: authn, store: store, engine: engine, feed: feed,
+		authn: authn, revocations: rv, store: store, engine: engine, feed: feed,
 		up:          websocket.Upgrader{Subprotocols: []string{subprotocol}, CheckOrigin: func(*http.Request) bool { return true }},
 		InitTimeout: 10 * time.Second,
 	}
@@ -131,6 +141,26 @@ func (c *wsConn) writeLoop() {
 	}
 }
 
+// endWithCredential closes c with 4403 when the credential it was opened
+// with ends: its key is revoked (on any server), or its access token
+// expires. The socket's events would otherwise outlive the credential. It
+// returns the function that stops watching.
+func (s *Subscriptions) endWithCredential(c *wsConn, p *auth.Principal) (stop func()) {
+	stops := []func(){}
+	if s.revocations != nil && p.KeyID != "" {
+		stops = append(stops, s.revocations.Watch(p.KeyID, func() { c.close(4403, "Forbidden: the API key was revoked") }))
+	}
+	if !p.Expires.IsZero() {
+		t := time.AfterFunc(time.Until(p.Expires), func() { c.close(4403, "Forbidden: the access token expired") })
+		stops = append(stops, func() { t.Stop() })
+	}
+	return func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+}
+
 func (s *Subscriptions) readLoop(ctx context.Context, c *wsConn) {
 	var p *auth.Principal
 	initTimer := time.AfterFunc(s.InitTimeout, func() { c.close(4408, "Connection initialisation timeout") })
@@ -181,6 +211,7 @@ func (s *Subscriptions) readLoop(ctx context.Context, c *wsConn) {
 				return
 			}
 			p = pr
+			defer s.endWithCredential(c, p)()
 			c.send(message{Type: "connection_ack"})
 		case "ping":
 			c.send(message{Type: "pong", Payload: m.Payload})
