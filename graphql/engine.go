@@ -11,7 +11,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/graphql/exec"
 	"github.com/dds-project/dds/graphql/model"
 	"github.com/dds-project/dds/graphql/operation"
@@ -61,11 +60,11 @@ func (e *Engine) Prepare(ctx context.Context, m *model.Model, req protocol.Reque
 }
 
 // Execute runs a prepared query or mutation.
-func (e *Engine) Execute(ctx context.Context, sc *records.Scope, p *auth.Principal, pr *operation.Prepared) *protocol.Result {
-	return e.exec.Execute(ctx, sc, p, pr)
+func (e *Engine) Execute(ctx context.Context, sc *records.Scope, pr *operation.Prepared) *protocol.Result {
+	return e.exec.Execute(ctx, sc, pr)
 }
 
 // Subscribe compiles a prepared subscription for the live feed.
-func (e *Engine) Subscribe(ctx context.Context, sc *records.Scope, p *auth.Principal, pr *operation.Prepared) (*exec.Subscription, *protocol.Result) {
-	return e.exec.Subscribe(ctx, sc, p, pr)
+func (e *Engine) Subscribe(ctx context.Context, sc *records.Scope, pr *operation.Prepared) (*exec.Subscription, *protocol.Result) {
+	return e.exec.Subscribe(ctx, sc, pr)
 }

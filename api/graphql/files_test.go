@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/dds-project/dds/auth"
 	gql "github.com/dds-project/dds/graphql"
 	"github.com/dds-project/dds/graphql/model"
 	"github.com/dds-project/dds/graphql/protocol"
@@ -180,8 +179,7 @@ func TestFileFieldIsOneStatementPerRootField(t *testing.T) {
 	}
 	store, counter := countingStore(e.Store)
 	eng := gql.NewEngine(store, Limits{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	admin, _ := auth.ParseScopes([]string{"*:*:*"})
-	p := &auth.Principal{TenantID: fs.tenant, Scopes: admin}
+	// sc is the system principal's (every scope), as the admin key's would be.
 	q := fmt.Sprintf(`{
 	  products(orderBy: [{field: "name"}], limit: 10) { manualFile { fileName } categories(limit: 5) { products(limit: 5) { manualFile { id } } } }
 	  product(id: %q) { manualFile { fileName } }
@@ -192,7 +190,7 @@ func TestFileFieldIsOneStatementPerRootField(t *testing.T) {
 	if res != nil {
 		t.Fatalf("%+v", res.Errors)
 	}
-	out := eng.Execute(context.Background(), sc, p, pr)
+	out := eng.Execute(context.Background(), sc, pr)
 	if len(out.Errors) > 0 {
 		t.Fatalf("%+v", out.Errors)
 	}

@@ -206,7 +206,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.write(w, media, http.StatusMethodNotAllowed, protocol.NewRequestError(apperr.BadRequest, "only queries may be sent with GET; use POST for "+operation.OpName(pr.Op.Kind)+"s"))
 		return
 	}
-	res = h.engine.Execute(r.Context(), sc, api.Principal(r), pr)
+	res = h.engine.Execute(r.Context(), sc, pr)
 	status = http.StatusOK
 	if res.RequestError && media == mediaGraphQLResponse {
 		status = http.StatusBadRequest

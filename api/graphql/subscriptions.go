@@ -286,13 +286,13 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 	}
 	if pr.Op.Kind != ast.OperationTypeSubscription {
 		// Queries and mutations over the socket: one result, then complete.
-		res := s.engine.Execute(ctx, sc, p, pr)
+		res := s.engine.Execute(ctx, sc, pr)
 		b, _ := res.MarshalJSON()
 		c.send(message{ID: id, Type: "next", Payload: b})
 		c.send(message{ID: id, Type: "complete"})
 		return
 	}
-	plan, res := s.engine.Subscribe(ctx, sc, p, pr)
+	plan, res := s.engine.Subscribe(ctx, sc, pr)
 	if res != nil {
 		s.errorMsg(c, id, res)
 		return

@@ -50,8 +50,10 @@ func New(store *records.Store, log *slog.Logger, exact bool) *Executor {
 }
 
 // Execute runs a prepared query or mutation.
-func (e *Executor) Execute(ctx context.Context, sc *records.Scope, p *auth.Principal, pr *operation.Prepared) *protocol.Result {
-	x := &execCtx{e: e, ctx: ctx, sc: sc, p: p, m: pr.Model, vars: pr.Vars}
+// The principal is the scope's: one value, so the scope that compiles the
+// statements and the scopes checked here cannot disagree.
+func (e *Executor) Execute(ctx context.Context, sc *records.Scope, pr *operation.Prepared) *protocol.Result {
+	x := &execCtx{e: e, ctx: ctx, sc: sc, p: sc.Principal(), m: pr.Model, vars: pr.Vars}
 	root := ""
 	switch pr.Op.Kind {
 	case ast.OperationTypeQuery:

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/dds-project/dds/apperr"
-	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/graphql/jsonshape"
 	"github.com/dds-project/dds/graphql/model"
 	"github.com/dds-project/dds/graphql/operation"
@@ -37,16 +36,16 @@ type Subscription struct {
 	Match *records.Match
 }
 
-// Subscribe compiles a prepared subscription for principal p: exactly one
+// Subscribe compiles a prepared subscription for the scope's principal: exactly one
 // root field, the scopes it needs, its where compiled once (a bad filter
 // fails here, and events only bind the record). A refusal is a result to
 // send as the subscription's error.
-func (e *Executor) Subscribe(ctx context.Context, sc *records.Scope, p *auth.Principal, pr *operation.Prepared) (*Subscription, *protocol.Result) {
+func (e *Executor) Subscribe(ctx context.Context, sc *records.Scope, pr *operation.Prepared) (*Subscription, *protocol.Result) {
 	m := pr.Model
 	if m.SubscriptionType() == "" {
 		return nil, protocol.NewRequestError(apperr.Forbidden, "this credential may not read anything")
 	}
-	x := &execCtx{e: e, ctx: ctx, sc: sc, p: p, m: m, vars: pr.Vars}
+	x := &execCtx{e: e, ctx: ctx, sc: sc, p: sc.Principal(), m: m, vars: pr.Vars}
 	fields := x.collect(pr.Op.SelectionSet, m.SubscriptionType())
 	if len(fields) != 1 {
 		return nil, protocol.NewRequestError(apperr.BadRequest, "a subscription selects exactly one root field")
