@@ -156,6 +156,8 @@ func Status(code apperr.Code) int {
 		return http.StatusNotFound
 	case apperr.Conflict:
 		return http.StatusConflict
+	case apperr.CursorExpired:
+		return http.StatusGone
 	case apperr.TooLarge:
 		return http.StatusRequestEntityTooLarge
 	case apperr.RateLimited:

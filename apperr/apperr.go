@@ -20,6 +20,7 @@ const (
 	Forbidden       Code = "FORBIDDEN"         // 403
 	NotFound        Code = "NOT_FOUND"         // 404
 	Conflict        Code = "CONFLICT"          // 409
+	CursorExpired   Code = "CURSOR_EXPIRED"    // 410: an events cursor older than retention
 	TooLarge        Code = "PAYLOAD_TOO_LARGE" // 413
 	RateLimited     Code = "RATE_LIMITED"      // 429
 	Unavailable     Code = "UNAVAILABLE"       // 503

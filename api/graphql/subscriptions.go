@@ -39,6 +39,8 @@ type Subscriptions struct {
 	up          websocket.Upgrader
 	// InitTimeout bounds the wait for connection_init.
 	InitTimeout time.Duration
+	// MaxPerSocket caps the subscriptions of one socket (0: no cap).
+	MaxPerSocket int
 }
 
 // Revocations tells a socket when the key it was opened with is revoked
@@ -58,7 +60,7 @@ func NewSocket(authn api.Authenticator, store *records.Store, engine *gql.Engine
 	return &Subscriptions{
 		authn: authn, revocations: rv, store: store, engine: engine, feed: feed,
 		up:          websocket.Upgrader{Subprotocols: []string{subprotocol}, CheckOrigin: func(*http.Request) bool { return true }},
-		InitTimeout: 10 * time.Second,
+		InitTimeout: 10 * time.Second, MaxPerSocket: 100,
 	}
 }
 
@@ -85,6 +87,38 @@ func (c *wsConn) send(m message) {
 	case <-c.closed:
 	default: // a consumer too slow for its feed is disconnected
 		c.close(4500, "subscriber too slow")
+	}
+}
+
+// subSink is one subscription's side of the socket: the feed's frames
+// become "next" messages of id.
+type subSink struct {
+	c  *wsConn
+	id string
+}
+
+// Send queues a live frame; a consumer whose buffer is full is too slow
+// for its feed and is closed with 4500 (bounded memory per socket).
+func (k subSink) Send(payload []byte) bool {
+	k.c.send(message{ID: k.id, Type: "next", Payload: payload})
+	select {
+	case <-k.c.closed:
+		return false
+	default:
+		return true
+	}
+}
+
+// SendWait queues a replayed frame, waiting for room: a replay goes at
+// the consumer's pace.
+func (k subSink) SendWait(ctx context.Context, payload []byte) error {
+	select {
+	case k.c.out <- message{ID: k.id, Type: "next", Payload: payload}:
+		return nil
+	case <-k.c.closed:
+		return context.Canceled
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -297,7 +331,15 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 		s.errorMsg(c, id, res)
 		return
 	}
-	sub, err := s.feed.Add(ctx, plan, func(payload []byte) { c.send(message{ID: id, Type: "next", Payload: payload}) })
+	c.mu.Lock()
+	n := len(c.subs)
+	c.mu.Unlock()
+	if s.MaxPerSocket > 0 && n >= s.MaxPerSocket {
+		s.errorMsg(c, id, protocol.ErrorResult(ctx, apperr.New(apperr.RateLimited,
+			"this socket already runs %d subscriptions, the most allowed: open another socket or complete one", s.MaxPerSocket)))
+		return
+	}
+	sub, err := s.feed.Add(ctx, plan, subSink{c: c, id: id})
 	if err != nil {
 		s.errorMsg(c, id, protocol.ErrorResult(ctx, err))
 		return

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/graphql/jsonshape"
@@ -34,7 +35,42 @@ type Subscription struct {
 	// Match evaluates the where on an event's record; nil when there is
 	// no where.
 	Match *records.Match
+	// After is the cursor to resume after ("": follow what is written
+	// from now on).
+	After string
+	// Change is what a <singular>Changed frame writes, and Types the event
+	// types it follows; nil for the other subscriptions (EventType).
+	Change *ChangeShape
+	Types  []string
 }
+
+// ChangeShape is the selection of a <singular>Changed frame's object.
+type ChangeShape struct {
+	Typename string
+	Fields   []ChangeField
+}
+
+// ChangeField is one selected field of a change: Shape shapes a record.
+type ChangeField struct {
+	Key   string
+	Kind  ChangeKind
+	Shape *jsonshape.Shape
+}
+
+// ChangeKind says what a field of a change writes.
+type ChangeKind uint8
+
+// What the fields of a change write.
+const (
+	ChangeTypename ChangeKind = iota
+	ChangeType
+	ChangeCursor
+	ChangeRecord
+	ChangePrevious
+)
+
+// changeEventTypes map ChangeType values to event types.
+var changeEventTypes = map[string]string{"CREATED": outbox.EntityCreated, "UPDATED": outbox.EntityUpdated, "DELETED": outbox.EntityDeleted}
 
 // Subscribe compiles a prepared subscription for the scope's principal: exactly one
 // root field, the scopes it needs, its where compiled once (a bad filter
@@ -58,6 +94,9 @@ func (e *Executor) Subscribe(ctx context.Context, sc *records.Scope, pr *operati
 	sub, err := x.subscriber(rf, cf)
 	if err != nil {
 		return nil, protocol.ErrorResult(ctx, err)
+	}
+	if after, ok := cf.field.ArgumentMap(x.vars)["after"].(string); ok {
+		sub.After = after
 	}
 	return sub, nil
 }
@@ -83,11 +122,18 @@ func (x *execCtx) subscriber(rf model.RootField, cf *cfield) (*Subscription, err
 		return nil, err
 	}
 	var sel query.Selection
-	sh, err := x.record(e, cf.sel, &sel)
-	if err != nil {
-		return nil, err
+	var sub *Subscription
+	if rf.Kind == model.KindChanged {
+		if sub, err = x.changed(e, cf, &sel); err != nil {
+			return nil, err
+		}
+	} else {
+		sh, err := x.record(e, cf.sel, &sel)
+		if err != nil {
+			return nil, err
+		}
+		sub = &Subscription{Key: cf.key, Scope: x.sc, Name: e.Name, Entity: e, EventType: subscriptionEvents[rf.Kind], Shape: sh}
 	}
-	sub := &Subscription{Key: cf.key, Scope: x.sc, Name: e.Name, Entity: e, EventType: subscriptionEvents[rf.Kind], Shape: sh}
 	if readsMore(&sel) {
 		if rf.Kind == model.KindDeleted {
 			return nil, apperr.New(apperr.BadRequest, "a deleted record has no relationships or files left to read: select its own fields in %s", cf.field.Name)
@@ -102,4 +148,48 @@ func (x *execCtx) subscriber(rf model.RootField, cf *cfield) (*Subscription, err
 		}
 	}
 	return sub, nil
+}
+
+// changed compiles the selection of a <singular>Changed field: record and
+// previous share one record selection (sel), read per event when it
+// needs more than the event's record.
+func (x *execCtx) changed(e *schema.Entity, cf *cfield, sel *query.Selection) (*Subscription, error) {
+	changeType := e.Name + "Change"
+	ch := &ChangeShape{Typename: changeType}
+	for _, f := range x.collect(cf.sel, changeType) {
+		cfl := ChangeField{Key: f.key}
+		switch f.field.Name {
+		case "__typename":
+			cfl.Kind = ChangeTypename
+		case "type":
+			cfl.Kind = ChangeType
+		case "cursor":
+			cfl.Kind = ChangeCursor
+		case "record", "previous":
+			cfl.Kind = ChangeRecord
+			if f.field.Name == "previous" {
+				cfl.Kind = ChangePrevious
+			}
+			sh, err := x.record(e, f.sel, sel)
+			if err != nil {
+				return nil, err
+			}
+			cfl.Shape = sh
+		default:
+			return nil, apperr.New(apperr.BadRequest, "unknown field %s of %s", f.field.Name, changeType)
+		}
+		ch.Fields = append(ch.Fields, cfl)
+	}
+	types := []string{outbox.EntityCreated, outbox.EntityUpdated, outbox.EntityDeleted}
+	if v, ok := cf.field.ArgumentMap(x.vars)["types"].([]any); ok {
+		types = types[:0]
+		for _, t := range v {
+			et, ok := changeEventTypes[fmt.Sprint(t)]
+			if !ok {
+				return nil, apperr.Field("types", "%v is not a ChangeType (CREATED, UPDATED, DELETED)", t)
+			}
+			types = append(types, et)
+		}
+	}
+	return &Subscription{Key: cf.key, Scope: x.sc, Name: e.Name, Entity: e, Change: ch, Types: types}, nil
 }

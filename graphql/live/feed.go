@@ -1,12 +1,22 @@
 // Package live is the live feed of GraphQL subscriptions, independent of
 // the socket that carries them: the registry of running subscriptions per
-// tenant, and the dispatch of the events outbox to them. One LISTEN
-// connection per process (the pgnotify hub) feeds it: each NOTIFY
-// dds_events of a tenant with subscribers names that tenant's events
-// committed since the writer's previous flush ("<tenant>:<id>,..."), which
-// are read in one statement from dds.events, in outbox order, and fanned
-// out in memory; each subscriber's where is compiled by the query compiler
-// and evaluated against the event's record in Postgres
+// tenant, and the dispatch of the events outbox to them, live or resumed
+// from a cursor.
+//
+// One poller per process reads the outbox in seq order, but only up to a
+// proven safe horizon (outbox.Horizon: every event at or below it is
+// committed or aborted, so the order below it never changes). NOTIFY
+// dds_events only wakes it sooner. Each batch is read once per process, for
+// every tenant with subscribers, and handed to that tenant's own goroutine:
+// one tenant's slow filters never delay another tenant's frames.
+//
+// Every subscriber keeps its position (the seq of the last event it has
+// been given or skipped). A batch covers a range (a, b] of the outbox; a
+// subscriber behind a (resumed from a cursor, or its tenant's queue
+// overflowed) first reads (pos, a] from the outbox itself, so live and
+// replayed events are one sequence with no gap and no duplicate, on any
+// replica. Each subscriber's where is compiled by the query compiler and
+// evaluated against the event's record in Postgres
 // (jsonb_populate_record), so filters mean exactly what they mean in
 // queries.
 package live
@@ -15,9 +25,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/graphql/exec"
 	"github.com/dds-project/dds/graphql/jsonshape"
 	"github.com/dds-project/dds/outbox"
@@ -25,132 +40,501 @@ import (
 	"github.com/dds-project/dds/schema"
 )
 
+// Sink is where a subscription's frames go (the socket).
+type Sink interface {
+	// Send queues payload without waiting; false when the consumer is gone
+	// (a consumer too slow for its live feed is disconnected by the sink).
+	Send(payload []byte) bool
+	// SendWait queues payload, waiting while the consumer's buffer is
+	// full: a replay goes at the consumer's pace.
+	SendWait(ctx context.Context, payload []byte) error
+}
+
+// Limits bound the feed.
+type Limits struct {
+	// PerTenant caps the running subscriptions of one tenant on this
+	// server (0: no cap).
+	PerTenant int
+}
+
+const (
+	// batchRead is the most events read in one statement.
+	batchRead = 2000
+	// queueBatches is how many batches a tenant's goroutine may have
+	// waiting; past it batches are dropped and the tenant catches up from
+	// the outbox (lossless: positions are kept per subscriber).
+	queueBatches = 64
+	// provePoll is how soon the poller samples again while a horizon waits
+	// for its proof (writes were in flight).
+	provePoll = 5 * time.Millisecond
+	// idlePoll is the fallback poll when no notification arrives (they are
+	// hints only).
+	idlePoll = time.Second
+)
+
 // Feed dispatches events to the running subscriptions. Call Notify for
 // every dds_events payload (wire it to the pgnotify hub) and Run to
 // dispatch.
 type Feed struct {
-	store *records.Store
-	exec  *exec.Executor
-	log   *slog.Logger
+	store  *records.Store
+	exec   *exec.Executor
+	log    *slog.Logger
+	limits Limits
 
-	events chan string
-	mu     sync.RWMutex
-	subs   map[string]map[*Subscriber]struct{} // tenant -> subscribers
+	wake chan struct{}
+	// horizon is the outbox position up to which batches were handed out.
+	horizon atomic.Int64
+
+	mu      sync.Mutex
+	tenants map[string]*tenantFeed
+	ctx     context.Context // Run's, for the tenant goroutines
 }
 
 // NewFeed returns a feed reading events and records through store, and
 // the records a subscription's selection needs through ex.
 func NewFeed(store *records.Store, ex *exec.Executor, log *slog.Logger) *Feed {
-	return &Feed{store: store, exec: ex, log: log, events: make(chan string, 4096), subs: map[string]map[*Subscriber]struct{}{}}
+	return &Feed{store: store, exec: ex, log: log, wake: make(chan struct{}, 1), tenants: map[string]*tenantFeed{}, ctx: context.Background()}
 }
 
-// Add starts subscription sub: from now on each event it follows is
-// written and handed to send (which must not block). Events written before
-// it (announced late, since announcements follow commits in batches) are
-// not its.
-func (s *Feed) Add(ctx context.Context, sub *exec.Subscription, send func(payload []byte)) (*Subscriber, error) {
-	after, err := s.store.EventsHighWater(ctx, sub.Scope.TenantID)
+// SetLimits sets the feed's caps (before Run).
+func (s *Feed) SetLimits(l Limits) { s.limits = l }
+
+// Subscriber is a running subscription.
+type Subscriber struct {
+	*exec.Subscription
+	sink Sink
+	// pos is the outbox position of the last event given to or skipped
+	// by the subscriber; owned by its replay goroutine, then by its
+	// tenant's goroutine.
+	pos    int64
+	done   atomic.Bool
+	cancel context.CancelFunc
+	ctx    context.Context
+}
+
+// Add starts subscription sub. Without a cursor it follows the events
+// written after it is set up; with one (sub.After) the events after that
+// cursor are replayed from the outbox at the consumer's pace, then live
+// ones follow. A cursor past retention is CURSOR_EXPIRED.
+func (s *Feed) Add(ctx context.Context, sub *exec.Subscription, sink Sink) (*Subscriber, error) {
+	tenant := sub.Scope.TenantID
+	var pos int64
+	var err error
+	if sub.After != "" {
+		pos, err = s.store.EventCursor(ctx, tenant, sub.After, "after")
+	} else {
+		pos, err = s.store.EventsHighWater(ctx, tenant)
+	}
 	if err != nil {
 		return nil, err
 	}
-	r := &Subscriber{Subscription: sub, send: send, after: after}
-	s.add(r)
+	s.mu.Lock()
+	tf := s.tenants[tenant]
+	if s.limits.PerTenant > 0 && tf != nil && tf.count >= s.limits.PerTenant {
+		s.mu.Unlock()
+		return nil, apperr.New(apperr.RateLimited, "this tenant already runs %d subscriptions on this server, the most allowed (events.subscriptionsPerTenant)", s.limits.PerTenant)
+	}
+	if tf == nil {
+		tf = &tenantFeed{id: tenant, subs: map[*Subscriber]struct{}{}, wake: make(chan struct{}, 1)}
+		s.tenants[tenant] = tf
+		go s.runTenant(s.ctx, tf)
+	}
+	tf.count++
+	s.mu.Unlock()
+	sctx, cancel := context.WithCancel(s.ctx)
+	r := &Subscriber{Subscription: sub, sink: sink, pos: pos, ctx: sctx, cancel: cancel}
+	if sub.After == "" {
+		s.join(tf, r)
+		return r, nil
+	}
+	go func() {
+		// Replay up to the horizon handed out so far, waiting for the
+		// consumer; then join the tenant's live batches (join catches up
+		// whatever was handed out meanwhile).
+		for !r.done.Load() {
+			h := s.horizon.Load()
+			if r.pos >= h {
+				break
+			}
+			if err := s.catchUp(r, h, true); err != nil {
+				if !errors.Is(err, context.Canceled) {
+					s.log.Warn("graphql subscriptions: replay", "tenant", tenant, "err", err)
+				}
+				return
+			}
+		}
+		s.join(tf, r)
+	}()
 	return r, nil
 }
 
-// Remove stops a subscription.
-func (s *Feed) Remove(sub *Subscriber) { s.remove(sub) }
+// join hands r to its tenant's goroutine. Batches are handed out after
+// the horizon moves, so one handed out before r joined is seen here as
+// horizon > r.pos and caught up from the outbox: no gap.
+func (s *Feed) join(tf *tenantFeed, r *Subscriber) {
+	if r.done.Load() {
+		return
+	}
+	tf.mu.Lock()
+	tf.subs[r] = struct{}{}
+	if h := s.horizon.Load(); h > r.pos {
+		tf.behind = max(tf.behind, h)
+	}
+	tf.mu.Unlock()
+	tf.poke()
+}
 
-// Notify receives a dds_events payload. It never blocks the listener: when
-// the dispatch queue is full the events are dropped for subscribers (and
-// logged); subscriptions are a live feed, webhooks are the durable one.
+// Remove stops a subscription.
+func (s *Feed) Remove(sub *Subscriber) {
+	if sub.done.Swap(true) {
+		return
+	}
+	sub.cancel()
+	tenant := sub.Scope.TenantID
+	s.mu.Lock()
+	tf := s.tenants[tenant]
+	if tf != nil {
+		tf.count--
+		tf.mu.Lock()
+		delete(tf.subs, sub)
+		tf.mu.Unlock()
+		if tf.count == 0 {
+			delete(s.tenants, tenant)
+			tf.stop.Store(true)
+			tf.poke()
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Notify receives a dds_events payload: it only wakes the poller (the
+// ids are not needed, the poller reads every event up to the horizon).
 func (s *Feed) Notify(payload string) {
 	tenant, _, ok := outbox.ParseNotification(payload)
 	if !ok {
 		return
 	}
-	s.mu.RLock()
-	n := len(s.subs[tenant])
-	s.mu.RUnlock()
-	if n == 0 {
+	s.mu.Lock()
+	_, followed := s.tenants[tenant]
+	s.mu.Unlock()
+	if !followed {
 		return
 	}
 	select {
-	case s.events <- payload:
+	case s.wake <- struct{}{}:
 	default:
-		s.log.Warn("graphql subscriptions: dispatch queue full, events dropped", "tenant", tenant)
 	}
 }
 
-// Run dispatches events until ctx ends.
+// Run polls the outbox and dispatches until ctx ends.
 func (s *Feed) Run(ctx context.Context) {
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+	var h outbox.Horizon
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case p := <-s.events:
-			s.dispatch(ctx, p)
+		case <-s.wake:
+		case <-timer.C:
 		}
+		more := false
+		if ids := s.tenantIDs(); len(ids) > 0 {
+			var err error
+			if more, err = s.poll(ctx, &h, ids); err != nil && ctx.Err() == nil {
+				s.log.Warn("graphql subscriptions: read events", "err", err)
+			}
+		}
+		next := idlePoll
+		if more || h.Pending() {
+			next = provePoll
+		}
+		if more {
+			next = 0
+		}
+		timer.Reset(next)
 	}
 }
 
-func (s *Feed) dispatch(ctx context.Context, payload string) {
-	tenant, eventIDs, _ := outbox.ParseNotification(payload)
-	s.mu.RLock()
-	var targets []*Subscriber
-	for sub := range s.subs[tenant] {
-		targets = append(targets, sub)
-	}
-	s.mu.RUnlock()
-	if len(targets) == 0 {
-		return
-	}
-	evs, err := s.store.Events(ctx, tenant, eventIDs)
+// poll advances the horizon and hands the events up to it to their
+// tenants; more reports that a full batch was read (read again now).
+func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (bool, error) {
+	safe, err := s.store.EventsHorizon(ctx, h)
 	if err != nil {
-		s.log.Warn("graphql subscriptions: read events", "tenant", tenant, "count", len(eventIDs), "err", err)
-		return
+		return false, err
 	}
-	for i := range evs {
-		s.deliver(ctx, &evs[i], targets)
+	from := s.horizon.Load()
+	if from == 0 || safe <= from {
+		// The first proof only sets where batches start: subscribers
+		// keep their own positions and catch up from there.
+		if safe > from {
+			s.horizon.Store(safe)
+		}
+		return false, nil
+	}
+	evs, err := s.store.EventsRange(ctx, tenants, from, safe, batchRead)
+	if err != nil {
+		return false, err
+	}
+	upto, more := safe, false
+	if len(evs) == batchRead {
+		upto, more = evs[len(evs)-1].Seq, true
+	}
+	by := map[string][]outbox.Event{}
+	for _, ev := range evs {
+		by[ev.TenantID] = append(by[ev.TenantID], ev)
+	}
+	s.horizon.Store(upto)
+	// Only the tenants read get the batch: one that arrived since keeps
+	// its own position and catches up from the outbox at its next batch.
+	s.mu.Lock()
+	for _, id := range tenants {
+		if tf := s.tenants[id]; tf != nil {
+			tf.push(batch{a: from, b: upto, evs: by[id]})
+		}
+	}
+	s.mu.Unlock()
+	return more, nil
+}
+
+func (s *Feed) tenantIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.tenants))
+	for id := range s.tenants {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// batch is the events of one tenant with seq in (a, b].
+type batch struct {
+	a, b int64
+	evs  []outbox.Event
+}
+
+// tenantFeed is one tenant's subscribers and the goroutine serving them.
+type tenantFeed struct {
+	id    string
+	count int // guarded by Feed.mu
+	wake  chan struct{}
+	stop  atomic.Bool
+
+	mu    sync.Mutex
+	subs  map[*Subscriber]struct{}
+	queue []batch
+	// behind is a horizon its subscribers must catch up to from the
+	// outbox (batches dropped, or a subscriber joined late).
+	behind int64
+}
+
+func (t *tenantFeed) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
 	}
 }
 
-// deliver sends ev to each of targets that follows it and whose where it
-// matches.
-func (s *Feed) deliver(ctx context.Context, ev *outbox.Event, targets []*Subscriber) {
-	eventID := ev.ID
-	for _, sub := range targets {
-		if sub.Name != ev.Name || sub.EventType != ev.Type || ev.Seq <= sub.after {
-			continue
-		}
-		ok, err := s.matches(ctx, sub, ev.Record)
-		if err != nil {
-			s.log.Warn("graphql subscriptions: filter", "err", err)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		rec := ev.Record
-		if sub.Sel != nil {
-			if rec, err = s.read(ctx, sub, ev.Record); err != nil {
-				s.log.Warn("graphql subscriptions: read record", "event", eventID, "err", err)
-				continue
-			}
-			if rec == nil {
-				continue // deleted since the event: nothing left to show
-			}
-		}
-		var b bytes.Buffer
-		b.WriteString(`{"data":{`)
-		jsonshape.WriteKey(&b, sub.Key)
-		if err := jsonshape.WriteObj(&b, sub.Shape, rec); err != nil {
-			s.log.Warn("graphql subscriptions: reshape event", "event", eventID, "err", err)
-			continue
-		}
-		b.WriteString("}}")
-		sub.send(b.Bytes())
+// push queues b without waiting: a tenant whose goroutine is behind loses
+// the batch, not the events (it reads them back from the outbox).
+func (t *tenantFeed) push(b batch) {
+	t.mu.Lock()
+	if len(t.queue) < queueBatches {
+		t.queue = append(t.queue, b)
+	} else {
+		t.behind = max(t.behind, b.b)
 	}
+	t.mu.Unlock()
+	t.poke()
+}
+
+func (s *Feed) runTenant(ctx context.Context, t *tenantFeed) {
+	for !t.stop.Load() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.wake:
+		}
+		t.mu.Lock()
+		queue, behind := t.queue, t.behind
+		t.queue, t.behind = nil, 0
+		subs := make([]*Subscriber, 0, len(t.subs))
+		for r := range t.subs {
+			subs = append(subs, r)
+		}
+		t.mu.Unlock()
+		for _, b := range queue {
+			for _, r := range subs {
+				s.advance(r, b)
+			}
+		}
+		if behind > 0 {
+			for _, r := range subs {
+				if err := s.catchUp(r, behind, false); err != nil && !errors.Is(err, context.Canceled) {
+					s.log.Warn("graphql subscriptions: catch up", "tenant", t.id, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// advance gives r the events of b it has not had.
+func (s *Feed) advance(r *Subscriber, b batch) {
+	if r.done.Load() || r.pos >= b.b {
+		return
+	}
+	if r.pos < b.a {
+		if err := s.catchUp(r, b.a, false); err != nil {
+			if !errors.Is(err, context.Canceled) {
+				s.log.Warn("graphql subscriptions: catch up", "tenant", r.Scope.TenantID, "err", err)
+			}
+			return // r.pos is unchanged past what it had: a later batch retries
+		}
+	}
+	for i := range b.evs {
+		if ev := &b.evs[i]; ev.Seq > r.pos {
+			if !s.deliver(r, ev, false) {
+				return
+			}
+			r.pos = ev.Seq
+		}
+	}
+	r.pos = max(r.pos, b.b)
+}
+
+// catchUp reads the tenant's events in (r.pos, upto] from the outbox and
+// gives them to r, waiting for the consumer when wait is set.
+func (s *Feed) catchUp(r *Subscriber, upto int64, wait bool) error {
+	const page = 500
+	for r.pos < upto {
+		if r.done.Load() {
+			return context.Canceled
+		}
+		evs, err := s.store.EventsRange(r.ctx, []string{r.Scope.TenantID}, r.pos, upto, page)
+		if err != nil {
+			return err
+		}
+		for i := range evs {
+			if !s.deliver(r, &evs[i], wait) {
+				return context.Canceled
+			}
+			r.pos = evs[i].Seq
+		}
+		if len(evs) < page {
+			r.pos = upto
+		}
+	}
+	return nil
+}
+
+// follows reports whether r follows events of ev's kind.
+func follows(r *Subscriber, ev *outbox.Event) bool {
+	if r.Name != ev.Name {
+		return false
+	}
+	if r.Change != nil {
+		return slices.Contains(r.Types, ev.Type)
+	}
+	return r.EventType == ev.Type
+}
+
+// deliver sends ev to r when r follows it and its where matches; false
+// when r's consumer is gone.
+func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
+	if !follows(r, ev) {
+		return true
+	}
+	ctx := r.ctx
+	ok, err := s.matches(ctx, r, ev.Record)
+	if err != nil {
+		s.log.Warn("graphql subscriptions: filter", "err", err)
+		return ctx.Err() == nil
+	}
+	if !ok {
+		return true
+	}
+	rec := ev.Record
+	if r.Sel != nil && ev.Type != outbox.EntityDeleted {
+		if rec, err = s.read(ctx, r, ev.Record); err != nil {
+			s.log.Warn("graphql subscriptions: read record", "event", ev.ID, "err", err)
+			return ctx.Err() == nil
+		}
+		if rec == nil && r.Change == nil {
+			return true // deleted since the event: nothing left to show
+		}
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"data":{`)
+	jsonshape.WriteKey(&b, r.Key)
+	if r.Change != nil {
+		err = s.writeChange(ctx, &b, r, ev, rec)
+	} else {
+		err = jsonshape.WriteObj(&b, r.Shape, rec)
+	}
+	if err != nil {
+		s.log.Warn("graphql subscriptions: reshape event", "event", ev.ID, "err", err)
+		return ctx.Err() == nil
+	}
+	// The cursor of a Created/Updated/Deleted frame rides in its
+	// extensions, so every subscription can resume.
+	b.WriteString(`},"extensions":{"cursor":"`)
+	b.WriteString(ev.ID)
+	b.WriteString(`"}}`)
+	if wait {
+		return r.sink.SendWait(ctx, b.Bytes()) == nil
+	}
+	return r.sink.Send(b.Bytes())
+}
+
+// changeTypes name event types in the ChangeType enum.
+var changeTypes = map[string]string{outbox.EntityCreated: "CREATED", outbox.EntityUpdated: "UPDATED", outbox.EntityDeleted: "DELETED"}
+
+// writeChange writes the {type, cursor, record, previous} object of a
+// <singular>Changed frame, as selected.
+func (s *Feed) writeChange(ctx context.Context, b *bytes.Buffer, r *Subscriber, ev *outbox.Event, rec []byte) error {
+	b.WriteByte('{')
+	for i, f := range r.Change.Fields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		jsonshape.WriteKey(b, f.Key)
+		switch f.Kind {
+		case exec.ChangeTypename:
+			b.WriteString(`"` + r.Change.Typename + `"`)
+		case exec.ChangeType:
+			b.WriteString(`"` + changeTypes[ev.Type] + `"`)
+		case exec.ChangeCursor:
+			b.WriteString(`"` + ev.ID + `"`)
+		case exec.ChangeRecord:
+			if rec == nil {
+				b.WriteString("null")
+			} else if err := jsonshape.WriteObj(b, f.Shape, rec); err != nil {
+				return err
+			}
+		case exec.ChangePrevious:
+			var prev []byte
+			switch ev.Type {
+			case outbox.EntityDeleted:
+				prev = ev.Record
+			case outbox.EntityUpdated:
+				var err error
+				if prev, err = s.store.PreviousEventRecord(ctx, ev); err != nil {
+					return err
+				}
+			}
+			if prev == nil {
+				b.WriteString("null")
+			} else if err := jsonshape.WriteObj(b, f.Shape, prev); err != nil {
+				return err
+			}
+		}
+	}
+	b.WriteByte('}')
+	return nil
 }
 
 // read reads the event's record with the subscriber's selection (its
@@ -187,45 +571,13 @@ func (s *Feed) matches(ctx context.Context, sub *Subscriber, record []byte) (boo
 	return s.store.Matches(ctx, sub.Match, record)
 }
 
-func (s *Feed) add(sub *Subscriber) {
-	s.mu.Lock()
-	m := s.subs[sub.Scope.TenantID]
-	if m == nil {
-		m = map[*Subscriber]struct{}{}
-		s.subs[sub.Scope.TenantID] = m
-	}
-	m[sub] = struct{}{}
-	s.mu.Unlock()
-}
-
-func (s *Feed) remove(sub *Subscriber) {
-	s.mu.Lock()
-	if m := s.subs[sub.Scope.TenantID]; m != nil {
-		delete(m, sub)
-		if len(m) == 0 {
-			delete(s.subs, sub.Scope.TenantID)
-		}
-	}
-	s.mu.Unlock()
-}
-
-// Subscriber is a running subscription.
-type Subscriber struct {
-	*exec.Subscription
-	send func(payload []byte)
-	// after is the outbox position when the subscription was set up: an
-	// event written before it (announced late, since announcements follow
-	// commits in batches) is not the subscription's.
-	after int64
-}
-
 // Active is the number of running subscriptions (for the metrics).
 func (s *Feed) Active() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, m := range s.subs {
-		n += len(m)
+	for _, t := range s.tenants {
+		n += t.count
 	}
 	return n
 }

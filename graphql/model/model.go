@@ -48,6 +48,7 @@ const (
 	KindRelCreated
 	KindRelUpdated
 	KindRelDeleted
+	KindChanged // <singular>Changed: every change of an entity, with its cursor
 )
 
 // RootField is the meaning of one Query/Mutation/Subscription field.
@@ -606,10 +607,21 @@ func (g *gen) readRoots(e *schema.Entity, n entityNames, rf RootField, page stri
 	if hasVector(e) {
 		g.root(&g.query, n.VectorSearch, with(rf, KindVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}
-	g.root(&g.sub, n.Created, with(rf, KindCreated), "(where: "+n.Where+"): "+n.Type+"!")
-	g.root(&g.sub, n.Updated, with(rf, KindUpdated), "(where: "+n.Where+"): "+n.Type+"!")
-	g.root(&g.sub, n.Deleted, with(rf, KindDeleted), "(where: "+n.Where+"): "+n.Type+"!")
+	// after: resume after an event's cursor (frames carry it in
+	// extensions.cursor; <singular>Changed carries it as a field).
+	g.root(&g.sub, n.Created, with(rf, KindCreated), "(where: "+n.Where+", after: String): "+n.Type+"!")
+	g.root(&g.sub, n.Updated, with(rf, KindUpdated), "(where: "+n.Where+", after: String): "+n.Type+"!")
+	g.root(&g.sub, n.Deleted, with(rf, KindDeleted), "(where: "+n.Where+", after: String): "+n.Type+"!")
+	if !g.defined[changeTypeEnum] {
+		g.typ("enum", changeTypeEnum, "What a change did to a record.", []string{"  CREATED", "  UPDATED", "  DELETED"})
+	}
+	g.typ("type", n.Change, "One change of a "+e.Name+": its type, its cursor (resume after it with after:), the record as written (null when a relationship selection finds it deleted since) and, on updates and deletes, the record before it (null when no longer kept).",
+		[]string{"  type: " + changeTypeEnum + "!", "  cursor: String!", "  record: " + n.Type, "  previous: " + n.Type})
+	g.root(&g.sub, n.Changed, with(rf, KindChanged), "(where: "+n.Where+", after: String, types: ["+changeTypeEnum+"!]): "+n.Change+"!")
 }
+
+// changeTypeEnum is the enum of <singular>Changed's type and types.
+const changeTypeEnum = "ChangeType"
 
 func with(rf RootField, k RootKind) RootField { rf.Kind = k; return rf }
 
@@ -659,8 +671,8 @@ func (g *gen) relationship(r *schema.Relationship) {
 	}
 	if g.can("relationship", r.Name, "read") {
 		stem := lowerFirst(strings.TrimPrefix(rn.Create, "create"))
-		g.root(&g.sub, stem+"Created", with(rf, KindRelCreated), ": "+rn.Edge+"!")
-		g.root(&g.sub, stem+"Updated", with(rf, KindRelUpdated), ": "+rn.Edge+"!")
-		g.root(&g.sub, stem+"Deleted", with(rf, KindRelDeleted), ": "+rn.Edge+"!")
+		g.root(&g.sub, stem+"Created", with(rf, KindRelCreated), "(after: String): "+rn.Edge+"!")
+		g.root(&g.sub, stem+"Updated", with(rf, KindRelUpdated), "(after: String): "+rn.Edge+"!")
+		g.root(&g.sub, stem+"Deleted", with(rf, KindRelDeleted), "(after: String): "+rn.Edge+"!")
 	}
 }

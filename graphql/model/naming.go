@@ -89,6 +89,7 @@ type entityNames struct {
 	One, List, Count, ConnectionField, VectorSearch                  string
 	Create, Update, Delete, BatchCreate, BatchUpdate, BatchDelete    string
 	Created, Updated, Deleted                                        string
+	Changed, Change                                                  string
 }
 
 func (n namer) entity(e *schema.Entity) entityNames {
@@ -107,6 +108,7 @@ func (n namer) entity(e *schema.Entity) entityNames {
 		Create:       "create" + e.Name, Update: "update" + e.Name, Delete: "delete" + e.Name,
 		BatchCreate: "batchCreate" + e.Name, BatchUpdate: "batchUpdate" + e.Name, BatchDelete: "batchDelete" + e.Name,
 		Created: one + "Created", Updated: one + "Updated", Deleted: one + "Deleted",
+		Changed: one + "Changed", Change: e.Name + "Change",
 	}
 }
 
