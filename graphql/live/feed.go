@@ -81,7 +81,8 @@ type Feed struct {
 	log    *slog.Logger
 	limits Limits
 
-	wake chan struct{}
+	wake  chan struct{}
+	polls atomic.Uint64
 	// horizon is the outbox position up to which batches were handed out.
 	horizon atomic.Int64
 
@@ -247,6 +248,7 @@ func (s *Feed) Run(ctx context.Context) {
 			if more, err = s.poll(ctx, &h, ids); err != nil && ctx.Err() == nil {
 				s.log.Warn("graphql subscriptions: read events", "err", err)
 			}
+			s.polls.Add(1)
 		}
 		next := idlePoll
 		if more || h.Pending() {
@@ -570,6 +572,10 @@ func (s *Feed) matches(ctx context.Context, sub *Subscriber, record []byte) (boo
 	}
 	return s.store.Matches(ctx, sub.Match, record)
 }
+
+// Polls is how many times the feed has read the outbox (for tests that
+// must let it run past a moment).
+func (s *Feed) Polls() uint64 { return s.polls.Load() }
 
 // Active is the number of running subscriptions (for the metrics).
 func (s *Feed) Active() int {
