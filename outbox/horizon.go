@@ -174,3 +174,31 @@ func Previous(ctx context.Context, q sqlx.QueryerContext, ev *Event) ([]byte, er
 	}
 	return rec, err
 }
+
+// FeedFilter narrows a change feed read: entity (or relationship) names
+// and event types; empty means all.
+type FeedFilter struct {
+	Names, Types []string
+}
+
+// ReadFeed reads the events of tenant with seq in (after, upto] that
+// pass f, in outbox order, at most limit.
+func ReadFeed(ctx context.Context, q sqlx.QueryerContext, tenantID string, after, upto int64, f FeedFilter, limit int) ([]Event, error) {
+	if upto <= after {
+		return nil, nil
+	}
+	var out []Event
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, tenant_id, '' AS tenant_name, schema_name, type, entity_name, entity_id, record, created_at, seq
+		FROM dds.events WHERE tenant_id = $1 AND seq > $2 AND seq <= $3
+			AND ($4::text[] IS NULL OR entity_name = ANY($4)) AND ($5::text[] IS NULL OR type = ANY($5))
+		ORDER BY seq LIMIT $6`, tenantID, after, upto, textArray(f.Names), textArray(f.Types), limit)
+	return out, err
+}
+
+// textArray binds a list as a text[] literal, nil (NULL) when empty.
+func textArray(xs []string) any {
+	if len(xs) == 0 {
+		return nil
+	}
+	return schema.ArrayLiteral(xs)
+}

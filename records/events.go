@@ -32,3 +32,8 @@ func (s *Store) EventCursor(ctx context.Context, tenantID, cursor, field string)
 func (s *Store) PreviousEventRecord(ctx context.Context, ev *outbox.Event) ([]byte, error) {
 	return outbox.Previous(ctx, s.db, ev)
 }
+
+// EventFeed reads a page of the change feed of tenant (see outbox.ReadFeed).
+func (s *Store) EventFeed(ctx context.Context, tenantID string, after, upto int64, f outbox.FeedFilter, limit int) ([]outbox.Event, error) {
+	return outbox.ReadFeed(ctx, s.db, tenantID, after, upto, f, limit)
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/dds-project/dds/api/admin"
 	"github.com/dds-project/dds/api/connectapi"
 	"github.com/dds-project/dds/api/console"
+	apievents "github.com/dds-project/dds/api/events"
 	apifiles "github.com/dds-project/dds/api/files"
 	"github.com/dds-project/dds/api/graphql"
 	apijobs "github.com/dds-project/dds/api/jobs"
@@ -125,6 +126,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 		return nil, err
 	}
 	graphql.NewHandler(gqlEngine, s.Records, graphql.NewSocket(s.authn, s.Records, gqlEngine, s.gqlFeed), log).Routes(router)
+	apievents.New(s.Records).Routes(router) // the HTTP change feed
 	apifiles.New(s.Files, fileStore).Routes(router)
 	s.Jobs = jobs.NewService(d, s.Records, &jobs.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
 	apijobs.New(s.Jobs).Routes(router)

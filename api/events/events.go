@@ -1,0 +1,261 @@
+// Package events is the HTTP change feed: GET /api/v1/events, the
+// outbox read as pages of JSON or as a stream of Server-Sent Events whose
+// id is the event's cursor (so a browser's EventSource resumes by itself
+// with Last-Event-ID). Reads stop at the outbox's proven safe horizon
+// (outbox/horizon.go), so a consumer that stores the last cursor it
+// handled and resumes after it, on any replica, never misses an event.
+// Each event is shown only to a credential that may read its entity
+// (entity:<name>:read) or relationship (relationship:<name>:read).
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dds-project/dds/api"
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/outbox"
+	"github.com/dds-project/dds/records"
+)
+
+// Handler serves the change feed.
+type Handler struct {
+	store *records.Store
+	// Poll is how often an idle stream looks for new events.
+	Poll time.Duration
+	// Heartbeat is how often an idle stream sends a comment, so proxies
+	// keep it open.
+	Heartbeat time.Duration
+
+	mu      sync.Mutex
+	horizon outbox.Horizon
+}
+
+// New returns the change feed over store.
+func New(store *records.Store) *Handler {
+	return &Handler{store: store, Poll: 100 * time.Millisecond, Heartbeat: 15 * time.Second}
+}
+
+// Routes registers GET /api/v1/events.
+func (h *Handler) Routes(r *api.Router) { r.HandleFunc("GET /api/v1/events", h.serve) }
+
+// Event is one change as the feed shows it.
+type Event struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	EntityName string          `json:"entityName"`
+	EntityID   string          `json:"entityId"`
+	Record     json.RawMessage `json:"record"`
+	Timestamp  time.Time       `json:"timestamp"`
+}
+
+// Page is a JSON page: the events after the cursor, and the cursor to
+// ask with next (the last event read, shown or not; the request's cursor
+// when none was).
+type Page struct {
+	Events     []Event `json:"events"`
+	NextCursor *string `json:"nextCursor"`
+}
+
+type request struct {
+	after  string
+	filter outbox.FeedFilter
+	limit  int
+}
+
+const maxLimit = 1000
+
+func parse(r *http.Request) (request, error) {
+	q := r.URL.Query()
+	req := request{after: q.Get("after"), limit: 100}
+	if req.after == "" {
+		req.after = r.Header.Get("Last-Event-ID")
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return req, apperr.Field("limit", "must be an integer from 1 to %d", maxLimit)
+		}
+		req.limit = n
+	}
+	req.filter.Names = list(q.Get("entities"))
+	for _, t := range list(q.Get("types")) {
+		if !outbox.ValidType(t) {
+			return req, apperr.Field("types", "%q is not an event type (%s)", t, strings.Join(outbox.Types, ", "))
+		}
+		req.filter.Types = append(req.filter.Types, t)
+	}
+	return req, nil
+}
+
+func list(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// visible reports whether p may read ev.
+func visible(p *auth.Principal, ev *outbox.Event) bool {
+	if outbox.IsRelationship(ev.Type) {
+		return p.Scopes.Allows("relationship", ev.Name, "read")
+	}
+	return p.Scopes.Allows("entity", ev.Name, "read")
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	p := api.Principal(r)
+	req, err := parse(r)
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	for _, n := range req.filter.Names {
+		if !p.Scopes.Allows("entity", n, "read") && !p.Scopes.Allows("relationship", n, "read") {
+			api.WriteError(w, r, apperr.New(apperr.Forbidden, "insufficient permissions: requires scope entity:%s:read", n))
+			return
+		}
+	}
+	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	var pos int64
+	switch {
+	case req.after != "":
+		pos, err = h.store.EventCursor(r.Context(), p.TenantID, req.after, "after")
+	case stream:
+		// A new stream follows what happens from now on.
+		pos, err = h.store.EventsHighWater(r.Context(), p.TenantID)
+	}
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	if stream {
+		h.stream(w, r, p, req, pos)
+		return
+	}
+	safe, err := h.safe(r.Context(), true)
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	evs, err := h.store.EventFeed(r.Context(), p.TenantID, pos, safe, req.filter, req.limit)
+	if err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	page := Page{Events: []Event{}}
+	if req.after != "" {
+		page.NextCursor = &req.after
+	}
+	for i := range evs {
+		ev := &evs[i]
+		if visible(p, ev) {
+			page.Events = append(page.Events, show(ev))
+		}
+		page.NextCursor = &ev.ID
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(page)
+}
+
+func show(ev *outbox.Event) Event {
+	return Event{ID: ev.ID, Type: ev.Type, EntityName: ev.Name, EntityID: ev.SubjectID, Record: ev.Record, Timestamp: ev.CreatedAt}
+}
+
+// safe is the newest proven horizon; with fresh set it waits (briefly)
+// for a sample taken now to be proven, so a page shows what committed
+// before the request.
+func (h *Handler) safe(ctx context.Context, fresh bool) (int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	start, err := h.store.EventsHorizon(ctx, &h.horizon)
+	if err != nil || !fresh {
+		return start, err
+	}
+	deadline := time.Now().Add(time.Second)
+	for h.horizon.Pending() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+		if _, err := h.store.EventsHorizon(ctx, &h.horizon); err != nil {
+			return 0, err
+		}
+	}
+	return h.horizon.Safe(), nil
+}
+
+// stream writes Server-Sent Events from pos until the client leaves.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, p *auth.Principal, req request, pos int64) {
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// A client's reconnect delay, and a first byte so it sees the stream open.
+	fmt.Fprint(w, "retry: 1000\n\n")
+	_ = rc.Flush()
+	lastBeat := time.Now()
+	var buf bytes.Buffer
+	const page = 1000
+	for {
+		safe, err := h.safe(ctx, false)
+		if err != nil {
+			return
+		}
+		evs, err := h.store.EventFeed(ctx, p.TenantID, pos, safe, req.filter, page)
+		if err != nil {
+			return
+		}
+		for i := range evs {
+			ev := &evs[i]
+			pos = ev.Seq
+			if !visible(p, ev) {
+				continue
+			}
+			// id: is the cursor; EventSource sends it back as Last-Event-ID.
+			// The data is JSON, the id a UUID: neither holds a newline.
+			buf.Reset()
+			buf.WriteString("id: " + ev.ID + "\ndata: ")
+			_ = json.NewEncoder(&buf).Encode(show(ev)) // ends with "\n"
+			buf.WriteString("\n")
+			if _, err := w.Write(buf.Bytes()); err != nil { // #nosec G705 -- text/event-stream of JSON, not HTML
+				return
+			}
+		}
+		if len(evs) > 0 {
+			if rc.Flush() != nil {
+				return
+			}
+			lastBeat = time.Now()
+		}
+		if len(evs) < page {
+			pos = max(pos, safe)
+			if time.Since(lastBeat) >= h.Heartbeat {
+				fmt.Fprint(w, ": keepalive\n\n")
+				if rc.Flush() != nil {
+					return
+				}
+				lastBeat = time.Now()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(h.Poll):
+			}
+		}
+	}
+}
