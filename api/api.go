@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -269,6 +270,8 @@ func decodeError(err error) error {
 		return apperr.Field(field, "must be %s", jsonKind(typ.Type.Kind().String()))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return apperr.New(apperr.BadRequest, "the JSON request body is truncated")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return apperr.New(apperr.BadRequest, "the request body did not arrive in time")
 	}
 	return apperr.New(apperr.BadRequest, "invalid JSON body: %s", err.Error())
 }

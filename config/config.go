@@ -37,7 +37,12 @@ type Config struct {
 	// /metrics; empty serves nothing.
 	WorkerHTTPAddr string `env:"DDS_WORKER_HTTP_ADDR" envDefault:"127.0.0.1:8081"`
 	MaxBodyBytes   int64  `env:"DDS_MAX_BODY_BYTES" envDefault:"16777216"`
-	DBMaxConns     int    `env:"DDS_DB_MAX_CONNS" envDefault:"40"`
+	// BodyTimeout bounds how long a request body may take to arrive after
+	// its headers; UploadTimeout replaces it for uploads to the local file
+	// driver. A body still arriving then is refused and its connection closed.
+	BodyTimeout   time.Duration `env:"DDS_BODY_TIMEOUT" envDefault:"60s"`
+	UploadTimeout time.Duration `env:"DDS_UPLOAD_TIMEOUT" envDefault:"1h"`
+	DBMaxConns    int           `env:"DDS_DB_MAX_CONNS" envDefault:"40"`
 	// VectorEfSearch is the hnsw.ef_search every connection runs with
 	// (db.WithVectorEfSearch); 400 is db.DefaultVectorEfSearch.
 	VectorEfSearch int `env:"DDS_VECTOR_EF_SEARCH" envDefault:"400"`

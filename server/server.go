@@ -155,6 +155,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 		Metrics:    api.NewMetrics(reg),
 
 		AccessLogSample: cfg.AccessLogSample,
+		Unlimited:       map[string]bool{"GET /livez": true, "GET /readyz": true, "GET /healthz": true, "GET /metrics": true},
+		Body:            cfg.BodyTimeout, Upload: cfg.UploadTimeout, UploadPrefix: storage.LocalRoute,
 	}))
 	if obs.Tracing() {
 		// A span per request (W3C traceparent continues a caller's trace),
