@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -86,7 +87,9 @@ func Start(taskQueue string, verbose bool) (*Stack, error) {
 	if err := searchattr.Ensure(ctx, s.Temporal, "default"); err != nil {
 		log.Warn("could not register the search attributes", "err", err)
 	}
-	r, err := relay.Setup(d, s.Temporal, dl, relay.SetupOptions{TaskQueue: taskQueue, Hub: hub, Log: log})
+	// A lease of one second, so that a batch outliving it (a slow receiver)
+	// is renewed, not taken over and repeated, in every test that uses it.
+	r, err := relay.Setup(d, s.Temporal, dl, relay.SetupOptions{TaskQueue: taskQueue, Hub: hub, Lease: time.Second, Log: log})
 	if err != nil {
 		cancel()
 		return fail(err)
