@@ -52,6 +52,10 @@ type Config struct {
 	RateAuth   int  `env:"DDS_RATE_AUTH" envDefault:"20"`
 	RateTenant int  `env:"DDS_RATE_TENANT" envDefault:"300"`
 	TrustProxy bool `env:"DDS_TRUST_PROXY" envDefault:"false"`
+	// RateSyncInterval is how often a server adds its counts to the shared
+	// counters of the cluster (dds.rate_counts) and reads the totals back;
+	// 0 keeps every replica counting alone.
+	RateSyncInterval time.Duration `env:"DDS_RATE_SYNC_INTERVAL" envDefault:"250ms"`
 
 	// CORSOrigins are the browser origins allowed to call the API
 	// (comma-separated, "*" for any); empty turns CORS off.

@@ -60,6 +60,7 @@ type Server struct {
 	Jobs    *jobs.Service
 	Handler http.Handler
 	gqlFeed *gqllive.Feed
+	limits  *ratelimit.Sync // shares the rate limits' counts with the other replicas
 	// Registry is the server's Prometheus registry (served on /metrics).
 	Registry *prometheus.Registry
 	// JobProgress are the gauges long-running jobs report through.
@@ -111,7 +112,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	s.Records = records.NewStore(d, s.Schemas, s.Files, records.WithEventNotifications(s.events),
 		records.WithVectorEfSearch(cfg.VectorEfSearch))
 
-	router := api.NewRouter(s.authn, ratelimit.New(cfg.RateTenant, time.Minute), cfg.MaxBodyBytes)
+	perTenant, perIP, perIPAuth := ratelimit.New(cfg.RateTenant, time.Minute), ratelimit.New(cfg.RateGlobal, time.Minute), ratelimit.New(cfg.RateAuth, time.Minute)
+	s.limits = ratelimit.NewSync(d, cfg.RateSyncInterval, log, map[string]*ratelimit.Limiter{"tenant": perTenant, "ip": perIP, "auth": perIPAuth})
+	router := api.NewRouter(s.authn, perTenant, cfg.MaxBodyBytes)
 	restAPI := rest.New(s.Records, s.Files)
 	restAPI.Routes(router)
 	restAPI.QueryRoutes(router) // query, batch, vector search, relationships
@@ -148,8 +151,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	router.Public("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
 	s.Handler = api.CORS(cfg.CORSOrigins, api.Middleware(router, log, api.Limits{
-		Global:     ratelimit.New(cfg.RateGlobal, time.Minute),
-		Auth:       ratelimit.New(cfg.RateAuth, time.Minute),
+		Global:     perIP,
+		Auth:       perIPAuth,
 		AuthPaths:  map[string]bool{"POST /api/v1/auth/token": true, "POST /api/v1/tenants": true},
 		TrustProxy: cfg.TrustProxy,
 		Metrics:    api.NewMetrics(reg),
@@ -180,6 +183,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// SyncLimits shares the rate limits' counts with the other replicas now,
+// as the background loop does every DDS_RATE_SYNC_INTERVAL (tests pace
+// their requests with it).
+func (s *Server) SyncLimits(ctx context.Context) error { return s.limits.Once(ctx) }
+
 // Serve serves on ln until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	authDone := make(chan struct{})
@@ -189,6 +197,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go s.hub.Run(ctx)
 	go func() { s.authn.Run(ctx, 30*time.Second); close(authDone) }()
 	go s.gqlFeed.Run(ctx)
+	go s.limits.Run(ctx)
 	// Event notifications outlive the HTTP shutdown below, so writes that
 	// finish during it are still announced.
 	pubCtx, pubStop := context.WithCancel(context.WithoutCancel(ctx))
