@@ -30,7 +30,7 @@ BENCH_ARGS    ?=
 # MinIO is started for `make run` only when the s3 file storage driver is chosen.
 RUN_MINIO := $(if $(filter s3,$(FILE_STORAGE_DRIVER)),--with-minio,)
 # `make run` needs no browser (only the console's browser test does).
-INSTALL_RUN_FLAGS := --no-browser $(if $(RUN_MINIO),,--no-minio)
+INSTALL_RUN_FLAGS := --no-browser --no-pgbouncer $(if $(RUN_MINIO),,--no-minio)
 
 .PHONY: help
 help: ## Show this list
@@ -53,7 +53,7 @@ run: ## Install, start the stack, migrate, then server + worker in one process (
 .PHONY: test
 test: ## Install, start the stack (with MinIO), run every test incl. fuzz seed corpora
 	@bash deploy/install.sh
-	@bash deploy/with-stack.sh --with-minio --profile test --db dds_test -- \
+	@bash deploy/with-stack.sh --with-minio --with-pgbouncer --profile test --db dds_test -- \
 		go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: fresh-check

@@ -19,7 +19,14 @@ import (
 // Config is the whole configuration of the server and worker processes.
 type Config struct {
 	DatabaseURL string `env:"DATABASE_URL,required"`
-	HTTPAddr    string `env:"DDS_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	// DatabaseDirectURL reaches Postgres without a pooler: LISTEN, the
+	// migrations' session locks. Unset, it is DatabaseURL.
+	DatabaseDirectURL string `env:"DATABASE_DIRECT_URL"`
+	// DBPoolMode is "session" (DatabaseURL is Postgres or a pooler in
+	// session mode) or "transaction" (a pooler in transaction mode, such as
+	// PgBouncer: see db.ThroughTransactionPooler).
+	DBPoolMode string `env:"DDS_DB_POOL_MODE" envDefault:"session"`
+	HTTPAddr   string `env:"DDS_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	// PublicURL is the base URL clients reach the server at (OpenAPI
 	// servers, local presigned file URLs). Unset, it follows HTTPAddr.
 	PublicURL string `env:"DDS_PUBLIC_URL"`
@@ -114,6 +121,24 @@ func listenURL(addr string) (string, error) {
 	return "http://" + net.JoinHostPort(host, port), nil
 }
 
+// DirectURL is where session state (LISTEN, session locks) connects:
+// DatabaseDirectURL, else DatabaseURL.
+func (c *Config) DirectURL() string {
+	if c.DatabaseDirectURL != "" {
+		return c.DatabaseDirectURL
+	}
+	return c.DatabaseURL
+}
+
+// DBOptions are the options of the API and worker pools (db.Open).
+func (c *Config) DBOptions() []db.Option {
+	opts := []db.Option{db.WithVectorEfSearch(c.VectorEfSearch)}
+	if c.DBPoolMode == "transaction" {
+		opts = append(opts, db.ThroughTransactionPooler())
+	}
+	return opts
+}
+
 // Load reads the environment. Every problem is reported in one error.
 func Load() (*Config, error) {
 	var c Config
@@ -137,6 +162,12 @@ func Load() (*Config, error) {
 	}
 	if c.FileStorageDriver != "local" && c.FileStorageDriver != "s3" {
 		problems = append(problems, fmt.Errorf(`FILE_STORAGE_DRIVER must be "local" or "s3", got %q`, c.FileStorageDriver))
+	}
+	if c.DBPoolMode != "session" && c.DBPoolMode != "transaction" {
+		problems = append(problems, fmt.Errorf(`DDS_DB_POOL_MODE must be "session" or "transaction", got %q`, c.DBPoolMode))
+	}
+	if c.DBPoolMode == "transaction" && c.DatabaseDirectURL == "" {
+		problems = append(problems, errors.New("DDS_DB_POOL_MODE=transaction needs DATABASE_DIRECT_URL: LISTEN and the migrations' locks cannot go through a transaction pooler"))
 	}
 	if c.DBMaxConns < 1 {
 		problems = append(problems, fmt.Errorf("DDS_DB_MAX_CONNS must be at least 1, got %d", c.DBMaxConns))

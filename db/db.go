@@ -37,7 +37,22 @@ const MaxVectorEfSearch = 1000
 // Option configures Open.
 type Option func(*openOptions)
 
-type openOptions struct{ efSearch int }
+type openOptions struct {
+	efSearch          int
+	transactionPooler bool
+}
+
+// ThroughTransactionPooler makes the pool work through a connection pooler
+// in transaction mode (PgBouncer 1.18, which knows no protocol-level
+// prepared statements and refuses unknown startup parameters): statements
+// are sent with their cached descriptions in one round trip but never
+// prepared by name, and no run-time parameter is sent at connection — the
+// pooler's connect_query must set jit = off and hnsw.ef_search (see
+// docs/operations.md). Session state (LISTEN, session advisory locks) must
+// use a direct connection, never this pool.
+func ThroughTransactionPooler() Option {
+	return func(o *openOptions) { o.transactionPooler = true }
+}
 
 // WithVectorEfSearch makes connections run with hnsw.ef_search = ef (1 to
 // MaxVectorEfSearch; config validates it) instead of DefaultVectorEfSearch.
@@ -78,14 +93,16 @@ func Open(ctx context.Context, url string, maxConns int, opts ...Option) (*sqlx.
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	if !urlSets(cfg, "jit") {
+	if o.transactionPooler {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	} else if !urlSets(cfg, "jit") {
 		cfg.RuntimeParams["jit"] = "off"
 	}
 	// Sent in the startup packet: Postgres keeps it as a placeholder until
 	// pgvector loads in the session, which then takes it (a plain SET after
 	// connecting would cost a round trip per connection, SET LOCAL one per
 	// search). A value in url (parameter or options) stays.
-	if !urlSets(cfg, "hnsw.ef_search") {
+	if !o.transactionPooler && !urlSets(cfg, "hnsw.ef_search") {
 		cfg.RuntimeParams["hnsw.ef_search"] = strconv.Itoa(o.efSearch)
 	}
 	connector := stdlib.GetConnector(*cfg)

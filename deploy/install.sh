@@ -20,7 +20,10 @@
 # With --with-bench (make bench) also: wrk (apt) and PostGraphile, the benchmarks' peer
 # (npm ci in bench/peer).
 #
-# Usage: deploy/install.sh [--no-minio] [--no-browser] [--with-bench]
+# PgBouncer (apt) is installed for the tests that run DDS through a transaction pooler, unless
+# --no-pgbouncer (make run).
+#
+# Usage: deploy/install.sh [--no-minio] [--no-browser] [--no-pgbouncer] [--with-bench]
 # Environment: DDS_CACHE, TEMPORAL_CLI_VERSION, MINIO_VERSION (override the pins below).
 set -euo pipefail
 
@@ -42,9 +45,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WITH_MINIO=1
 WITH_BROWSER=1
 WITH_BENCH=0
+WITH_PGBOUNCER=1
 for arg in "$@"; do
 	case $arg in
 	--no-minio) WITH_MINIO=0 ;;
+	--no-pgbouncer) WITH_PGBOUNCER=0 ;;
 	--no-browser) WITH_BROWSER=0 ;;
 	--with-bench) WITH_BENCH=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -102,6 +107,7 @@ want=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR build-essential dpkg-
 if ! command -v npm >/dev/null; then # npm installs Node 22 and the test clients
 	want+=(nodejs npm)
 fi
+if [ "$WITH_PGBOUNCER" -eq 1 ]; then want+=(pgbouncer); fi
 missing=()
 for p in "${want[@]}"; do pkg_installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -2,9 +2,10 @@
 # deploy/stack.sh — run the services DDS needs, from binaries deploy/install.sh put in place,
 # with their state under .dds/ in the repository (kept between runs).
 #
-#   deploy/stack.sh up [--with-minio] [--profile run|test] [--started-file FILE]
+#   deploy/stack.sh up [--with-minio] [--with-pgbouncer] [--profile run|test] [--started-file FILE]
 #       Start PostgreSQL 15 (+ pgvector), the Temporal dev server and, with --with-minio or
-#       FILE_STORAGE_DRIVER=s3, MinIO. A service already running (pid file + health check) is
+#       FILE_STORAGE_DRIVER=s3, MinIO; with --with-pgbouncer, PgBouncer in transaction mode in
+#       front of Postgres (as production runs it; see docs/operations.md). A service already running (pid file + health check) is
 #       left alone. Waits until each one answers. Writes .dds/env. With --started-file, appends
 #       the names of the services this call started to FILE (so a caller can stop only those).
 #       Profile "test" turns Postgres fsync off (fast, not crash-safe); "run" (default) keeps it.
@@ -14,7 +15,8 @@
 #   deploy/stack.sh env        Print the `export` lines for the stack (same as .dds/env).
 #
 # Ports (all on 127.0.0.1): DDS_PG_PORT (54329), DDS_TEMPORAL_PORT (7233), DDS_TEMPORAL_UI_PORT
-# (8233), DDS_MINIO_PORT (9100), DDS_MINIO_CONSOLE_PORT (9101). Logs in .dds/logs/.
+# (8233), DDS_MINIO_PORT (9100), DDS_MINIO_CONSOLE_PORT (9101), DDS_PGBOUNCER_PORT (64329).
+# Logs in .dds/logs/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,6 +32,7 @@ TEMPORAL_PORT=${DDS_TEMPORAL_PORT:-7233}
 TEMPORAL_UI_PORT=${DDS_TEMPORAL_UI_PORT:-8233}
 MINIO_PORT=${DDS_MINIO_PORT:-9100}
 MINIO_CONSOLE_PORT=${DDS_MINIO_CONSOLE_PORT:-9101}
+PGBOUNCER_PORT=${DDS_PGBOUNCER_PORT:-64329}
 TEMPORAL_CLI=${DDS_TEMPORAL_CLI:-$DDS_CACHE/bin/temporal}
 MINIO_BIN=${DDS_MINIO_BIN:-$DDS_CACHE/bin/minio}
 
@@ -322,6 +325,56 @@ minio_up() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# PgBouncer (transaction mode, in front of Postgres)
+# ---------------------------------------------------------------------------------------------
+pgbouncer_ready() { psql -X -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d dds -tAc 'SELECT 1' >/dev/null 2>&1; }
+
+pgbouncer_up() {
+	local pid dir bin
+	bin=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
+	[ -x "$bin" ] || die "pgbouncer is not installed: run deploy/install.sh"
+	pid=$(pid_of pgbouncer)
+	if [ -n "$pid" ]; then
+		wait_until pgbouncer "$pid" pgbouncer_ready
+		log "pgbouncer already running (pid $pid) on 127.0.0.1:$PGBOUNCER_PORT"
+		return
+	fi
+	if pgbouncer_ready; then
+		die "port $PGBOUNCER_PORT already answers for a PgBouncer that stack.sh did not start; set DDS_PGBOUNCER_PORT"
+	fi
+	dir=$STATE/pgbouncer
+	mkdir -p "$dir"
+	# Transaction mode, as a production deployment runs it in front of the API pool. The
+	# settings DDS sends at connection time without a pooler (jit off, the HNSW candidate list
+	# size) are the pooler's connect_query here: PgBouncer 1.18 refuses unknown startup
+	# parameters and knows no protocol-level prepared statements.
+	cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$PG_PORT user=postgres connect_query='SET jit = off; SET hnsw.ef_search = 400'
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGBOUNCER_PORT
+unix_socket_dir =
+auth_type = any
+pool_mode = transaction
+max_client_conn = 2000
+default_pool_size = 60
+server_reset_query =
+ignore_startup_parameters = extra_float_digits
+log_connections = 0
+log_disconnections = 0
+INI
+	[ "$(id -u)" -ne 0 ] || chown -R postgres:postgres "$dir"
+	local runner=()
+	[ "$(id -u)" -ne 0 ] || runner=(setpriv --reuid=postgres --regid=postgres --init-groups)
+	pid=$(spawn pgbouncer "${runner[@]}" "$bin" "$dir/pgbouncer.ini")
+	wait_until pgbouncer "$pid" pgbouncer_ready
+	record_started pgbouncer
+	log "pgbouncer started (pid $pid, transaction mode) on 127.0.0.1:$PGBOUNCER_PORT"
+}
+
+# ---------------------------------------------------------------------------------------------
 # commands
 # ---------------------------------------------------------------------------------------------
 print_env() {
@@ -343,6 +396,9 @@ export DDS_TEST_S3_ENDPOINT='$s3'
 export DDS_TEST_S3_ACCESS_KEY='$MINIO_USER'
 export DDS_TEST_S3_SECRET_KEY='$MINIO_PASSWORD'
 EOF
+	if [ -n "$(pid_of pgbouncer)" ]; then
+		echo "export DDS_TEST_PGBOUNCER_URL='postgres://postgres@127.0.0.1:$PGBOUNCER_PORT/dds_test?sslmode=disable'"
+	fi
 }
 
 cmd_up() {
@@ -353,16 +409,17 @@ cmd_up() {
 	pg_up
 	temporal_up
 	if [ "$WITH_MINIO" -eq 1 ]; then minio_up; fi
+	if [ "$WITH_PGBOUNCER" -eq 1 ]; then pgbouncer_up; fi
 	print_env >"$STATE/env"
 	log "ready in $(($(now_ms) - t0)) ms; environment in $STATE/env"
 }
 
 cmd_down() {
-	local names=(minio temporal postgres) n i
+	local names=(pgbouncer minio temporal postgres) n i
 	if [ -n "$STARTED_FILE" ]; then
 		[ -f "$STARTED_FILE" ] || return 0
 		names=()
-		for n in minio temporal postgres; do
+		for n in pgbouncer minio temporal postgres; do
 			if grep -qx "$n" "$STARTED_FILE"; then names+=("$n"); fi
 		done
 	fi
@@ -382,9 +439,10 @@ cmd_down() {
 
 cmd_status() {
 	local n pid addr
-	for n in postgres temporal minio; do
+	for n in postgres temporal minio pgbouncer; do
 		case $n in
 		postgres) addr=127.0.0.1:$PG_PORT ;;
+		pgbouncer) addr=127.0.0.1:$PGBOUNCER_PORT ;;
 		temporal) addr=127.0.0.1:$TEMPORAL_PORT ;;
 		minio) addr=127.0.0.1:$MINIO_PORT ;;
 		esac
@@ -400,12 +458,14 @@ cmd_status() {
 cmd=${1:-}
 [ $# -eq 0 ] || shift
 WITH_MINIO=0
+WITH_PGBOUNCER=0
 [ "${FILE_STORAGE_DRIVER:-}" != s3 ] || WITH_MINIO=1
 PROFILE=${DDS_STACK_PROFILE:-run}
 STARTED_FILE=${DDS_STACK_STARTED_FILE:-}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--with-minio) WITH_MINIO=1 ;;
+	--with-pgbouncer) WITH_PGBOUNCER=1 ;;
 	--profile) PROFILE=${2:?--profile needs run or test}; shift ;;
 	--started-file) STARTED_FILE=${2:?--started-file needs a path}; shift ;;
 	*) die "unknown argument $1" ;;

@@ -84,6 +84,14 @@ set +a
 if [ -n "$db" ]; then
 	DATABASE_URL="${DATABASE_URL%/*}/$db?sslmode=disable"
 	export DATABASE_URL
+	if [ -n "${DDS_TEST_PGBOUNCER_URL:-}" ]; then
+		DDS_TEST_PGBOUNCER_URL="${DDS_TEST_PGBOUNCER_URL%/*}/$db?sslmode=disable"
+		export DDS_TEST_PGBOUNCER_URL
+	fi
+	if [ -n "${DDS_TEST_PGBOUNCER_URL:-}" ]; then
+		DDS_TEST_PGBOUNCER_URL="${DDS_TEST_PGBOUNCER_URL%/*}/$db?sslmode=disable"
+		export DDS_TEST_PGBOUNCER_URL
+	fi
 fi
 
 # Tests under the stack must find every service: a missing one fails them instead of

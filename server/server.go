@@ -70,7 +70,7 @@ type Server struct {
 // New builds the server: connects to Postgres and wires every surface.
 // Migrations are not applied here (`dds migrate` or `dds dev` do that).
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
-	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, db.WithVectorEfSearch(cfg.VectorEfSearch))
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, cfg.DBOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 			d.Close()
 		}
 	}()
-	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DatabaseURL, log), events: pgnotify.NewPublisher(d, log)}
+	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DirectURL(), log), events: pgnotify.NewPublisher(d, log)}
 	s.Schemas = schema.NewService(d)
 	s.authn = auth.NewAuthenticator(d, cfg.Env, []byte(cfg.JWTSecret), cfg.AuthCacheTTL, log)
 	keys := auth.NewKeys(d, cfg.Env)

@@ -55,7 +55,7 @@ type Worker struct {
 // New connects to Postgres and Temporal and registers every capability's
 // workflows and activities.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, error) {
-	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, db.WithVectorEfSearch(cfg.VectorEfSearch))
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, cfg.DBOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 		d.Close()
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
 	}
-	w := &Worker{cfg: cfg, log: log, DB: d, Hub: pgnotify.New(cfg.DatabaseURL, log), Temporal: tc,
+	w := &Worker{cfg: cfg, log: log, DB: d, Hub: pgnotify.New(cfg.DirectURL(), log), Temporal: tc,
 		tw: tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{}), Registry: obs.NewRegistry(d.DB)}
 	w.JobProgress = obs.NewJobProgress(w.Registry)
 	if err := w.register(ctx); err != nil {

@@ -180,7 +180,7 @@ func newLogger(cfg *config.Config) *slog.Logger {
 // migrate applies the control-plane migrations, then gives the tables of
 // schemas made by an earlier DDS what today's DDL adds (schema.Upgrade).
 func migrate(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	d, err := db.Open(ctx, cfg.DatabaseURL, 2)
+	d, err := db.Open(ctx, cfg.DirectURL(), 2) // session locks: never through a transaction pooler
 	if err != nil {
 		return err
 	}
