@@ -56,6 +56,12 @@ test: ## Install, start the stack (with MinIO), run every test incl. fuzz seed c
 	@bash deploy/with-stack.sh --with-minio --with-pgbouncer --profile test --db dds_test -- \
 		go test $(GO_TEST_FLAGS) $(PKGS)
 
+.PHONY: cluster-check
+cluster-check: ## Run the production topology (2 servers behind HAProxy, 2 workers, PgBouncer) and break it on purpose
+	@bash deploy/install.sh --no-browser --no-minio --with-cluster
+	@mkdir -p bin && go build -o bin/dds ./cmd/dds
+	@bash deploy/with-stack.sh --with-pgbouncer --profile test -- go run ./deploy/clustercheck -bin bin/dds
+
 .PHONY: fresh-check
 fresh-check: ## As root: run `make run`, the README's first calls and `make test` in a fresh Debian root
 	@bash deploy/fresh-check.sh

@@ -47,6 +47,10 @@ type Config struct {
 	// BodyTimeout bounds how long a request body may take to arrive after
 	// its headers; UploadTimeout replaces it for uploads to the local file
 	// driver. A body still arriving then is refused and its connection closed.
+	// ShutdownDrain is how long a server that was asked to stop keeps
+	// serving with /readyz failing, so that a balancer takes it out first
+	// (0: close at once, fine without a balancer).
+	ShutdownDrain time.Duration `env:"DDS_SHUTDOWN_DRAIN" envDefault:"0s"`
 	BodyTimeout   time.Duration `env:"DDS_BODY_TIMEOUT" envDefault:"60s"`
 	UploadTimeout time.Duration `env:"DDS_UPLOAD_TIMEOUT" envDefault:"1h"`
 	DBMaxConns    int           `env:"DDS_DB_MAX_CONNS" envDefault:"40"`

@@ -23,7 +23,9 @@
 # PgBouncer (apt) is installed for the tests that run DDS through a transaction pooler, unless
 # --no-pgbouncer (make run).
 #
-# Usage: deploy/install.sh [--no-minio] [--no-browser] [--no-pgbouncer] [--with-bench]
+# With --with-cluster (make cluster-check) also HAProxy (apt).
+#
+# Usage: deploy/install.sh [--no-minio] [--no-browser] [--no-pgbouncer] [--with-bench] [--with-cluster]
 # Environment: DDS_CACHE, TEMPORAL_CLI_VERSION, MINIO_VERSION (override the pins below).
 set -euo pipefail
 
@@ -46,10 +48,12 @@ WITH_MINIO=1
 WITH_BROWSER=1
 WITH_BENCH=0
 WITH_PGBOUNCER=1
+WITH_CLUSTER=0
 for arg in "$@"; do
 	case $arg in
 	--no-minio) WITH_MINIO=0 ;;
 	--no-pgbouncer) WITH_PGBOUNCER=0 ;;
+	--with-cluster) WITH_CLUSTER=1 ;;
 	--no-browser) WITH_BROWSER=0 ;;
 	--with-bench) WITH_BENCH=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -108,6 +112,7 @@ if ! command -v npm >/dev/null; then # npm installs Node 22 and the test clients
 	want+=(nodejs npm)
 fi
 if [ "$WITH_PGBOUNCER" -eq 1 ]; then want+=(pgbouncer); fi
+if [ "$WITH_CLUSTER" -eq 1 ]; then want+=(haproxy); fi
 missing=()
 for p in "${want[@]}"; do pkg_installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -61,6 +62,9 @@ type Server struct {
 	Handler http.Handler
 	gqlFeed *gqllive.Feed
 	limits  *ratelimit.Sync // shares the rate limits' counts with the other replicas
+	// draining is set once shutdown begins: /readyz answers 503 so that a
+	// balancer stops sending new requests before the listener closes.
+	draining atomic.Bool
 	// Registry is the server's Prometheus registry (served on /metrics).
 	Registry *prometheus.Registry
 	// JobProgress are the gauges long-running jobs report through.
@@ -174,6 +178,10 @@ func live(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		api.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.DB.PingContext(ctx); err != nil {
@@ -217,6 +225,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if d := s.cfg.ShutdownDrain; d > 0 {
+		// Behind a balancer: fail /readyz and keep serving until it has
+		// noticed, so no request meets a closed port (a rolling restart
+		// then fails none).
+		s.draining.Store(true)
+		s.log.Info("shutting down: draining (readyz fails) before closing", "drain", d)
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(d):
+		}
 	}
 	s.log.Info("shutting down: finishing open requests", "timeout", "10s")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
