@@ -342,7 +342,9 @@ pgbouncer_up() {
 	if pgbouncer_ready; then
 		die "port $PGBOUNCER_PORT already answers for a PgBouncer that stack.sh did not start; set DDS_PGBOUNCER_PORT"
 	fi
-	dir=$STATE/pgbouncer
+	# Beside the Postgres cluster: a directory the postgres user, which PgBouncer runs as, can
+	# reach even when the checkout is under a private home directory.
+	dir=$(pg_home)/pgbouncer
 	mkdir -p "$dir"
 	# Transaction mode, as a production deployment runs it in front of the API pool. The
 	# settings DDS sends at connection time without a pooler (jit off, the HNSW candidate list
