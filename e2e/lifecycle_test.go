@@ -189,7 +189,7 @@ func TestSoftDeleteOnEverySurface(t *testing.T) {
 	}
 	g := d.gql(t, tenant, key, `{ books { id } booksConnection { totalCount edges { node { id } } } booksCount
 		book(id: "`+gone.ID+`") { id } author(id: "`+author.ID+`") { books { id } }
-		writers: authors(where: {books_some: {title: {eq: "Lathe"}}}) { id } }`, false)
+		writers: authors(where: {books_some: {title: {equals: "Lathe"}}}) { id } }`, false)
 	if !slices.Equal(ids(g["books"]), []string{kept.ID}) || g["booksCount"] != float64(1) || g["book"] != nil ||
 		g["booksConnection"].(map[string]any)["totalCount"] != float64(1) || !slices.Equal(ids(g["booksConnection"].(map[string]any)["edges"]), []string{kept.ID}) ||
 		!slices.Equal(ids(g["author"].(map[string]any)["books"]), []string{kept.ID}) || len(g["writers"].([]any)) != 0 {

@@ -309,10 +309,10 @@ func CreateSQL(sc *Scope, e *schema.Entity, fields []*schema.Field, a *query.Arg
 		vals = append(vals, a.Add(nil, schema.ColumnType(f)))
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	h, from := actorCTE(e, a, nil)
+	ev := outbox.InsertOneCTE(a, eventArg, sc.Origin(), outbox.EntityCreated, e.Name, "w")
+	h, from := actorCTE(e, a, nil) // after the outbox's values: the actor binds last
 	return fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
-		sc.compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
-		outbox.InsertOneCTE(a, eventArg, sc.Origin(), outbox.EntityCreated, e.Name, "w"), h, from)
+		sc.compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "), ev, h, from)
 }
 
 // Update replaces (PUT) or merges (PATCH) a record and writes its
