@@ -172,12 +172,12 @@ func (s *Store) History(ctx context.Context, sc *Scope, entity, id string, limit
 		after = u.String()
 	}
 	var a query.Args
-	w := fmt.Sprintf(`x."entity" = %s AND x."record_id" = %s`, a.Add(e.Name, "text"), a.Add(id, "uuid"))
+	w := fmt.Sprintf(`x."record_id" = %s AND x."entity" = %s`, a.Add(id, "uuid"), a.Add(e.Name, "text"))
 	if after != "" {
 		w += ` AND x."id" < ` + a.Add(after, "uuid")
 	}
-	q := fmt.Sprintf(`SELECT coalesce(json_agg(json_build_object('id', x."id", 'op', x."op", 'at', x."at", 'keyId', x."key_id", 'userId', x."user_id", 'changed', x."changed", 'record', x."record") ORDER BY x."id" DESC), '[]'::json), count(*)
-FROM (SELECT * FROM %s x WHERE %s ORDER BY x."id" DESC LIMIT %d) x`, schema.QualifiedIdent(sc.Schema.PgSchema, schema.HistoryTable), w, limit+1)
+	q := fmt.Sprintf(`SELECT coalesce(json_agg(json_build_object('id', x."id", 'op', x."op", 'at', x."at", 'keyId', x."key_id", 'userId', x."user_id", 'changed', %s, 'record', x."record") ORDER BY x."id" DESC), '[]'::json), count(*)
+FROM (SELECT * FROM %s x WHERE %s ORDER BY x."id" DESC LIMIT %d) x`, schema.HistoryChanged("x"), schema.QualifiedIdent(sc.Schema.PgSchema, schema.HistoryTable), w, limit+1)
 	// One more than the page tells whether a next page exists; it is cut
 	// below (the aggregate is rebuilt without it only when it is there).
 	var items []byte

@@ -24,6 +24,13 @@ import "fmt"
 // trigger reads the writer from.
 const HistoryActorSetting = "dds.actor"
 
+// HistoryChanged is the SQL of a version's changed fields, for a row of
+// HistoryTable at alias x: those stored (updates, deletes, restores), or
+// for a create the fields its record holds a value in.
+func HistoryChanged(x string) string {
+	return fmt.Sprintf(`coalesce(%[1]s."changed", ARRAY(SELECT f.k FROM jsonb_each(%[1]s."record") AS f(k, v) WHERE f.v <> 'null'::jsonb AND f.k NOT IN ('id', 'createdAt', 'updatedAt', 'deletedAt') ORDER BY f.k))`, x)
+}
+
 // lifecycleSteps are the steps of an entity's soft-delete and history
 // options going from oe (nil: a new entity) to ne.
 func lifecycleSteps(pg string, oe, ne *Entity) []Step {
@@ -87,27 +94,29 @@ func dropHistory(pg string, e *Entity, desc string) Step {
 // in one plan, or after an earlier one did).
 //
 // The function stores the row as to_jsonb renders it (the generated
-// full-text column left out) and the names of the fields that changed: on
-// a create those holding a value, on an update those whose value differs
-// (updatedAt left out). An update that changes nothing is not a version.
-// A soft delete and a restore are updates of deletedAt, recorded as the
-// operations delete and restore.
+// full-text column left out) and, on an update, the names of the fields
+// whose value differs (updatedAt left out). An update that changes nothing
+// is not a version. A soft delete and a restore are updates of deletedAt,
+// recorded as the operations delete and restore. A create stores no
+// field names: they are the fields its record holds a value in, which the
+// read derives (HistoryChanged), so the hot path of history, the create,
+// writes one row and computes nothing. The one index is the primary key
+// (record_id, id): a record's versions in order, which is the only read.
 func historyTable(pg string) []Step {
 	h := QualifiedIdent(pg, HistoryTable)
 	return []Step{
 		{SQL: fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
-  "id" uuid PRIMARY KEY DEFAULT dds.uuid_v7(),
-  "entity" text NOT NULL,
   "record_id" uuid NOT NULL,
+  "id" uuid NOT NULL DEFAULT dds.uuid_v7(),
+  "entity" text NOT NULL,
   "op" text NOT NULL,
   "at" timestamptz NOT NULL DEFAULT now(),
   "key_id" text,
   "user_id" text,
-  "changed" text[] NOT NULL,
-  "record" jsonb NOT NULL
+  "changed" text[],
+  "record" jsonb NOT NULL,
+  PRIMARY KEY ("record_id", "id")
 )`, h), Description: "create the history table"},
-		{SQL: fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s ("entity", "record_id", "id")`, Ident(indexName(HistoryTable, "record", "bt")), h),
-			Description: "index the history by record"},
 		{SQL: fmt.Sprintf(`CREATE OR REPLACE FUNCTION %s.%s() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
   n jsonb;
@@ -123,7 +132,6 @@ BEGIN
   ELSIF TG_OP = 'INSERT' THEN
     n := to_jsonb(NEW) - '_search';
     op := 'create';
-    ch := ARRAY(SELECT x.k FROM jsonb_each(n) AS x(k, v) WHERE x.v <> 'null'::jsonb AND x.k NOT IN ('id', 'createdAt', 'updatedAt', 'deletedAt') ORDER BY x.k);
   ELSE
     n := to_jsonb(NEW) - '_search';
     o := to_jsonb(OLD) - '_search';
