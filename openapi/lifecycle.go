@@ -30,7 +30,7 @@ func (b *builder) lifecycle(e *schema.Entity) {
 				o.Responses.Set("403", errRef("Forbidden"))
 			}
 		}
-		b.item(base+"/{id}/restore").Post = op{id: "restore" + n, summary: "Restore a soft-deleted " + n + " (emits entity.updated)", scope: scope("delete"), tag: n,
+		b.item(base + "/{id}/restore").Post = op{id: "restore" + n, summary: "Restore a soft-deleted " + n + " (emits entity.updated)", scope: scope("delete"), tag: n,
 			params: openapi3.Parameters{idParam},
 			ok:     map[int]*openapi3.ResponseRef{200: jsonResp("The restored record (a live one is returned unchanged).", ref(n))}}.build()
 	}
@@ -54,7 +54,7 @@ func (b *builder) lifecycle(e *schema.Entity) {
 		}, "items"))
 		limit := integer("versions per page")
 		limit.Min, limit.Max, limit.Default = fptr(1), fptr(records.MaxHistoryLimit), records.DefaultHistoryLimit
-		b.item(base+"/{id}/history").Get = op{id: "history" + n, summary: "The versions of a " + n + ", newest first", scope: scope("read"), tag: n,
+		b.item(base + "/{id}/history").Get = op{id: "history" + n, summary: "The versions of a " + n + ", newest first", scope: scope("read"), tag: n,
 			params: openapi3.Parameters{idParam, queryParam("limit", "versions per page", limit), queryParam("cursor", "nextCursor of the page before", typed("string"))},
 			ok:     map[int]*openapi3.ResponseRef{200: jsonResp("A page of versions.", ref(n+".History"))}}.build()
 	}
