@@ -585,6 +585,7 @@ func (b *builder) entity(e *schema.Entity) {
 	}
 
 	b.entityPaths(e, len(vfs) > 0)
+	b.lifecycle(e)
 }
 
 // --- operations -----------------------------------------------------------

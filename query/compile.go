@@ -17,6 +17,9 @@ type Compiler struct {
 	def      *schema.Definition
 	pg       string
 	vectorEf int // the connections' hnsw.ef_search; 0 means db.DefaultVectorEfSearch
+	// withDeleted shows the soft-deleted records of a statement's root
+	// entity (see WithDeleted).
+	withDeleted bool
 }
 
 // New returns a compiler for def, whose tables live in Postgres schema pg.
@@ -77,6 +80,9 @@ func (c *Compiler) Columns(e *schema.Entity, fields []string, tbl string) ([]str
 func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]string, error) {
 	if fields == nil {
 		cols := []string{tbl + `."id"`, tbl + `."createdAt"`, tbl + `."updatedAt"`}
+		if e.SoftDelete {
+			cols = append(cols, tbl+"."+schema.Ident(schema.ColDeletedAt))
+		}
 		for i := range e.Fields {
 			if e.Fields[i].Name != skip {
 				cols = append(cols, column(&e.Fields[i], tbl))
@@ -89,7 +95,7 @@ func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]strin
 	cols := []string{tbl + `."id"`}
 	want := map[string]bool{}
 	for _, f := range fields {
-		if f == schema.ColCreatedAt || f == schema.ColUpdatedAt {
+		if f == schema.ColCreatedAt || f == schema.ColUpdatedAt || f == schema.ColDeletedAt && e.SoftDelete {
 			want[f] = true
 			continue
 		}
@@ -101,7 +107,7 @@ func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]strin
 		}
 		want[f] = true
 	}
-	for _, sys := range []string{schema.ColCreatedAt, schema.ColUpdatedAt} {
+	for _, sys := range []string{schema.ColCreatedAt, schema.ColUpdatedAt, schema.ColDeletedAt} {
 		if want[sys] {
 			cols = append(cols, tbl+"."+schema.Ident(sys))
 		}
@@ -148,12 +154,13 @@ func (c *Compiler) Get(entity, id string, sel Selection) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
+	byID := andVisible(`t."id" = `+a.Add(id, "uuid"), b.visible(e, "t", true))
 	if src == "" {
-		sql := fmt.Sprintf(`SELECT row_to_json(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE t."id" = %s`,
-			c.Table(e.Name), strings.Join(cols, ", "), a.Add(id, "uuid"))
+		sql := fmt.Sprintf(`SELECT row_to_json(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE %s`,
+			c.Table(e.Name), strings.Join(cols, ", "), byID)
 		return Statement{SQL: sql, Args: a.List()}, nil
 	}
-	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE t."id" = %s`, c.Table(e.Name), a.Add(id, "uuid"))
+	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE %s`, c.Table(e.Name), byID)
 	sql := fmt.Sprintf(`%s SELECT row_to_json(r) FROM %s t%s CROSS JOIN LATERAL (SELECT %s) r`,
 		b.with(src, page), src, joins, strings.Join(cols, ", "))
 	return Statement{SQL: sql, Args: a.List()}, nil
@@ -315,7 +322,7 @@ func (b *builder) output(e *schema.Entity, sel Selection, tbl, src, path string,
 			x := b.alias("c")
 			joins += fmt.Sprintf(` LEFT JOIN %s %s ON %s."_pid" = %s."id"`, j, x, x, tbl)
 			cols = append(cols, fmt.Sprintf(`coalesce(%s."_json", '[]'::json) AS %s`, x, quoteAlias(m.Key)))
-		case m.Field == schema.ColID || m.Field == schema.ColCreatedAt || m.Field == schema.ColUpdatedAt:
+		case m.Field == schema.ColID || m.Field == schema.ColCreatedAt || m.Field == schema.ColUpdatedAt || m.Field == schema.ColDeletedAt && e.SoftDelete:
 			cols = append(cols, tbl+"."+schema.Ident(m.Field)+" AS "+quoteAlias(m.Key))
 		case m.Field != "":
 			f, ok := e.Field(m.Field)
@@ -448,6 +455,7 @@ func (c *Compiler) List(l List) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
+	where = andVisible(where, b.visible(e, "t", true))
 	var rank string
 	if l.Search != "" {
 		q, err := searchQuery(e, l.Search, &a)
@@ -524,6 +532,7 @@ func (c *Compiler) Count(entity string, where Filter, search string) (Statement,
 	if err != nil {
 		return Statement{}, err
 	}
+	w = andVisible(w, b.visible(e, "t", true))
 	if search != "" {
 		q, err := searchQuery(e, search, &a)
 		if err != nil {

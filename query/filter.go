@@ -298,6 +298,7 @@ func (s *scope) relatedPred(rp Related) (string, error) {
 		if q == Every {
 			w = "NOT coalesce(" + w + ", FALSE)"
 		}
+		w = andVisible(w, s.b.visible(oe, n, false))
 		if none { // a direction the entity is not on: no related node
 			w += " AND FALSE"
 		}

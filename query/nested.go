@@ -67,6 +67,7 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 	if err != nil {
 		return "", err
 	}
+	nw = andVisible(nw, b.visible(oe, t, false))
 	es := &scope{b: b, path: joinPath(path, "edgeWhere"), rel: rel, tbl: e}
 	ew, err := es.filter(n.EdgeWhere)
 	if err != nil {
@@ -154,7 +155,7 @@ func (c *Compiler) RelationshipList(entity, id string, n Nested) (Statement, err
 	if err != nil {
 		return Statement{}, err
 	}
-	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE t."id" = %s`, c.Table(e.Name), a.Add(id, "uuid"))
+	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE %s`, c.Table(e.Name), andVisible(`t."id" = `+a.Add(id, "uuid"), b.visible(e, "t", true)))
 	sql := fmt.Sprintf(`%s SELECT json_build_object('items', coalesce(c."_json", '[]'::json)) FROM %s t LEFT JOIN %s c ON c."_pid" = t."id"`,
 		b.with(src, page), src, j)
 	return Statement{SQL: sql, Args: a.List()}, nil

@@ -202,11 +202,12 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		aliases[j] = fmt.Sprintf("c%d", j)
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
+	h, from := sc.actorCTE(e, &a)
 	q := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) ORDER BY u.ord RETURNING %s),
-e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.EventIDs+` FROM w`,
+e AS (%s)%s
+SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
 		sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
-		strings.Join(aliases, ", "), strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
+		strings.Join(aliases, ", "), strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"), h, from)
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
 	if err != nil {
 		return nil, err
@@ -278,11 +279,13 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 		sets = append(sets, fmt.Sprintf("%s = CASE WHEN u.p%d THEN u.v%d::%s ELSE t.%s END", schema.Ident(f.Name), j, j, schema.ColumnType(f), schema.Ident(f.Name)))
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	q := fmt.Sprintf(`WITH w AS (UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) WHERE t."id" = u.id::uuid RETURNING %s),
-e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w`,
+	h, from := sc.actorCTE(e, &a)
+	q := fmt.Sprintf(`WITH w AS (UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) WHERE %s RETURNING %s),
+e AS (%s)%s
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
 		sc.compiler.Table(e.Name), strings.Join(sets, ", "), strings.Join(unnest, ", "), strings.Join(aliases, ", "),
-		strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), idArg)
+		andLive(`t."id" = u.id::uuid`, sc.compiler.Live(e.Name, "t")),
+		strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), h, idArg, from)
 	// No fileFields: the updated records still hold their files.
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws}, q, a.List())
 	if err != nil {
@@ -315,11 +318,19 @@ func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawID
 	var a query.Args
 	idArg := a.Add(ids, "text[]")
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	q := fmt.Sprintf(`WITH w AS (DELETE FROM %s AS t WHERE t."id" = ANY(%s::uuid[]) RETURNING %s),
-e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w`,
-		sc.compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), idArg)
-	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: e.FileFields()}, q, a.List())
+	write := fmt.Sprintf(`DELETE FROM %s AS t WHERE t."id" = ANY(%s::uuid[])`, sc.compiler.Table(e.Name), idArg)
+	fileFields := e.FileFields()
+	if e.SoftDelete { // only marked: edges and files stay, for a restore
+		write = fmt.Sprintf(`UPDATE %s AS t SET %s = now() WHERE t."id" = ANY(%s::uuid[]) AND %s`, sc.compiler.Table(e.Name),
+			schema.Ident(schema.ColDeletedAt), idArg, sc.compiler.Live(e.Name, "t"))
+		fileFields = nil
+	}
+	h, from := sc.actorCTE(e, &a)
+	q := fmt.Sprintf(`WITH w AS (%s RETURNING %s),
+e AS (%s)%s
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
+		write, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), h, idArg, from)
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: fileFields}, q, a.List())
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +376,8 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 	defer tx.Rollback()
 	if lock != nil {
 		var found []string
-		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT "id"::text FROM %s WHERE "id" = ANY($1::uuid[]) ORDER BY "id" FOR UPDATE`, sc.compiler.Table(entity)), schema.ArrayLiteral(lock.ids)); err != nil {
+		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE %s ORDER BY t."id" FOR UPDATE`, sc.compiler.Table(entity),
+			andLive(`t."id" = ANY($1::uuid[])`, sc.compiler.Live(entity, "t"))), schema.ArrayLiteral(lock.ids)); err != nil {
 			return nil, 0, MapError(sc, entity, err)
 		}
 		have := make(map[string]bool, len(found))

@@ -264,6 +264,9 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	args = append(args, uuid.Must(uuid.NewV7()).String(), eventID)
 	args = append(args, row.Values...)
 	args = append(args, tail...)
+	if e.History {
+		args = append(args, sc.actor())
+	}
 	// The text depends on the entity and the fields present: the key is
 	// built in a stack buffer and only copied into a string when the text is
 	// new.
@@ -306,9 +309,10 @@ func CreateSQL(sc *Scope, e *schema.Entity, fields []*schema.Field, a *query.Arg
 		vals = append(vals, a.Add(nil, schema.ColumnType(f)))
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	return fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
-		outbox.InsertOneCTE(a, eventArg, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
+	ev := outbox.InsertOneCTE(a, eventArg, sc.Origin(), outbox.EntityCreated, e.Name, "w")
+	h, from := actorCTE(e, a, nil) // after the outbox's values: the actor binds last
+	return fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
+		sc.compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "), ev, h, from)
 }
 
 // Update replaces (PUT) or merges (PATCH) a record and writes its
@@ -345,9 +349,10 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 		}
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.compiler.Table(e.Name), strings.Join(sets, ", "), idArg, strings.Join(ret, ", "),
-		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"))
+	h, from := sc.actorCTE(e, &a)
+	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE %s RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
+		sc.compiler.Table(e.Name), strings.Join(sets, ", "), andLive(`t."id" = `+idArg, sc.compiler.Live(e.Name, "t")), strings.Join(ret, ", "),
+		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), h, from)
 	return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)
 }
 
@@ -381,10 +386,16 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	eventID := outbox.NewEventID()
 	eventArg := a.Add(eventID, "uuid")
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityDeleted, e.Name, "w"))
+	write := fmt.Sprintf(`DELETE FROM %s AS t WHERE t."id" = %s`, sc.compiler.Table(e.Name), idArg)
+	if e.SoftDelete { // only marked: its edges and files stay, for a restore
+		write = fmt.Sprintf(`UPDATE %s AS t SET %s = now() WHERE t."id" = %s AND %s`, sc.compiler.Table(e.Name),
+			schema.Ident(schema.ColDeletedAt), idArg, sc.compiler.Live(e.Name, "t"))
+	}
+	h, from := sc.actorCTE(e, &a)
+	sqlText := fmt.Sprintf("WITH w AS (%s RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
+		write, strings.Join(ret, ", "), outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), h, from)
 	fileFields := e.FileFields()
-	if s.files == nil || len(fileFields) == 0 {
+	if s.files == nil || len(fileFields) == 0 || e.SoftDelete {
 		return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)
 	}
 	// The record holds files: they are marked deleted in the same

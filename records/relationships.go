@@ -160,11 +160,12 @@ func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, 
 		return nil, err
 	}
 	var a query.Args
-	q := fmt.Sprintf(`WITH s AS (SELECT "id" FROM %s WHERE "id" = %s), t AS (SELECT "id" FROM %s WHERE "id" = %s),
+	q := fmt.Sprintf(`WITH s AS (SELECT x."id" FROM %s x WHERE %s), t AS (SELECT x."id" FROM %s x WHERE %s),
 x AS (INSERT INTO %s ("id", "source_id", "target_id", "properties") SELECT %s, s."id", t."id", %s FROM s, t RETURNING *),
 e AS (%s)
 SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x), `+outbox.EventIDs,
-		sc.compiler.Table(e.Name), a.Add(sid, "uuid"), sc.compiler.Table(rel.To), a.Add(tid, "uuid"),
+		sc.compiler.Table(e.Name), andLive(`x."id" = `+a.Add(sid, "uuid"), sc.compiler.Live(e.Name, "x")),
+		sc.compiler.Table(rel.To), andLive(`x."id" = `+a.Add(tid, "uuid"), sc.compiler.Live(rel.To, "x")),
 		sc.compiler.Table(schema.RelTable(rel)), a.Add(uuid.Must(uuid.NewV7()).String(), "uuid"), a.Add(pj, "jsonb"),
 		outbox.InsertEdgeCTE(&a, sc.Origin(), outbox.RelationshipCreated, rel.Name, rel.From, rel.To, "x"), edgeJSON(rel, "x"))
 	var hasS, hasT bool
@@ -316,9 +317,9 @@ func propertySet(rel *schema.Relationship, props map[string]any, a *query.Args) 
 // NOT_FOUND (naming the source when it is the source that is missing).
 func (s *Store) edgeWrite(ctx context.Context, sc *Scope, e *schema.Entity, rel *schema.Relationship, id, eventType, missing, stmt, sid string, a *query.Args) (json.RawMessage, error) {
 	q := fmt.Sprintf(`WITH x AS (%s), e AS (%s)
-SELECT EXISTS (SELECT 1 FROM %s WHERE "id" = %s), (SELECT json_agg(%s ORDER BY x."created_at", x."id") FROM x), `+outbox.EventIDs,
+SELECT EXISTS (SELECT 1 FROM %s y WHERE %s), (SELECT json_agg(%s ORDER BY x."created_at", x."id") FROM x), `+outbox.EventIDs,
 		stmt, outbox.InsertEdgeCTE(a, sc.Origin(), eventType, rel.Name, rel.From, rel.To, "x"),
-		sc.compiler.Table(e.Name), a.Add(sid, "uuid"), edgeJSON(rel, "x"))
+		sc.compiler.Table(e.Name), andLive(`y."id" = `+a.Add(sid, "uuid"), sc.compiler.Live(e.Name, "y")), edgeJSON(rel, "x"))
 	var hasS bool
 	var out []byte
 	var events sql.NullString

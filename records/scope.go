@@ -60,7 +60,12 @@ func (sc *Scope) Principal() *auth.Principal { return sc.principal }
 // row rules compile into statements, this returns what they read of the
 // principal (roles, user id, claims the rules use), and every cache that
 // may hold a ruled statement includes it in its key.
-func (sc *Scope) ruleKey() string { return "" }
+func (sc *Scope) ruleKey() string {
+	if sc.compiler.ShowsDeleted() { // soft-deleted rows shown (WithDeleted)
+		return "withDeleted"
+	}
+	return ""
+}
 
 // Entity returns the active schema's entity name (NOT_FOUND if none).
 func (sc *Scope) Entity(name string) (*schema.Entity, error) { return sc.compiler.Entity(name) }

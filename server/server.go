@@ -121,7 +121,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	router := api.NewRouter(s.authn, perTenant, cfg.MaxBodyBytes)
 	restAPI := rest.New(s.Records, s.Files)
 	restAPI.Routes(router)
-	restAPI.QueryRoutes(router) // query, batch, vector search, relationships
+	restAPI.QueryRoutes(router)     // query, batch, vector search, relationships
+	restAPI.LifecycleRoutes(router) // restore (soft delete), history
 	connectapi.New(s.Records, s.Schemas).Routes(router)
 	// One GraphQL engine (one cache of prepared operations) serves both
 	// transports; the live feed dispatches the events outbox to the socket's

@@ -48,6 +48,7 @@ const (
 	KindRelCreated
 	KindRelUpdated
 	KindRelDeleted
+	KindRestore // restore<E>: an entity with softDelete
 )
 
 // RootField is the meaning of one Query/Mutation/Subscription field.
@@ -495,6 +496,10 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		fieldNames[name] = true
 	}
 	obj := []string{"  id: ID!", "  createdAt: DateTime!", "  updatedAt: DateTime!"}
+	if e.SoftDelete {
+		claim(schema.ColDeletedAt)
+		obj = append(obj, "  \"When the record was deleted (softDelete); null while it is live.\"\n  deletedAt: DateTime")
+	}
 	for i := range e.Fields {
 		f := &e.Fields[i]
 		claim(f.Name)
@@ -534,6 +539,9 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 
 	// where
 	where := []string{"  id: IDFilter", "  createdAt: DateTimeFilter", "  updatedAt: DateTimeFilter"}
+	if e.SoftDelete {
+		where = append(where, "  deletedAt: DateTimeFilter")
+	}
 	for i := range e.Fields {
 		if ft := filterType(e.Name, &e.Fields[i]); ft != "" {
 			where = append(where, "  "+e.Fields[i].Name+": "+ft)
@@ -594,15 +602,24 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 			g.root(&g.mut, m.name, with(rf, m.kind), m.decl)
 		}
 	}
+	if e.SoftDelete && g.can("entity", e.Name, "delete") {
+		g.root(&g.mut, "restore"+n.Type, with(rf, KindRestore), "(id: ID!): "+n.Type+"!")
+	}
 }
 
 // readRoots are the queries and subscriptions of an entity (its read scope).
 func (g *gen) readRoots(e *schema.Entity, n entityNames, rf RootField, page string) {
-	g.root(&g.query, n.List, with(rf, KindList), "("+page+"): ["+n.Type+"!]!")
-	g.root(&g.query, n.One, with(rf, KindOne), "(id: ID!): "+n.Type)
-	g.root(&g.query, n.Count, with(rf, KindCount), fmt.Sprintf("(where: %s, search: String): Int!", n.Where))
+	// withDeleted: soft-deleted records shown, to a credential that may
+	// delete them (the argument exists only for it).
+	wd := ""
+	if e.SoftDelete && g.can("entity", e.Name, "delete") {
+		wd = ", withDeleted: Boolean"
+	}
+	g.root(&g.query, n.List, with(rf, KindList), "("+page+wd+"): ["+n.Type+"!]!")
+	g.root(&g.query, n.One, with(rf, KindOne), "(id: ID!"+wd+"): "+n.Type)
+	g.root(&g.query, n.Count, with(rf, KindCount), fmt.Sprintf("(where: %s, search: String%s): Int!", n.Where, wd))
 	g.root(&g.query, n.ConnectionField, with(rf, KindConnection),
-		fmt.Sprintf("(first: Int, after: String, last: Int, before: String, where: %s, search: String, orderBy: [%s!]): %s!", n.Where, n.OrderBy, n.Connection))
+		fmt.Sprintf("(first: Int, after: String, last: Int, before: String, where: %s, search: String, orderBy: [%s!]%s): %s!", n.Where, n.OrderBy, wd, n.Connection))
 	if hasVector(e) {
 		g.root(&g.query, n.VectorSearch, with(rf, KindVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}

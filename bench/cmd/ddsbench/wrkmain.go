@@ -202,6 +202,20 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				{name: "batch minimal handler (+events)", pid: m.Pid(), url: m.URL, headers: auth[1:], conns: batchConns},
 				{name: "batch DDS REST (+events)", pid: dds.Pid(), url: dds.URL, headers: auth, conns: batchConns},
 			}, minL, restL)
+		case "history":
+			if err = enableHistory(ctx, dds.URL, apiKey); err != nil {
+				return err
+			}
+			var plainL, histL []string
+			for range 5000 {
+				body := randomBody()
+				plainL = append(plainL, reqLine("POST", "/api/v1/dynamic/"+entity, body))
+				histL = append(histL, reqLine("POST", "/api/v1/dynamic/"+historyEntity, body))
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "create DDS REST (no history)", pid: dds.Pid(), url: dds.URL, headers: auth},
+				{name: "create DDS REST (history: true)", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, plainL, histL)
 		case "create":
 			if m, err = startChecked("create", env.databaseURL, func(minURL string) error {
 				return checkSameCreate(ctx, b, load.Client(1), dds.URL, minURL, apiKey)
@@ -265,6 +279,17 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			for _, s := range ss {
 				fmt.Printf("  %-34s %10.0f rows/s\n", s.name, s.rps*batchSize)
 			}
+		}
+		if section == "history" {
+			// Against DDS's own plain create: the Postgres CPU the version
+			// costs is the point of the section, printed rather than judged
+			// against the minimal handler's target.
+			h, p := ss[1], ss[0]
+			verdict(h.rps/p.rps >= targetHistory && h.errors == 0, "%-26s = %5.1f%% of the create without history (target ≥ %.0f%%)", h.name, 100*h.rps/p.rps, 100*targetHistory)
+			if p.pgCPURq > 0 {
+				fmt.Printf("  %s: Postgres CPU/request %s against %s (%.2f×)\n", h.name, round(h.pgCPURq), round(p.pgCPURq), float64(h.pgCPURq)/float64(p.pgCPURq))
+			}
+			continue
 		}
 		if section == "vector" {
 			verdict(recallDDS >= targetRecall, "%-26s recall@10 = %.4f (raw HNSW %.4f; target ≥ %.2f)", ss[1].name, recallDDS, recallRaw, targetRecall)
