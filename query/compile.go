@@ -383,14 +383,21 @@ func (k orderKey) sql(expr string, reverse bool) string {
 }
 
 // orderKeys resolves sort keys; id is always the last key: the given keys
-// up to the first id key, then an ascending id when none was given.
+// up to the first id key, then, when none was given, an id in the
+// direction of the last given key (ascending when none was given). The tie
+// breaker follows the last key so that an order whose keys share one
+// direction is exactly an index's order read forwards or backwards: a
+// newest-first list ("createdAt" DESC, "id" DESC) walks the ("createdAt",
+// "id") index backwards instead of sorting every row that shares the
+// newest timestamp.
 func orderKeys(e *schema.Entity, keys []Order, tbl, path string) ([]orderKey, error) {
 	out, hasID, err := givenKeys(e, keys, tbl, path)
 	if err != nil || hasID {
 		return out, err
 	}
 	idRef, _ := entityRef(e, schema.ColID, tbl)
-	return append(out, orderKey{ref: idRef}), nil
+	desc := len(out) > 0 && out[len(out)-1].desc
+	return append(out, orderKey{ref: idRef, desc: desc}), nil
 }
 
 // givenKeys resolves the sort keys given, up to and including the first id
