@@ -510,6 +510,7 @@ func (b *builder) entity(e *schema.Entity) {
 		"offset":         val(offset),
 		"limit":          val(limit),
 		"includeCount":   val(withDesc(typed("boolean"), "also return the total number of matching records in count")),
+		"distinctOn":     val(distinctOnSchema(e)),
 	}
 	if len(rels) > 0 {
 		relNames := []any{}
@@ -693,6 +694,7 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 			queryParam("limit", "page size", limit),
 			queryParam("offset", "records to skip", offset),
 			queryParam("includeCount", "also return the total in count", typed("boolean")),
+			queryParam("distinctOn", "comma-separated fields: the first record (in the order) of each group of equal values; they must lead orderBy", typed("string")),
 		},
 		ok: map[int]*openapi3.ResponseRef{200: jsonResp("A page of records.", ref(n+".List"))}}.build()
 	coll.Post = op{id: "create" + n, summary: "Create a " + n, scope: scope("create"), tag: n,

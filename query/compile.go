@@ -455,6 +455,15 @@ func (c *Compiler) List(l List) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
+	order, distinct := l.OrderBy, ""
+	if len(l.DistinctOn) > 0 {
+		if l.Seek != nil {
+			return Statement{}, apperr.Field("distinctOn", "cannot be combined with a cursor")
+		}
+		if distinct, order, err = distinctOn(e, l.DistinctOn, l.OrderBy); err != nil {
+			return Statement{}, err
+		}
+	}
 	var rank string
 	if l.Search != "" {
 		q, err := searchQuery(e, l.Search, &a)
@@ -462,11 +471,11 @@ func (c *Compiler) List(l List) (Statement, error) {
 			return Statement{}, err
 		}
 		where = and(where, `t."_search" @@ `+q)
-		if len(l.OrderBy) == 0 {
+		if len(order) == 0 {
 			rank = `ts_rank(t."_search", ` + q + `)`
 		}
 	}
-	keys, err := orderKeys(e, l.OrderBy, "t", "")
+	keys, err := orderKeys(e, order, "t", "")
 	if err != nil {
 		return Statement{}, err
 	}
@@ -487,7 +496,7 @@ func (c *Compiler) List(l List) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
-	if src == "" && rank == "" && l.Seek == nil && l.Offset == 0 && !l.IncludeCount && byID(l.Where) {
+	if src == "" && rank == "" && l.Seek == nil && l.Offset == 0 && !l.IncludeCount && distinct == "" && byID(l.Where) {
 		// At most one row matches (GraphQL's get by id): no page to
 		// sort or cut, so the statement is as cheap as a get.
 		sql := fmt.Sprintf(`SELECT json_build_object('items', coalesce((SELECT json_agg(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE %s), '[]'::json))`,
@@ -501,8 +510,8 @@ func (c *Compiler) List(l List) (Statement, error) {
 		innerOrder = `"_rank" DESC, ` + innerOrder
 		aggOrder = `t."_rank" DESC, ` + aggOrder
 	}
-	page := fmt.Sprintf("SELECT t.*%s FROM %s t WHERE %s ORDER BY %s%s",
-		extra, c.Table(e.Name), pageWhere, innerOrder, b.limit(limit, l.Offset))
+	page := fmt.Sprintf("SELECT %st.*%s FROM %s t WHERE %s ORDER BY %s%s",
+		distinct, extra, c.Table(e.Name), pageWhere, innerOrder, b.limit(limit, l.Offset))
 	from := "(" + page + ")"
 	sql := ""
 	if src != "" {
@@ -510,7 +519,10 @@ func (c *Compiler) List(l List) (Statement, error) {
 	}
 	sql += fmt.Sprintf(`SELECT json_build_object('items', (SELECT coalesce(json_agg(r ORDER BY %s), '[]'::json) FROM %s t%s CROSS JOIN LATERAL (SELECT %s) r)`,
 		aggOrder, from, joins, strings.Join(cols, ", "))
-	if l.IncludeCount {
+	switch {
+	case l.IncludeCount && distinct != "":
+		sql += fmt.Sprintf(`, 'count', (SELECT count(*) FROM (SELECT %s1 FROM %s t WHERE %s) d)`, distinct, c.Table(e.Name), where)
+	case l.IncludeCount:
 		sql += fmt.Sprintf(`, 'count', (SELECT count(*) FROM %s t WHERE %s)`, c.Table(e.Name), where)
 	}
 	sql += ")"

@@ -162,6 +162,10 @@ type List struct {
 	// pagination over OrderBy plus id (GraphQL connections). Offset is
 	// applied after the seek.
 	Seek *Seek
+	// DistinctOn keeps the first record (in OrderBy) of each group of
+	// records with equal values of these fields; they must lead OrderBy,
+	// which defaults to them (see distinctOn). Not with Seek.
+	DistinctOn []string
 }
 
 // Seek is a decoded cursor: the values of the List's order keys followed by

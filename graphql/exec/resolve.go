@@ -124,6 +124,7 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
 		if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
 			return l, err
 		}
+		l.DistinctOn = stringList(args["distinctOn"])
 		if serr != nil {
 			return l, serr
 		}

@@ -567,7 +567,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		"  totalCount: Int!", "  successCount: Int!", "  failureCount: Int!"})
 
 	rf := RootField{Entity: e}
-	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!]", n.Where, n.OrderBy)
+	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!], distinctOn: [String!]", n.Where, n.OrderBy)
 	if hasVector(e) {
 		g.typ("input", n.VectorInput, "", []string{"  \"A VECTOR field of " + e.Name + ".\"", "  field: String!", "  vector: [Float!]!",
 			"  \"1 to 100.\"", "  topK: Int = 10",

@@ -1,0 +1,157 @@
+package server_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/dds-project/dds/internal/testenv"
+)
+
+// catalog is the schema of the query surface scenarios (issue 25).
+var catalog = map[string]any{"name": "catalog", "entities": []any{
+	map[string]any{"name": "Product", "fields": []any{
+		map[string]any{"name": "name", "type": "STRING", "required": true},
+		map[string]any{"name": "status", "type": "ENUM", "values": []any{"draft", "live"}},
+		map[string]any{"name": "price", "type": "NUMBER"},
+		map[string]any{"name": "stock", "type": "INTEGER"},
+		map[string]any{"name": "releasedAt", "type": "TIMESTAMP"},
+		map[string]any{"name": "attributes", "type": "JSON"},
+	}},
+	map[string]any{"name": "Review", "fields": []any{
+		map[string]any{"name": "rating", "type": "INTEGER", "required": true},
+	}},
+}, "relationships": []any{
+	map[string]any{"name": "REVIEWS", "from": "Product", "to": "Review", "fromField": "reviews", "toField": "product"},
+}}
+
+// errorField is the field or path a 400's first detail names.
+func errorField(t *testing.T, r *testenv.Response) string {
+	t.Helper()
+	e, _ := r.JSON(t)["error"].(map[string]any)
+	ds, _ := e["details"].([]any)
+	if len(ds) == 0 {
+		return ""
+	}
+	f, _ := ds[0].(map[string]any)["field"].(string)
+	return f
+}
+
+func names(items []any) string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.(map[string]any)["name"].(string))
+	}
+	return strings.Join(out, ",")
+}
+
+// Newest first through REST and GraphQL: the order follows createdAt then
+// id, both descending, pages of a GraphQL connection walk it both ways,
+// and a cursor made for the old ascending tie breaker is refused.
+func TestNewestFirstThroughRESTAndGraphQL(t *testing.T) {
+	t.Parallel()
+	app := testenv.Server(t)
+	tenantID, key := app.Tenant(t)
+	app.Schema(t, key, catalog)
+	// One batch: every row shares the transaction's timestamp, so the
+	// order is decided by the ids alone (descending).
+	items := []any{}
+	for i := range 7 {
+		items = append(items, map[string]any{"name": fmt.Sprintf("p%d", i)})
+	}
+	app.Must(t, 201, "POST", "/api/v1/dynamic/Product/batch", key, map[string]any{"items": items})
+	app.Must(t, 201, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": "newest"})
+	q := url.Values{"orderBy": {"createdAt"}, "orderDirection": {"DESC"}, "select": {"name"}}
+	rest := app.Must(t, 200, "GET", "/api/v1/dynamic/Product?"+q.Encode(), key, nil).JSON(t)["items"].([]any)
+	if len(rest) != 8 || rest[0].(map[string]any)["name"] != "newest" {
+		t.Fatalf("REST newest first: %v", rest)
+	}
+	for i := 2; i < len(rest); i++ {
+		if a, b := rest[i-1].(map[string]any)["id"].(string), rest[i].(map[string]any)["id"].(string); a <= b {
+			t.Errorf("ties on createdAt are not by id descending: %s before %s", a, b)
+		}
+	}
+	gql := func(q string) *testenv.Response {
+		return app.Do(t, "POST", "/api/v1/dynamic-gql/"+tenantID, key, map[string]any{"query": q})
+	}
+	want := names(rest)
+	var got []string
+	after := ""
+	for range 10 {
+		args := `first: 3, orderBy: [{field: "createdAt", direction: DESC}]`
+		if after != "" {
+			args += fmt.Sprintf(", after: %q", after)
+		}
+		d := gql(`{ productsConnection(` + args + `) { edges { node { name } } pageInfo { hasNextPage endCursor } } }`).JSON(t)["data"].(map[string]any)["productsConnection"].(map[string]any)
+		for _, e := range d["edges"].([]any) {
+			got = append(got, e.(map[string]any)["node"].(map[string]any)["name"].(string))
+		}
+		pi := d["pageInfo"].(map[string]any)
+		if !pi["hasNextPage"].(bool) {
+			break
+		}
+		after = pi["endCursor"].(string)
+	}
+	if strings.Join(got, ",") != want {
+		t.Errorf("GraphQL connection pages %v, want %s", got, want)
+	}
+	flat := gql(`{ products(orderBy: [{field: "createdAt", direction: DESC}], limit: 3) { name } }`).JSON(t)["data"].(map[string]any)["products"].([]any)
+	if names(flat) != strings.Join(strings.Split(want, ",")[:3], ",") {
+		t.Errorf("GraphQL list newest first: %s, want the first three of %s", names(flat), want)
+	}
+	old := base64.RawURLEncoding.EncodeToString([]byte(`{"k":["createdAt:desc","id"],"v":["2025-01-01T00:00:00Z","00000000-0000-7000-8000-000000000001"]}`))
+	r := gql(fmt.Sprintf(`{ productsConnection(first: 2, after: %q, orderBy: [{field: "createdAt", direction: DESC}]) { totalCount } }`, old))
+	if !strings.Contains(string(r.Body), "VALIDATION_ERROR") || !strings.Contains(string(r.Body), `"after"`) {
+		t.Errorf("an old descending cursor: %d %s", r.Status, r.Body)
+	}
+}
+
+// distinctOn through REST (query body and GET list) and GraphQL lists,
+// with its bad input: each a 400 naming the path.
+func TestDistinctOnThroughRESTAndGraphQL(t *testing.T) {
+	t.Parallel()
+	app := testenv.Server(t)
+	tenantID, key := app.Tenant(t)
+	app.Schema(t, key, catalog)
+	for _, p := range []map[string]any{
+		{"name": "a", "status": "live", "price": 10}, {"name": "b", "status": "live", "price": 30},
+		{"name": "c", "status": "draft", "price": 20}, {"name": "d", "status": "draft", "price": 5}, {"name": "e"},
+	} {
+		app.Must(t, 201, "POST", "/api/v1/dynamic/Product", key, p)
+	}
+	// The priciest product of each status (no status last), and how many groups.
+	r := app.Must(t, 200, "POST", "/api/v1/dynamic/Product/query", key, map[string]any{"distinctOn": []any{"status"}, "includeCount": true,
+		"orderBy": []any{map[string]any{"field": "status"}, map[string]any{"field": "price", "direction": "DESC"}}}).JSON(t)
+	if got := names(r["items"].([]any)); got != "c,b,e" || r["count"] != float64(3) {
+		t.Errorf("REST query distinctOn status: %s count %v", got, r["count"])
+	}
+	q := url.Values{"distinctOn": {"status"}}
+	if got := names(app.Must(t, 200, "GET", "/api/v1/dynamic/Product?"+q.Encode(), key, nil).JSON(t)["items"].([]any)); got != "c,a,e" && got != "d,a,e" && got != "c,b,e" && got != "d,b,e" {
+		t.Errorf("REST list distinctOn status, ordered by it: %s", got)
+	}
+	d := app.Must(t, 200, "POST", "/api/v1/dynamic-gql/"+tenantID, key, map[string]any{"query": `{ products(distinctOn: ["status"], orderBy: [{field: "status", direction: DESC}, {field: "price"}]) { name } }`}).JSON(t)
+	if got := names(d["data"].(map[string]any)["products"].([]any)); got != "e,a,d" {
+		t.Errorf("GraphQL distinctOn: %s (%v)", got, d["errors"])
+	}
+	for _, tc := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"distinctOn": []any{"nope"}}, "distinctOn[0]"},
+		{map[string]any{"distinctOn": []any{"attributes"}}, "distinctOn[0]"},
+		{map[string]any{"distinctOn": []any{"status", "price"}, "orderBy": "status"}, "distinctOn[1]"},
+		{map[string]any{"distinctOn": []any{"status"}, "orderBy": "price"}, "distinctOn[0]"},
+		{map[string]any{"distinctOn": "status"}, "distinctOn"},
+	} {
+		r := app.Do(t, "POST", "/api/v1/dynamic/Product/query", key, tc.body)
+		if r.Status != 400 || (errorField(t, r) != tc.field && !strings.Contains(string(r.Body), tc.field)) {
+			t.Errorf("%v: %d %s, want 400 naming %s", tc.body, r.Status, r.Body, tc.field)
+		}
+	}
+	g := app.Do(t, "POST", "/api/v1/dynamic-gql/"+tenantID, key, map[string]any{"query": `{ products(distinctOn: ["status"], orderBy: [{field: "price"}]) { name } }`})
+	if !strings.Contains(string(g.Body), "VALIDATION_ERROR") || !strings.Contains(string(g.Body), "distinctOn[0]") {
+		t.Errorf("GraphQL distinctOn not leading the order: %s", g.Body)
+	}
+}
