@@ -271,7 +271,8 @@ func systemFields() openapi3.Schemas {
 func (b *builder) shared() {
 	codes := []any{}
 	for _, c := range []apperr.Code{apperr.Validation, apperr.BadRequest, apperr.Unauthenticated, apperr.Forbidden,
-		apperr.NotFound, apperr.Conflict, apperr.TooLarge, apperr.RateLimited, apperr.Unavailable, apperr.Internal} {
+		apperr.NotFound, apperr.Conflict, apperr.TooLarge, apperr.RateLimited, apperr.Unavailable, apperr.Internal,
+		apperr.QueryTooExpensive, apperr.QueryTimeout} {
 		codes = append(codes, string(c))
 	}
 	code := str("machine-readable error code")

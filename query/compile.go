@@ -526,7 +526,7 @@ func (c *Compiler) List(l List) (Statement, error) {
 		sql += fmt.Sprintf(`, 'count', (SELECT count(*) FROM %s t WHERE %s)`, c.Table(e.Name), where)
 	}
 	sql += ")"
-	return Statement{SQL: sql, Args: a.List()}, nil
+	return Statement{SQL: sql, Args: a.List(), Budgeted: true}, nil
 }
 
 // Count compiles the number of records matching where (GraphQL
@@ -550,7 +550,7 @@ func (c *Compiler) Count(entity string, where Filter, search string) (Statement,
 		}
 		w = and(w, `t."_search" @@ `+q)
 	}
-	return Statement{SQL: fmt.Sprintf("SELECT count(*) FROM %s t WHERE %s", c.Table(e.Name), w), Args: a.List()}, nil
+	return Statement{SQL: fmt.Sprintf("SELECT count(*) FROM %s t WHERE %s", c.Table(e.Name), w), Args: a.List(), Budgeted: true}, nil
 }
 
 // searchQuery checks a full-text search of e's records and binds it as a

@@ -212,4 +212,7 @@ type Statement struct {
 	// Setup lists statements (SET LOCAL ...) to run first in the same
 	// transaction; empty for most plans.
 	Setup []string
+	// Budgeted marks lists, counts and aggregates: statements whose cost
+	// grows with the table, which records checks against its row budget.
+	Budgeted bool
 }

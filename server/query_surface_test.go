@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/schema"
 )
 
 // catalog is the schema of the query surface scenarios (issue 25).
@@ -153,5 +156,75 @@ func TestDistinctOnThroughRESTAndGraphQL(t *testing.T) {
 	g := app.Do(t, "POST", "/api/v1/dynamic-gql/"+tenantID, key, map[string]any{"query": `{ products(distinctOn: ["status"], orderBy: [{field: "price"}]) { name } }`})
 	if !strings.Contains(string(g.Body), "VALIDATION_ERROR") || !strings.Contains(string(g.Body), "distinctOn[0]") {
 		t.Errorf("GraphQL distinctOn not leading the order: %s", g.Body)
+	}
+}
+
+// The cost budget through the server: a statement past the statement
+// timeout answers 503 QUERY_TIMEOUT (Postgres cancels it), and a list or
+// count whose plan Postgres estimates above the row budget answers 400
+// QUERY_TOO_EXPENSIVE naming the budget, while a newest-first page, which
+// reads only its rows from the index, runs.
+func TestCostBudgetThroughRESTAndGraphQL(t *testing.T) {
+	t.Parallel()
+	cfg := testenv.Config(t)
+	cfg.StatementTimeout, cfg.QueryRowBudget = 1500*time.Millisecond, 1000
+	app := testenv.NewServer(t, cfg)
+	tenantID, key := app.Tenant(t)
+	app.Schema(t, key, catalog)
+	active, err := app.Server.Schemas.ActiveFor(context.Background(), tenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := schema.QualifiedIdent(active.PgSchema, "Product")
+	// 3,000 rows, written directly: what is measured here is reading them.
+	testenv.DB(t).MustExec(`INSERT INTO ` + table + ` (id, name, price) SELECT gen_random_uuid(), 'p' || i, i % 50 FROM generate_series(1, 3000) i`)
+	testenv.DB(t).MustExec(`ANALYZE ` + table)
+	q := url.Values{"orderBy": {"createdAt"}, "orderDirection": {"DESC"}, "limit": {"20"}}
+	if got := app.Must(t, 200, "GET", "/api/v1/dynamic/Product?"+q.Encode(), key, nil).JSON(t)["items"].([]any); len(got) != 20 {
+		t.Fatalf("newest-first page: %d items", len(got))
+	}
+	expensive := func(r *testenv.Response) {
+		t.Helper()
+		e, _ := r.JSON(t)["error"].(map[string]any)
+		if r.Status != 400 || e["code"] != "QUERY_TOO_EXPENSIVE" || e["budget"] != float64(1000) || !strings.Contains(e["message"].(string), "1000") {
+			t.Errorf("want 400 QUERY_TOO_EXPENSIVE naming the budget, got %d %s", r.Status, r.Body)
+		}
+	}
+	// Sorting by an unindexed field reads every row; so does counting them.
+	expensive(app.Do(t, "POST", "/api/v1/dynamic/Product/query", key, map[string]any{"orderBy": "price", "limit": 5}))
+	expensive(app.Do(t, "POST", "/api/v1/dynamic/Product/query", key, map[string]any{"includeCount": true, "limit": 5}))
+	g := app.Must(t, 200, "POST", "/api/v1/dynamic-gql/"+tenantID, key, map[string]any{"query": `{ productsCount }`})
+	if !strings.Contains(string(g.Body), "QUERY_TOO_EXPENSIVE") {
+		t.Errorf("GraphQL count over the budget: %s", g.Body)
+	}
+
+	// A statement that cannot finish in time: the table is locked by
+	// another transaction, so the read waits until its deadline.
+	tx, err := testenv.DB(t).Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	tx.MustExec("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE")
+	for _, r := range []*testenv.Response{
+		app.Do(t, "GET", "/api/v1/dynamic/Product?"+q.Encode(), key, nil),
+		app.Do(t, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": "late"}),
+	} {
+		e, _ := r.JSON(t)["error"].(map[string]any)
+		if r.Status != 503 || e["code"] != "QUERY_TIMEOUT" {
+			t.Errorf("a statement past the timeout: %d %s", r.Status, r.Body)
+		}
+	}
+	g = app.Must(t, 200, "POST", "/api/v1/dynamic-gql/"+tenantID, key, map[string]any{"query": `{ products(limit: 1) { name } }`})
+	if !strings.Contains(string(g.Body), "QUERY_TIMEOUT") {
+		t.Errorf("GraphQL list past the timeout: %s", g.Body)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing was written by the create that timed out.
+	r := app.Must(t, 200, "POST", "/api/v1/dynamic/Product/query", key, map[string]any{"where": map[string]any{"name": "late"}}).JSON(t)
+	if len(r["items"].([]any)) != 0 {
+		t.Errorf("the timed-out create wrote: %v", r["items"])
 	}
 }

@@ -109,7 +109,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	s.Files = files.New(d, fileStore, temporal, files.OptionsFrom(cfg, log))
 
 	s.Records = records.NewStore(d, s.Schemas, s.Files, records.WithEventNotifications(s.events),
-		records.WithVectorEfSearch(cfg.VectorEfSearch))
+		records.WithVectorEfSearch(cfg.VectorEfSearch),
+		records.WithStatementTimeout(cfg.StatementTimeout), records.WithRowBudget(cfg.QueryRowBudget))
 
 	router := api.NewRouter(s.authn, ratelimit.New(cfg.RateTenant, time.Minute), cfg.MaxBodyBytes)
 	restAPI := rest.New(s.Records, s.Files)
