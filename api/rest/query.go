@@ -18,6 +18,7 @@ import (
 func (h *Handler) QueryRoutes(r *api.Router) {
 	r.Handle("POST /api/v1/dynamic/{entity}/query", api.Func(h.query))
 	r.Handle("POST /api/v1/dynamic/{entity}/vector-search", api.Func(h.vectorSearch))
+	r.Handle("POST /api/v1/dynamic/{entity}/aggregate", api.Func(h.aggregate))
 	r.Handle("POST /api/v1/dynamic/{entity}/batch", api.Func(h.batchCreate))
 	r.Handle("PATCH /api/v1/dynamic/{entity}/batch", api.Func(h.batchUpdate))
 	r.Handle("DELETE /api/v1/dynamic/{entity}/batch", api.Func(h.batchDelete))
