@@ -722,6 +722,8 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 		body: jsonBody("The query.", ref(n+".Query")),
 		ok:   map[int]*openapi3.ResponseRef{200: jsonResp("The matching records.", ref(n+".List"))}}.build()
 
+	b.aggregatePath(e, base)
+
 	batch := b.item(base + "/batch")
 	batchFail := &openapi3.ResponseRef{Value: openapi3.NewResponse().
 		WithDescription("The batch was rejected and nothing was written: the failed items are listed (or the body itself is invalid).").

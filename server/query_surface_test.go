@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -226,5 +227,78 @@ func TestCostBudgetThroughRESTAndGraphQL(t *testing.T) {
 	r := app.Must(t, 200, "POST", "/api/v1/dynamic/Product/query", key, map[string]any{"where": map[string]any{"name": "late"}}).JSON(t)
 	if len(r["items"].([]any)) != 0 {
 		t.Errorf("the timed-out create wrote: %v", r["items"])
+	}
+}
+
+// Aggregates through REST: groups with their measures typed as their
+// fields, buckets, having, order and limit; bad input is a 400 naming the
+// path.
+func TestAggregateThroughREST(t *testing.T) {
+	t.Parallel()
+	app := testenv.Server(t)
+	_, key := app.Tenant(t)
+	app.Schema(t, key, catalog)
+	for _, p := range []map[string]any{
+		{"name": "a", "status": "live", "price": 10, "stock": 3, "releasedAt": "2025-03-01T10:00:00Z"},
+		{"name": "b", "status": "live", "price": 30, "stock": 4, "releasedAt": "2025-03-01T23:00:00Z"},
+		{"name": "c", "status": "draft", "price": 20, "stock": 1, "releasedAt": "2025-03-02T01:00:00Z"},
+		{"name": "d", "status": "draft", "price": 5},
+		{"name": "e"},
+	} {
+		app.Must(t, 201, "POST", "/api/v1/dynamic/Product", key, p)
+	}
+	agg := func(body string) *testenv.Response {
+		return app.Do(t, "POST", "/api/v1/dynamic/Product/aggregate", key, body)
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"one group over everything", `{"aggregates": {"n": {"count": "*"}, "stock": {"sum": "stock"}, "avgPrice": {"avg": "price"}}}`,
+			`{"groups":[{"avgPrice":16.25,"key":{},"n":5,"stock":8}]}`},
+		{"per status, by count then key", `{"groupBy": ["status"], "aggregates": {"n": {"count": "*"}, "top": {"max": "price"}, "names": {"countDistinct": "name"}},
+			"orderBy": [{"field": "n", "direction": "DESC"}, {"field": "status"}]}`,
+			`{"groups":[{"key":{"status":"draft"},"n":2,"names":2,"top":20},{"key":{"status":"live"},"n":2,"names":2,"top":30},{"key":{"status":null},"n":1,"names":1,"top":null}]}`},
+		{"having and limit", `{"where": {"price": {"$gte": 5}}, "groupBy": ["status"], "aggregates": {"n": {"count": "*"}, "total": {"sum": "price"}},
+			"having": {"total": {"$gt": 30}}, "orderBy": "total", "orderDirection": "DESC", "limit": 1}`,
+			`{"groups":[{"key":{"status":"live"},"n":2,"total":40}]}`},
+		{"daily buckets", `{"where": {"releasedAt": {"$isNull": false}}, "groupBy": [{"field": "releasedAt", "bucket": "day"}], "aggregates": {"n": {"count": "releasedAt"}}}`,
+			`{"groups":[{"key":{"releasedAt":"2025-03-01T00:00:00+00:00"},"n":2},{"key":{"releasedAt":"2025-03-02T00:00:00+00:00"},"n":1}]}`},
+	} {
+		r := agg(tc.body)
+		if r.Status != 200 {
+			t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
+			continue
+		}
+		var got any
+		r.Decode(t, &got)
+		b, _ := json.Marshal(got)
+		if string(b) != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, b, tc.want)
+		}
+	}
+	for _, tc := range []struct{ body, field string }{
+		{`{"aggregates": {"s": {"sum": "nope"}}}`, "aggregates.s.sum"},
+		{`{"aggregates": {"s": {"avg": "name"}}}`, "aggregates.s.avg"},
+		{`{"aggregates": {"s": {"count": "attributes"}}}`, "aggregates.s.count"},
+		{`{"aggregates": {"s": {"median": "price"}}}`, "aggregates.s.median"},
+		{`{"aggregates": {"s": {"sum": "*"}}}`, "aggregates.s.sum"},
+		{`{"aggregates": {"s": {"sum": "price", "max": "price"}}}`, "aggregates.s"},
+		{`{"aggregates": {}}`, "aggregates"},
+		{`{"groupBy": ["attributes"], "aggregates": {"n": {"count": "*"}}}`, "groupBy[0]"},
+		{`{"groupBy": [{"field": "price", "bucket": "day"}], "aggregates": {"n": {"count": "*"}}}`, "groupBy[0].bucket"},
+		{`{"groupBy": [{"field": "releasedAt", "bucket": "year"}], "aggregates": {"n": {"count": "*"}}}`, "groupBy[0].bucket"},
+		{`{"groupBy": [7], "aggregates": {"n": {"count": "*"}}}`, "groupBy[0]"},
+		{`{"aggregates": {"n": {"count": "*"}}, "having": {"m": {"$gt": 1}}}`, "having.m"},
+		{`{"aggregates": {"n": {"count": "*"}}, "orderBy": "price"}`, "orderBy[0]"},
+		{`{"aggregates": {"n": {"count": "*"}}, "where": {"nope": 1}}`, "where.nope"},
+		{`{"aggregates": {"n": {"count": "*"}}, "limit": 5000}`, "limit"},
+		{`{"aggregates": {"n": {"count": "*"}}, "extra": 1}`, "extra"},
+	} {
+		r := agg(tc.body)
+		if r.Status != 400 || (errorField(t, r) != tc.field && !strings.Contains(string(r.Body), tc.field)) {
+			t.Errorf("%s: %d %s, want 400 naming %s", tc.body, r.Status, r.Body, tc.field)
+		}
+	}
+	// Scope: a key that may not read Product may not aggregate it either.
+	if r := app.Do(t, "POST", "/api/v1/dynamic/Product/aggregate", "", `{"aggregates": {"n": {"count": "*"}}}`); r.Status != 401 {
+		t.Errorf("no credential: %d %s", r.Status, r.Body)
 	}
 }
