@@ -302,3 +302,40 @@ func TestAggregateThroughREST(t *testing.T) {
 		t.Errorf("no credential: %d %s", r.Status, r.Body)
 	}
 }
+
+// Aggregates through GraphQL: totals and groups in the response's shape,
+// typed as their fields; bad input is an error naming the argument.
+func TestAggregateThroughGraphQL(t *testing.T) {
+	t.Parallel()
+	app := testenv.Server(t)
+	tenantID, key := app.Tenant(t)
+	app.Schema(t, key, catalog)
+	for _, p := range []map[string]any{
+		{"name": "a", "status": "live", "price": 10, "stock": 3}, {"name": "b", "status": "live", "price": 30, "stock": 4},
+		{"name": "c", "status": "draft", "price": 20, "stock": 1}, {"name": "d"},
+	} {
+		app.Must(t, 201, "POST", "/api/v1/dynamic/Product", key, p)
+	}
+	gql := func(q string) string {
+		return string(app.Must(t, 200, "POST", "/api/v1/dynamic-gql/"+tenantID, key, map[string]any{"query": q}).Body)
+	}
+	got := gql(`{ productsAggregate(where: {price: {gte: 10}}, groupBy: ["status"]) {
+	  __typename count total: sum { stock price } avg { price } max { price name }
+	  groups(limit: 10) { key { status } count sum { stock } countDistinct { name } } } }`)
+	want := `{"data":{"productsAggregate":{"__typename":"ProductAggregate","count":3,"total":{"stock":8,"price":60},"avg":{"price":20},"max":{"price":30,"name":"c"},` +
+		`"groups":[{"key":{"status":"draft"},"count":1,"sum":{"stock":1},"countDistinct":{"name":1}},{"key":{"status":"live"},"count":2,"sum":{"stock":7},"countDistinct":{"name":2}}]}}}`
+	if got != want {
+		t.Errorf("aggregate:\n got %s\nwant %s", got, want)
+	}
+	for _, tc := range []struct{ q, want string }{
+		{`{ productsAggregate(groupBy: ["nope"]) { groups { count } } }`, "groupBy[0]"},
+		{`{ productsAggregate(groupBy: ["attributes"]) { groups { count } } }`, "groupBy[0]"},
+		{`{ productsAggregate { groups { count } } }`, "groupBy"},
+		{`{ productsAggregate(where: {nope: 1}) { count } }`, "nope"},
+		{`{ productsAggregate { sum { name } } }`, "name"},
+	} {
+		if g := gql(tc.q); !strings.Contains(g, `"errors"`) || !strings.Contains(g, tc.want) {
+			t.Errorf("%s: %s, want an error naming %s", tc.q, g, tc.want)
+		}
+	}
+}

@@ -63,7 +63,7 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 	args := cf.field.ArgumentMap(x.vars)
 	e := rf.Entity
 	switch rf.Kind {
-	case model.KindCount, model.KindConnection, model.KindVectorSearch:
+	case model.KindCount, model.KindConnection, model.KindVectorSearch, model.KindAggregate:
 		if err := x.p.Require("entity", e.Name, "read"); err != nil {
 			return nil, err
 		}
@@ -80,6 +80,8 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 		return x.connection(e, cf, args)
 	case model.KindVectorSearch:
 		return x.vectorSearchField(e, cf, args)
+	case model.KindAggregate:
+		return x.aggregateField(e, cf, args)
 	case model.KindCreate, model.KindUpdate, model.KindDelete:
 		return x.mutate(rf, cf, args)
 	case model.KindBatchCreate, model.KindBatchUpdate, model.KindBatchDelete:

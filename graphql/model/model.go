@@ -48,6 +48,7 @@ const (
 	KindRelCreated
 	KindRelUpdated
 	KindRelDeleted
+	KindAggregate // <plural>Aggregate (aggregate.go)
 )
 
 // RootField is the meaning of one Query/Mutation/Subscription field.
@@ -606,6 +607,7 @@ func (g *gen) readRoots(e *schema.Entity, n entityNames, rf RootField, page stri
 	if hasVector(e) {
 		g.root(&g.query, n.VectorSearch, with(rf, KindVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}
+	g.aggregateRoot(e, n, rf)
 	g.root(&g.sub, n.Created, with(rf, KindCreated), "(where: "+n.Where+"): "+n.Type+"!")
 	g.root(&g.sub, n.Updated, with(rf, KindUpdated), "(where: "+n.Where+"): "+n.Type+"!")
 	g.root(&g.sub, n.Deleted, with(rf, KindDeleted), "(where: "+n.Where+"): "+n.Type+"!")
