@@ -189,10 +189,9 @@ func writeAgg(b *bytes.Buffer, out []aggOut, row map[string]json.RawMessage, gro
 		k, _ := json.Marshal(o.key)
 		b.Write(k)
 		b.WriteByte(':')
-		switch {
-		case o.alias == "\x00groups":
+		if o.alias == "\x00groups" {
 			groups(b)
-		default:
+		} else {
 			writeMember(b, o, row, nil)
 		}
 	}
