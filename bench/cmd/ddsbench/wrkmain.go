@@ -359,7 +359,7 @@ const productFields = `id name price stock tags createdAt updatedAt`
 // statement is the one DDS runs).
 var flatPlan = query.List{Entity: entity, Select: query.Selection{Fields: []string{"id", "name", "price"},
 	Output: outputOf("id", "name", "price")},
-	OrderBy: []query.Order{{Field: "createdAt"}}, Limit: 20}
+	OrderBy: []query.Order{{Field: "createdAt", Desc: true}}, Limit: 20}
 
 // outputOf is the Output of a flat GraphQL selection of these fields.
 func outputOf(fields ...string) []query.Member {
@@ -371,9 +371,11 @@ func outputOf(fields ...string) []query.Member {
 }
 
 var (
-	// Oldest first: PostGraphile orders only by indexed columns.
-	gqlFlatQuery  = `{ products(limit: 20, orderBy: [{field: "createdAt"}]) { id name price } }`
-	peerFlatQuery = `{ allProducts(first: 20, orderBy: [CREATED_AT_ASC]) { nodes { rowId name price } } }`
+	// Newest first, the feed users ask for (issue 25): DDS breaks ties by
+	// id in the direction of createdAt, so both walk the ("createdAt", id)
+	// index backwards (PostGraphile orders only by indexed columns).
+	gqlFlatQuery  = `{ products(limit: 20, orderBy: [{field: "createdAt", direction: DESC}]) { id name price } }`
+	peerFlatQuery = `{ allProducts(first: 20, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { nodes { rowId name price } } }`
 	gqlGetQuery   = `query($id: ID!) { product(id: $id) { ` + productFields + ` } }`
 	gqlListQuery  = `query($n: Float!) { products(where: {price: {gte: $n}}, orderBy: [{field: "createdAt", direction: DESC}], limit: 20) { ` + productFields + ` } }`
 )
