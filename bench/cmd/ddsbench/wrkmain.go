@@ -149,6 +149,16 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "flat list PostGraphile 5", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
 					[]string{reqLine("POST", peerPath, gqlBody(peerFlatQuery, nil))})
 			}
+		case "aggregate":
+			if m, err = startChecked("aggregate", env.databaseURL, func(minURL string) error {
+				return checkSameAggregate(ctx, dds.URL, minURL, apiKey)
+			}); err != nil {
+				return err
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "aggregate hand-written SQL", pid: m.Pid(), url: m.URL},
+				{name: "aggregate DDS REST", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, []string{reqLine("GET", "/p", nil)}, []string{reqLine("POST", "/api/v1/dynamic/"+entity+"/aggregate", aggregateBody)})
 		case "nested":
 			if m, err = startChecked("nested", env.databaseURL, func(minURL string) error {
 				return checkSameNested(ctx, dds.URL+gqlPath, minURL, peerURL, apiKey)
@@ -260,6 +270,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			ss = ss[:len(ss)-1]
 		}
 		target := targetOfMinimal
+		if section == "aggregate" {
+			target = targetAggregate
+		}
 		if section == "batch" {
 			target = targetBatch
 			for _, s := range ss {
