@@ -147,7 +147,7 @@ func WriteRaw(w http.ResponseWriter, status int, body []byte) {
 // Status maps an error code to its HTTP status.
 func Status(code apperr.Code) int {
 	switch code {
-	case apperr.Validation, apperr.BadRequest:
+	case apperr.Validation, apperr.BadRequest, apperr.QueryTooExpensive:
 		return http.StatusBadRequest
 	case apperr.Unauthenticated:
 		return http.StatusUnauthorized
@@ -161,7 +161,7 @@ func Status(code apperr.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case apperr.RateLimited:
 		return http.StatusTooManyRequests
-	case apperr.Unavailable:
+	case apperr.Unavailable, apperr.QueryTimeout:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -23,7 +23,11 @@ const (
 	TooLarge        Code = "PAYLOAD_TOO_LARGE" // 413
 	RateLimited     Code = "RATE_LIMITED"      // 429
 	Unavailable     Code = "UNAVAILABLE"       // 503
-	Internal        Code = "INTERNAL_ERROR"    // 500
+	// QueryTooExpensive: the plan's estimate is above the row budget.
+	QueryTooExpensive Code = "QUERY_TOO_EXPENSIVE" // 400
+	// QueryTimeout: a statement ran past the statement timeout.
+	QueryTimeout Code = "QUERY_TIMEOUT"  // 503
+	Internal     Code = "INTERNAL_ERROR" // 500
 )
 
 // FieldError names one invalid input field.

@@ -57,6 +57,12 @@ type Config struct {
 	// VectorEfSearch is the hnsw.ef_search every connection runs with
 	// (db.WithVectorEfSearch); 400 is db.DefaultVectorEfSearch.
 	VectorEfSearch int `env:"DDS_VECTOR_EF_SEARCH" envDefault:"400"`
+	// StatementTimeout bounds each statement a request runs on tenant
+	// records (records.WithStatementTimeout); 0 turns it off.
+	StatementTimeout time.Duration `env:"DDS_STATEMENT_TIMEOUT" envDefault:"5s"`
+	// QueryRowBudget refuses lists and aggregates Postgres estimates to
+	// read more rows (records.WithRowBudget); 0 turns it off.
+	QueryRowBudget int64 `env:"DDS_QUERY_ROW_BUDGET" envDefault:"1000000"`
 
 	// Rate limits per minute; 0 disables a layer.
 	RateGlobal int  `env:"DDS_RATE_GLOBAL" envDefault:"500"`
@@ -175,6 +181,12 @@ func Load() (*Config, error) {
 	}
 	if c.DBMaxConns < 1 {
 		problems = append(problems, fmt.Errorf("DDS_DB_MAX_CONNS must be at least 1, got %d", c.DBMaxConns))
+	}
+	if c.StatementTimeout < 0 {
+		problems = append(problems, fmt.Errorf("DDS_STATEMENT_TIMEOUT must not be negative, got %s", c.StatementTimeout))
+	}
+	if c.QueryRowBudget < 0 {
+		problems = append(problems, fmt.Errorf("DDS_QUERY_ROW_BUDGET must not be negative, got %d", c.QueryRowBudget))
 	}
 	if c.VectorEfSearch < 1 || c.VectorEfSearch > db.MaxVectorEfSearch {
 		problems = append(problems, fmt.Errorf("DDS_VECTOR_EF_SEARCH must be between 1 and %d (pgvector's limit), got %d", db.MaxVectorEfSearch, c.VectorEfSearch))

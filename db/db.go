@@ -14,6 +14,8 @@ import (
 
 	"github.com/XSAM/otelsql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib" // the Postgres driver, "pgx"
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
@@ -104,6 +106,15 @@ func Open(ctx context.Context, url string, maxConns int, opts ...Option) (*sqlx.
 	// search). A value in url (parameter or options) stays.
 	if !o.transactionPooler && !urlSets(cfg, "hnsw.ef_search") {
 		cfg.RuntimeParams["hnsw.ef_search"] = strconv.Itoa(o.efSearch)
+	}
+	// A statement whose context ends (the request's statement deadline,
+	// records.WithStatementTimeout, or a client gone) is cancelled in
+	// Postgres with a cancel request, which a pooler in transaction mode
+	// forwards, so the server stops working on it; pgx's default only
+	// closes the connection, leaving the statement running until it next
+	// writes to the client.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
 	}
 	connector := stdlib.GetConnector(*cfg)
 	var sqlDB *sql.DB

@@ -271,7 +271,8 @@ func systemFields() openapi3.Schemas {
 func (b *builder) shared() {
 	codes := []any{}
 	for _, c := range []apperr.Code{apperr.Validation, apperr.BadRequest, apperr.Unauthenticated, apperr.Forbidden,
-		apperr.NotFound, apperr.Conflict, apperr.TooLarge, apperr.RateLimited, apperr.Unavailable, apperr.Internal} {
+		apperr.NotFound, apperr.Conflict, apperr.TooLarge, apperr.RateLimited, apperr.Unavailable, apperr.Internal,
+		apperr.QueryTooExpensive, apperr.QueryTimeout} {
 		codes = append(codes, string(c))
 	}
 	code := str("machine-readable error code")
@@ -510,6 +511,7 @@ func (b *builder) entity(e *schema.Entity) {
 		"offset":         val(offset),
 		"limit":          val(limit),
 		"includeCount":   val(withDesc(typed("boolean"), "also return the total number of matching records in count")),
+		"distinctOn":     val(distinctOnSchema(e)),
 	}
 	if len(rels) > 0 {
 		relNames := []any{}
@@ -694,6 +696,7 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 			queryParam("limit", "page size", limit),
 			queryParam("offset", "records to skip", offset),
 			queryParam("includeCount", "also return the total in count", typed("boolean")),
+			queryParam("distinctOn", "comma-separated fields: the first record (in the order) of each group of equal values; they must lead orderBy", typed("string")),
 		},
 		ok: map[int]*openapi3.ResponseRef{200: jsonResp("A page of records.", ref(n+".List"))}}.build()
 	coll.Post = op{id: "create" + n, summary: "Create a " + n, scope: scope("create"), tag: n,
@@ -719,6 +722,8 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 	b.item(base + "/query").Post = op{id: "query" + n, summary: "Query " + n + " records with the query DSL", scope: scope("read"), tag: n,
 		body: jsonBody("The query.", ref(n+".Query")),
 		ok:   map[int]*openapi3.ResponseRef{200: jsonResp("The matching records.", ref(n+".List"))}}.build()
+
+	b.aggregatePath(e, base)
 
 	batch := b.item(base + "/batch")
 	batchFail := &openapi3.ResponseRef{Value: openapi3.NewResponse().

@@ -143,7 +143,7 @@ func TestShopPaths(t *testing.T) {
 		base := "/api/v1/dynamic/" + e
 		want = append(want,
 			"GET "+base, "POST "+base, "GET "+base+"/{id}", "PUT "+base+"/{id}", "PATCH "+base+"/{id}", "DELETE "+base+"/{id}",
-			"POST "+base+"/query", "POST "+base+"/batch", "PATCH "+base+"/batch", "DELETE "+base+"/batch")
+			"POST "+base+"/query", "POST "+base+"/aggregate", "POST "+base+"/batch", "PATCH "+base+"/batch", "DELETE "+base+"/batch")
 	}
 	want = append(want, "POST /api/v1/dynamic/Product/vector-search")
 	for _, r := range []struct{ from, name string }{{"Product", "IN_CATEGORY"}, {"User", "FOLLOWS"}} {

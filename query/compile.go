@@ -390,14 +390,21 @@ func (k orderKey) sql(expr string, reverse bool) string {
 }
 
 // orderKeys resolves sort keys; id is always the last key: the given keys
-// up to the first id key, then an ascending id when none was given.
+// up to the first id key, then, when none was given, an id in the
+// direction of the last given key (ascending when none was given). The tie
+// breaker follows the last key so that an order whose keys share one
+// direction is exactly an index's order read forwards or backwards: a
+// newest-first list ("createdAt" DESC, "id" DESC) walks the ("createdAt",
+// "id") index backwards instead of sorting every row that shares the
+// newest timestamp.
 func orderKeys(e *schema.Entity, keys []Order, tbl, path string) ([]orderKey, error) {
 	out, hasID, err := givenKeys(e, keys, tbl, path)
 	if err != nil || hasID {
 		return out, err
 	}
 	idRef, _ := entityRef(e, schema.ColID, tbl)
-	return append(out, orderKey{ref: idRef}), nil
+	desc := len(out) > 0 && out[len(out)-1].desc
+	return append(out, orderKey{ref: idRef, desc: desc}), nil
 }
 
 // givenKeys resolves the sort keys given, up to and including the first id
@@ -456,6 +463,15 @@ func (c *Compiler) List(l List) (Statement, error) {
 		return Statement{}, err
 	}
 	where = andVisible(where, b.visible(e, "t", true))
+	order, distinct := l.OrderBy, ""
+	if len(l.DistinctOn) > 0 {
+		if l.Seek != nil {
+			return Statement{}, apperr.Field("distinctOn", "cannot be combined with a cursor")
+		}
+		if distinct, order, err = distinctOn(e, l.DistinctOn, l.OrderBy); err != nil {
+			return Statement{}, err
+		}
+	}
 	var rank string
 	if l.Search != "" {
 		q, err := searchQuery(e, l.Search, &a)
@@ -463,11 +479,11 @@ func (c *Compiler) List(l List) (Statement, error) {
 			return Statement{}, err
 		}
 		where = and(where, `t."_search" @@ `+q)
-		if len(l.OrderBy) == 0 {
+		if len(order) == 0 {
 			rank = `ts_rank(t."_search", ` + q + `)`
 		}
 	}
-	keys, err := orderKeys(e, l.OrderBy, "t", "")
+	keys, err := orderKeys(e, order, "t", "")
 	if err != nil {
 		return Statement{}, err
 	}
@@ -488,7 +504,7 @@ func (c *Compiler) List(l List) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
-	if src == "" && rank == "" && l.Seek == nil && l.Offset == 0 && !l.IncludeCount && byID(l.Where) {
+	if src == "" && rank == "" && l.Seek == nil && l.Offset == 0 && !l.IncludeCount && distinct == "" && byID(l.Where) {
 		// At most one row matches (GraphQL's get by id): no page to
 		// sort or cut, so the statement is as cheap as a get.
 		sql := fmt.Sprintf(`SELECT json_build_object('items', coalesce((SELECT json_agg(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE %s), '[]'::json))`,
@@ -502,8 +518,8 @@ func (c *Compiler) List(l List) (Statement, error) {
 		innerOrder = `"_rank" DESC, ` + innerOrder
 		aggOrder = `t."_rank" DESC, ` + aggOrder
 	}
-	page := fmt.Sprintf("SELECT t.*%s FROM %s t WHERE %s ORDER BY %s%s",
-		extra, c.Table(e.Name), pageWhere, innerOrder, b.limit(limit, l.Offset))
+	page := fmt.Sprintf("SELECT %st.*%s FROM %s t WHERE %s ORDER BY %s%s",
+		distinct, extra, c.Table(e.Name), pageWhere, innerOrder, b.limit(limit, l.Offset))
 	from := "(" + page + ")"
 	sql := ""
 	if src != "" {
@@ -511,11 +527,14 @@ func (c *Compiler) List(l List) (Statement, error) {
 	}
 	sql += fmt.Sprintf(`SELECT json_build_object('items', (SELECT coalesce(json_agg(r ORDER BY %s), '[]'::json) FROM %s t%s CROSS JOIN LATERAL (SELECT %s) r)`,
 		aggOrder, from, joins, strings.Join(cols, ", "))
-	if l.IncludeCount {
+	switch {
+	case l.IncludeCount && distinct != "":
+		sql += fmt.Sprintf(`, 'count', (SELECT count(*) FROM (SELECT %s1 FROM %s t WHERE %s) d)`, distinct, c.Table(e.Name), where)
+	case l.IncludeCount:
 		sql += fmt.Sprintf(`, 'count', (SELECT count(*) FROM %s t WHERE %s)`, c.Table(e.Name), where)
 	}
 	sql += ")"
-	return Statement{SQL: sql, Args: a.List()}, nil
+	return Statement{SQL: sql, Args: a.List(), Budgeted: true}, nil
 }
 
 // Count compiles the number of records matching where (GraphQL
@@ -540,7 +559,7 @@ func (c *Compiler) Count(entity string, where Filter, search string) (Statement,
 		}
 		w = and(w, `t."_search" @@ `+q)
 	}
-	return Statement{SQL: fmt.Sprintf("SELECT count(*) FROM %s t WHERE %s", c.Table(e.Name), w), Args: a.List()}, nil
+	return Statement{SQL: fmt.Sprintf("SELECT count(*) FROM %s t WHERE %s", c.Table(e.Name), w), Args: a.List(), Budgeted: true}, nil
 }
 
 // searchQuery checks a full-text search of e's records and binds it as a

@@ -162,8 +162,9 @@ func (c *Compiler) RelationshipList(entity, id string, n Nested) (Statement, err
 }
 
 // Keys returns the sort keys a List with orderBy really uses, in order:
-// the given keys up to the first "id", ending with an ascending "id" when
-// none was given. A Seek's Values follow it.
+// the given keys up to the first "id", ending with an "id" in the direction
+// of the last given key (ascending when there is none) when none was
+// given. A Seek's Values follow it.
 func (c *Compiler) Keys(entity string, orderBy []Order) ([]Order, error) {
 	e, err := c.Entity(entity)
 	if err != nil {
@@ -199,6 +200,21 @@ func keyset(keys []orderKey, values []any, backward bool, a *Args) (string, erro
 		}
 		binds[i] = a.Add(v, elementType(k.ref))
 	}
+	if rowComparable(keys, binds) {
+		// One direction, no nulls: the row comparison, which Postgres
+		// turns into an index condition on an index of the keys (read
+		// forwards or backwards), where the expanded form below would
+		// filter rows one by one.
+		exprs := make([]string, len(keys))
+		for i, k := range keys {
+			exprs[i] = k.ref.expr
+		}
+		op := "<"
+		if keys[0].desc == backward {
+			op = ">"
+		}
+		return "(" + strings.Join(exprs, ", ") + ") " + op + " (" + strings.Join(binds, ", ") + ")", nil
+	}
 	var ors []string
 	for i, k := range keys {
 		var conj []string
@@ -233,6 +249,22 @@ func keyset(keys []orderKey, values []any, backward bool, a *Args) (string, erro
 		return "FALSE", nil
 	}
 	return "(" + strings.Join(ors, " OR ") + ")", nil
+}
+
+// rowComparable reports whether the keyset of keys can be the row
+// comparison (k1, k2, ..., id) > (v1, v2, ..., vid): at least two keys, all
+// in one direction, none of them ever null and no null in the cursor. With
+// mixed directions or nullable keys only the expanded form is correct.
+func rowComparable(keys []orderKey, binds []string) bool {
+	if len(keys) < 2 {
+		return false
+	}
+	for i, k := range keys {
+		if k.desc != keys[0].desc || !notNull(k.ref) || binds[i] == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // notNull reports whether the column can never be null.

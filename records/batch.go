@@ -143,6 +143,8 @@ func checkSize(n int, what string) error {
 // BatchCreate validates and inserts items (objects of fields) atomically.
 // A rejected batch returns a result with failures and a nil error.
 func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items []any) (*BatchResult, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -218,6 +220,8 @@ SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.Eve
 // BatchUpdate validates and patches items atomically: each item's data
 // changes only the fields it names (PATCH semantics).
 func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items []BatchUpdateItem) (*BatchResult, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -296,6 +300,8 @@ SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)),
 
 // BatchDelete deletes records by id atomically.
 func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawIDs []any) (*BatchResult, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -413,7 +419,7 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, 0, MapError(sc, entity, err)
+		return nil, 0, commitError(ctx, sc, entity, err)
 	}
 	s.announce(sc.TenantID, events.String)
 	if len(fileIDs) > 0 {

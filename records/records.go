@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,12 +43,14 @@ type Files interface {
 
 // Store reads and writes records.
 type Store struct {
-	db       *sqlx.DB
-	schemas  *schema.Service
-	files    Files
-	events   *pgnotify.Publisher
-	observe  func(query.Statement) // see Observed; nil in production
-	efSearch int                   // the connections' hnsw.ef_search; 0: db.DefaultVectorEfSearch
+	db        *sqlx.DB
+	schemas   *schema.Service
+	files     Files
+	events    *pgnotify.Publisher
+	observe   func(query.Statement) // see Observed; nil in production
+	efSearch  int                   // the connections' hnsw.ef_search; 0: db.DefaultVectorEfSearch
+	timeout   time.Duration         // each request statement's deadline (budget.go); 0: none
+	rowBudget int64                 // the row budget of lists and aggregates (budget.go); 0: none
 	// compilerKey names the scope's compiler among the schema version's
 	// memos, and stmtKey its statement cache; both depend on efSearch and
 	// are built once, not per request.
@@ -205,6 +208,8 @@ func (sc *Scope) Origin() outbox.Origin {
 
 // Get reads one record.
 func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query.Selection) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	var st query.Statement
 	key := ""
 	if len(sel.Nested) == 0 && len(sel.Files) == 0 { // the key names the fields, nothing else
@@ -241,6 +246,8 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 
 // Create inserts a record and its entity.created event in one statement.
 func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[string]any) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -318,6 +325,8 @@ func CreateSQL(sc *Scope, e *schema.Entity, fields []*schema.Field, a *query.Arg
 // Update replaces (PUT) or merges (PATCH) a record and writes its
 // entity.updated event in one statement.
 func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input map[string]any, mode Mode) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -374,6 +383,8 @@ func (s *Store) Delete(ctx context.Context, sc *Scope, entity, id string) error 
 
 // DeleteReturning is Delete that also returns the deleted record.
 func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id string) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -414,7 +425,7 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, MapError(sc, entity, err)
+		return nil, commitError(ctx, sc, entity, err)
 	}
 	s.announce(sc.TenantID, eventID)
 	s.files.PurgeDeleted(ctx, sc.TenantID, ids)
@@ -502,8 +513,11 @@ func limitError(e *schema.Entity, pe *pgconn.PgError, err error) error {
 func MapError(sc *Scope, entity string, err error) error {
 	pe, ok := db.PgError(err)
 	if !ok {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return &apperr.Error{Code: apperr.Unavailable, Message: "the request was cancelled or timed out", Err: err}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return timeoutError(err)
+		}
+		if errors.Is(err, context.Canceled) {
+			return &apperr.Error{Code: apperr.Unavailable, Message: "the request was cancelled", Err: err}
 		}
 		return apperr.Wrap(err, "database error")
 	}
@@ -524,8 +538,8 @@ func MapError(sc *Scope, entity string, err error) error {
 			Details: []apperr.FieldError{{Field: pe.ColumnName, Message: "is required"}}, Err: err}
 	case "54000": // program_limit_exceeded: a value too large for an index or the tsvector
 		return limitError(e, pe, err)
-	case "57014": // query_canceled (statement timeout)
-		return &apperr.Error{Code: apperr.Unavailable, Message: "the query took too long", Err: err}
+	case "57014": // query_canceled: the statement deadline's cancel request, or a statement_timeout
+		return timeoutError(err)
 	}
 	if strings.HasPrefix(pe.Code, "22") { // data exception: a value out of the column's range
 		return &apperr.Error{Code: apperr.Validation, Message: "a value is out of range: " + pe.Message, Err: err}

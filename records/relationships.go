@@ -144,6 +144,8 @@ func parseIDs(entity, id, target string, rel *schema.Relationship) (string, stri
 // CreateEdge creates an edge of rel from the entity record id to the
 // target record (of rel's target entity) with validated properties.
 func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, err := edgeSource(sc, entity, relName)
 	if err != nil {
 		return nil, err
@@ -198,6 +200,8 @@ func (s *Store) ListEdges(ctx context.Context, sc *Scope, entity, id string, n q
 // UpdateEdges merges properties into every edge of rel from the record id to
 // target (null removes a property) and returns {"items": [edges]}.
 func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
 	if err != nil {
 		return nil, err
@@ -213,6 +217,8 @@ func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName,
 // UpdateEdgeByID merges properties into one edge, which must touch the
 // record id (as source or target).
 func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string, props map[string]any) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)
 	if err != nil {
 		return nil, err
@@ -227,6 +233,8 @@ func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relNa
 
 // DeleteEdges deletes every edge of rel from the record id to target.
 func (s *Store) DeleteEdges(ctx context.Context, sc *Scope, entity, id, relName, target string) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
 	if err != nil {
 		return nil, err
@@ -254,6 +262,8 @@ func edgesBetween(sc *Scope, entity, id, relName, target string) (*schema.Entity
 
 // DeleteEdgeByID deletes one edge, which must touch the record id.
 func (s *Store) DeleteEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)
 	if err != nil {
 		return nil, err

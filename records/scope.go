@@ -77,8 +77,8 @@ func (sc *Scope) Relationship(name string) (*schema.Relationship, error) {
 }
 
 // Keys returns the sort keys a list of entity with orderBy really uses, in
-// order (the given keys up to the first "id", then an ascending "id" when
-// none was given): the keys a cursor's values follow. A bad key is a
+// order (the given keys up to the first "id", then an "id" in the last
+// key's direction when none was given): the keys a cursor's values follow. A bad key is a
 // VALIDATION_ERROR.
 func (sc *Scope) Keys(entity string, orderBy []query.Order) ([]query.Order, error) {
 	return sc.compiler.Keys(entity, orderBy)

@@ -68,7 +68,7 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 	args := cf.field.ArgumentMap(x.vars)
 	e := rf.Entity
 	switch rf.Kind {
-	case model.KindCount, model.KindConnection, model.KindVectorSearch:
+	case model.KindCount, model.KindConnection, model.KindVectorSearch, model.KindAggregate:
 		if err := x.p.Require("entity", e.Name, "read"); err != nil {
 			return nil, err
 		}
@@ -85,6 +85,8 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 		return x.connection(e, cf, args)
 	case model.KindVectorSearch:
 		return x.vectorSearchField(e, cf, args)
+	case model.KindAggregate:
+		return x.aggregateField(e, cf, args)
 	case model.KindCreate, model.KindUpdate, model.KindDelete, model.KindRestore:
 		return x.mutate(rf, cf, args)
 	case model.KindBatchCreate, model.KindBatchUpdate, model.KindBatchDelete:
@@ -129,6 +131,7 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
 		if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
 			return l, err
 		}
+		l.DistinctOn = stringList(args["distinctOn"])
 		if serr != nil {
 			return l, serr
 		}

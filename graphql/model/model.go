@@ -49,6 +49,7 @@ const (
 	KindRelUpdated
 	KindRelDeleted
 	KindRestore // restore<E>: an entity with softDelete
+	KindAggregate // <plural>Aggregate (aggregate.go)
 )
 
 // RootField is the meaning of one Query/Mutation/Subscription field.
@@ -575,7 +576,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		"  totalCount: Int!", "  successCount: Int!", "  failureCount: Int!"})
 
 	rf := RootField{Entity: e}
-	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!]", n.Where, n.OrderBy)
+	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!], distinctOn: [String!]", n.Where, n.OrderBy)
 	if hasVector(e) {
 		g.typ("input", n.VectorInput, "", []string{"  \"A VECTOR field of " + e.Name + ".\"", "  field: String!", "  vector: [Float!]!",
 			"  \"1 to 100.\"", "  topK: Int = 10",
@@ -623,6 +624,7 @@ func (g *gen) readRoots(e *schema.Entity, n entityNames, rf RootField, page stri
 	if hasVector(e) {
 		g.root(&g.query, n.VectorSearch, with(rf, KindVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}
+	g.aggregateRoot(e, n, rf)
 	g.root(&g.sub, n.Created, with(rf, KindCreated), "(where: "+n.Where+"): "+n.Type+"!")
 	g.root(&g.sub, n.Updated, with(rf, KindUpdated), "(where: "+n.Where+"): "+n.Type+"!")
 	g.root(&g.sub, n.Deleted, with(rf, KindDeleted), "(where: "+n.Where+"): "+n.Type+"!")

@@ -149,6 +149,16 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "flat list PostGraphile 5", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
 					[]string{reqLine("POST", peerPath, gqlBody(peerFlatQuery, nil))})
 			}
+		case "aggregate":
+			if m, err = startChecked("aggregate", env.databaseURL, func(minURL string) error {
+				return checkSameAggregate(ctx, dds.URL, minURL, apiKey)
+			}); err != nil {
+				return err
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "aggregate hand-written SQL", pid: m.Pid(), url: m.URL},
+				{name: "aggregate DDS REST", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, []string{reqLine("GET", "/p", nil)}, []string{reqLine("POST", "/api/v1/dynamic/"+entity+"/aggregate", aggregateBody)})
 		case "nested":
 			if m, err = startChecked("nested", env.databaseURL, func(minURL string) error {
 				return checkSameNested(ctx, dds.URL+gqlPath, minURL, peerURL, apiKey)
@@ -274,6 +284,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			ss = ss[:len(ss)-1]
 		}
 		target := targetOfMinimal
+		if section == "aggregate" {
+			target = targetAggregate
+		}
 		if section == "batch" {
 			target = targetBatch
 			for _, s := range ss {
@@ -384,7 +397,7 @@ const productFields = `id name price stock tags createdAt updatedAt`
 // statement is the one DDS runs).
 var flatPlan = query.List{Entity: entity, Select: query.Selection{Fields: []string{"id", "name", "price"},
 	Output: outputOf("id", "name", "price")},
-	OrderBy: []query.Order{{Field: "createdAt"}}, Limit: 20}
+	OrderBy: []query.Order{{Field: "createdAt", Desc: true}}, Limit: 20}
 
 // outputOf is the Output of a flat GraphQL selection of these fields.
 func outputOf(fields ...string) []query.Member {
@@ -396,9 +409,11 @@ func outputOf(fields ...string) []query.Member {
 }
 
 var (
-	// Oldest first: PostGraphile orders only by indexed columns.
-	gqlFlatQuery  = `{ products(limit: 20, orderBy: [{field: "createdAt"}]) { id name price } }`
-	peerFlatQuery = `{ allProducts(first: 20, orderBy: [CREATED_AT_ASC]) { nodes { rowId name price } } }`
+	// Newest first, the feed users ask for (issue 25): DDS breaks ties by
+	// id in the direction of createdAt, so both walk the ("createdAt", id)
+	// index backwards (PostGraphile orders only by indexed columns).
+	gqlFlatQuery  = `{ products(limit: 20, orderBy: [{field: "createdAt", direction: DESC}]) { id name price } }`
+	peerFlatQuery = `{ allProducts(first: 20, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC]) { nodes { rowId name price } } }`
 	gqlGetQuery   = `query($id: ID!) { product(id: $id) { ` + productFields + ` } }`
 	gqlListQuery  = `query($n: Float!) { products(where: {price: {gte: $n}}, orderBy: [{field: "createdAt", direction: DESC}], limit: 20) { ` + productFields + ` } }`
 )
