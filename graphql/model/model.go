@@ -48,6 +48,8 @@ const (
 	KindRelCreated
 	KindRelUpdated
 	KindRelDeleted
+	KindUpsert
+	KindBatchUpsert
 )
 
 // RootField is the meaning of one Query/Mutation/Subscription field.
@@ -558,6 +560,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		create = append(create, "  "+f.Name+": "+inType(e.Name, f, f.Required && f.Default == nil))
 		update = append(update, "  "+f.Name+": "+inType(e.Name, f, false))
 	}
+	//NESTED create = append(create, g.nestedInputs(e)...)
 	g.typ("input", n.CreateInput, "", create)
 	g.typ("input", n.UpdateInput, "Only the fields present change; null clears a field.", update)
 	g.typ("input", n.BatchUpdateInput, "", []string{"  id: ID!", "  data: " + n.UpdateInput + "!"})
@@ -594,6 +597,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 			g.root(&g.mut, m.name, with(rf, m.kind), m.decl)
 		}
 	}
+	g.writeRoots(e, n, rf)
 }
 
 // readRoots are the queries and subscriptions of an entity (its read scope).

@@ -1,0 +1,248 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/dds-project/dds/internal/testenv"
+)
+
+// writesSchema has a unique field to upsert on (Customer.email), one that
+// is not unique (Customer.name), and a relationship with a property for
+// nested writes.
+var writesSchema = map[string]any{"name": "writes", "entities": []any{
+	map[string]any{"name": "Customer", "fields": []any{
+		map[string]any{"name": "email", "type": "STRING", "unique": true, "required": true},
+		map[string]any{"name": "name", "type": "STRING", "required": true},
+		map[string]any{"name": "tier", "type": "ENUM", "values": []string{"basic", "gold"}, "default": "basic"},
+		map[string]any{"name": "visits", "type": "INTEGER"},
+	}},
+	map[string]any{"name": "Product", "fields": []any{
+		map[string]any{"name": "name", "type": "STRING", "required": true},
+		map[string]any{"name": "sku", "type": "STRING", "unique": true},
+	}},
+	map[string]any{"name": "Category", "fields": []any{
+		map[string]any{"name": "title", "type": "STRING", "required": true},
+	}},
+}, "relationships": []any{
+	map[string]any{"name": "IN_CATEGORY", "from": "Product", "to": "Category", "fromField": "categories", "toField": "products",
+		"properties": []any{map[string]any{"name": "rank", "type": "INTEGER"}}},
+}}
+
+// writesFixture is a tenant with writesSchema.
+type writesFixture struct {
+	app               *testenv.App
+	tenantID, key     string
+	gqlPath, restBase string
+}
+
+func newWritesFixture(t *testing.T) *writesFixture {
+	t.Helper()
+	app := testenv.Server(t)
+	tenantID, key := app.Tenant(t)
+	app.Schema(t, key, writesSchema)
+	return &writesFixture{app: app, tenantID: tenantID, key: key, gqlPath: "/api/v1/dynamic-gql/" + tenantID, restBase: "/api/v1/dynamic/"}
+}
+
+// gql runs a GraphQL operation and returns data and the first error's
+// message and extensions ("" when none).
+func (f *writesFixture) gql(t *testing.T, q string, vars map[string]any) (map[string]any, string, map[string]any) {
+	t.Helper()
+	r := f.app.Must(t, 200, "POST", f.gqlPath, f.key, map[string]any{"query": q, "variables": vars}).JSON(t)
+	data, _ := r["data"].(map[string]any)
+	if errs, ok := r["errors"].([]any); ok && len(errs) > 0 {
+		e := errs[0].(map[string]any)
+		ext, _ := e["extensions"].(map[string]any)
+		return data, e["message"].(string), ext
+	}
+	return data, "", nil
+}
+
+// count counts the tenant's records of entity (or edges of a relationship
+// table) and its events of type typ, straight from Postgres, so a test can
+// show that a refused write wrote nothing.
+func (f *writesFixture) count(t *testing.T, table string) int {
+	t.Helper()
+	var n int
+	var pg string
+	if err := f.app.Server.DB.GetContext(t.Context(), &pg, `SELECT pg_schema FROM dds.schemas WHERE tenant_id = $1 AND active`, f.tenantID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.app.Server.DB.GetContext(t.Context(), &n, fmt.Sprintf(`SELECT count(*) FROM %q.%q`, pg, table)); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (f *writesFixture) events(t *testing.T) map[string]int {
+	t.Helper()
+	var rows []struct {
+		Type string `db:"type"`
+		N    int    `db:"n"`
+	}
+	if err := f.app.Server.DB.SelectContext(t.Context(), &rows, `SELECT type, count(*) AS n FROM dds.events WHERE tenant_id = $1 GROUP BY type`, f.tenantID); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, r := range rows {
+		out[r.Type] = r.N
+	}
+	return out
+}
+
+// errorField is the field (or path) a 400's envelope names first: the
+// error's first detail, or for a rejected batch its first failure's field.
+func errorField(t *testing.T, body []byte) string {
+	t.Helper()
+	var env struct {
+		Error struct {
+			Details []struct{ Field string } `json:"details"`
+		} `json:"error"`
+		Failed []struct {
+			Error struct{ Field string } `json:"error"`
+		} `json:"failed"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Fatalf("not a JSON body: %s", body)
+	}
+	if len(env.Error.Details) > 0 {
+		return env.Error.Details[0].Field
+	}
+	if len(env.Failed) > 0 {
+		return env.Failed[0].Error.Field
+	}
+	return ""
+}
+
+// Upsert through REST and GraphQL: rows are created or updated by a unique
+// field in one statement, each with the right event; the fields an update
+// changes are the ones sent (or named in update); bad requests are 400s
+// naming the field, and write nothing.
+func TestUpsertThroughRESTAndGraphQL(t *testing.T) {
+	t.Parallel()
+	f := newWritesFixture(t)
+	up := "/api/v1/dynamic/Customer/upsert"
+	var first struct {
+		Successful   []map[string]any `json:"successful"`
+		SuccessCount int              `json:"successCount"`
+		CreatedCount int              `json:"createdCount"`
+		UpdatedCount int              `json:"updatedCount"`
+	}
+	f.app.Must(t, 200, "POST", up, f.key, map[string]any{"onConflict": "email", "items": []any{
+		map[string]any{"email": "a@x.io", "name": "Ann", "visits": 1},
+		map[string]any{"email": "b@x.io", "name": "Bob", "visits": 1, "tier": "gold"},
+	}}).Decode(t, &first)
+	if first.SuccessCount != 2 || first.CreatedCount != 2 || first.UpdatedCount != 0 || first.Successful[0]["email"] != "a@x.io" || first.Successful[1]["tier"] != "gold" {
+		t.Fatalf("first upsert: %+v", first)
+	}
+	annID := first.Successful[0]["id"]
+
+	// b@x.io is updated (only the fields sent: tier keeps "gold"), c@x.io
+	// created; the result keeps the items' order.
+	var second struct {
+		Successful                 []map[string]any `json:"successful"`
+		CreatedCount, UpdatedCount int
+	}
+	f.app.Must(t, 200, "POST", up, f.key, map[string]any{"onConflict": "email", "items": []any{
+		map[string]any{"email": "c@x.io", "name": "Cy", "visits": 7},
+		map[string]any{"email": "b@x.io", "name": "Bobby", "visits": 2},
+	}}).Decode(t, &second)
+	if second.CreatedCount != 1 || second.UpdatedCount != 1 || second.Successful[0]["email"] != "c@x.io" ||
+		second.Successful[1]["name"] != "Bobby" || second.Successful[1]["tier"] != "gold" || second.Successful[1]["id"] != first.Successful[1]["id"] {
+		t.Fatalf("second upsert: %+v", second)
+	}
+	if ev := f.events(t); ev["entity.created"] != 3 || ev["entity.updated"] != 1 {
+		t.Fatalf("events after two upserts: %v, want 3 created and 1 updated", ev)
+	}
+
+	// Items that send different fields (two statements, one transaction):
+	// each update changes only what its item sends, so Bob keeps his
+	// visits; the result keeps the items' order.
+	var mixed struct{ Successful []map[string]any }
+	f.app.Must(t, 200, "POST", up, f.key, map[string]any{"onConflict": "email", "items": []any{
+		map[string]any{"email": "b@x.io", "name": "Bob"},
+		map[string]any{"email": "c@x.io", "name": "Cy", "visits": 8},
+	}}).Decode(t, &mixed)
+	if mixed.Successful[0]["visits"] != float64(2) || mixed.Successful[0]["name"] != "Bob" || mixed.Successful[1]["visits"] != float64(8) {
+		t.Fatalf("an update changed fields its item did not send, or the order is lost: %+v", mixed.Successful)
+	}
+
+	// "update" limits what an update changes: visits changes, name not.
+	f.app.Must(t, 200, "POST", up, f.key, map[string]any{"onConflict": "email", "update": []string{"visits"}, "items": []any{
+		map[string]any{"email": "a@x.io", "name": "Ignored", "visits": 5},
+	}})
+	got := f.app.Must(t, 200, "GET", "/api/v1/dynamic/Customer/"+annID.(string), f.key, nil).JSON(t)
+	if got["name"] != "Ann" || got["visits"] != float64(5) {
+		t.Fatalf("update [visits] changed %v", got)
+	}
+
+	// GraphQL: upsertCustomer updates by email; batchUpsertCustomer mixes.
+	d, msg, _ := f.gql(t, `mutation { upsertCustomer(input: {email: "a@x.io", name: "Anna"}, onConflict: {field: "email"}) { id name visits } }`, nil)
+	if msg != "" || d["upsertCustomer"].(map[string]any)["id"] != annID || d["upsertCustomer"].(map[string]any)["name"] != "Anna" ||
+		d["upsertCustomer"].(map[string]any)["visits"] != float64(5) {
+		t.Fatalf("upsertCustomer: %v %s", d, msg)
+	}
+	d, msg, _ = f.gql(t, `mutation($in: [CustomerCreateInput!]!) { batchUpsertCustomer(input: $in, onConflict: {field: "email", update: ["name"]}) { successCount failureCount successful { email name } } }`,
+		map[string]any{"in": []any{map[string]any{"email": "d@x.io", "name": "Di"}, map[string]any{"email": "c@x.io", "name": "Cyd"}}})
+	res, _ := d["batchUpsertCustomer"].(map[string]any)
+	if msg != "" || res["successCount"] != float64(2) || res["successful"].([]any)[1].(map[string]any)["name"] != "Cyd" {
+		t.Fatalf("batchUpsertCustomer: %v %s", d, msg)
+	}
+	if ev := f.events(t); ev["entity.created"] != 4 || ev["entity.updated"] != 6 {
+		t.Fatalf("events after every upsert: %v, want 4 created and 4 updated", ev)
+	}
+
+	// Bad input: a 400 naming the field, nothing written.
+	before, evBefore := f.count(t, "Customer"), f.events(t)
+	for _, tc := range []struct {
+		name, body, field string
+	}{
+		{"non-unique field", `{"onConflict": "name", "items": [{"email": "z@x.io", "name": "Z"}]}`, "onConflict"},
+		{"unknown field", `{"onConflict": "phone", "items": [{"email": "z@x.io", "name": "Z"}]}`, "onConflict"},
+		{"missing onConflict", `{"items": [{"email": "z@x.io", "name": "Z"}]}`, "onConflict"},
+		{"unknown update field", `{"onConflict": "email", "update": ["nope"], "items": [{"email": "z@x.io", "name": "Z"}]}`, "update[0]"},
+		{"update names the key", `{"onConflict": "email", "update": ["email"], "items": [{"email": "z@x.io", "name": "Z"}]}`, "update[0]"},
+		{"key missing in an item", `{"onConflict": "email", "items": [{"email": "z@x.io", "name": "Z"}, {"name": "Y"}]}`, "email"},
+		{"key twice", `{"onConflict": "email", "items": [{"email": "z@x.io", "name": "Z"}, {"email": "z@x.io", "name": "Y"}]}`, "email"},
+		{"bad value in a later item", `{"onConflict": "email", "items": [{"email": "z@x.io", "name": "Z", "visits": 1}, {"email": "a@x.io", "name": "Y", "tier": "platinum"}]}`, "tier"},
+		{"bad value", `{"onConflict": "email", "items": [{"email": "z@x.io", "name": "Z", "visits": "many"}]}`, "visits"},
+		{"unknown member", `{"onConflict": "email", "items": [], "mode": "x"}`, "mode"},
+		{"empty", `{"onConflict": "email", "items": []}`, "items"},
+	} {
+		r := f.app.Do(t, "POST", up, f.key, tc.body)
+		if r.Status != 400 || errorField(t, r.Body) != tc.field || !strings.Contains(string(r.Body), tc.field) {
+			t.Errorf("%s: status %d, want 400 naming %s: %s", tc.name, r.Status, tc.field, r.Body)
+		}
+	}
+	for _, tc := range []struct{ name, q, want string }{
+		{"non-unique field", `mutation { upsertCustomer(input: {email: "z@x.io", name: "Z"}, onConflict: {field: "name"}) { id } }`, "onConflict"},
+		{"unknown field", `mutation { batchUpsertCustomer(input: [{email: "z@x.io", name: "Z"}], onConflict: {field: "phone"}) { successCount } }`, "onConflict"},
+	} {
+		_, msg, ext := f.gql(t, tc.q, nil)
+		if !strings.Contains(msg, tc.want) || ext["code"] != "VALIDATION_ERROR" {
+			t.Errorf("GraphQL %s: %q %v, want a VALIDATION_ERROR naming %s", tc.name, msg, ext, tc.want)
+		}
+	}
+	if n, ev := f.count(t, "Customer"), f.events(t); n != before || fmt.Sprint(ev) != fmt.Sprint(evBefore) {
+		t.Fatalf("refused upserts wrote: %d records (was %d), events %v (was %v)", n, before, ev, evBefore)
+	}
+
+	// Scopes: an upsert needs create and update.
+	createOnly := f.key2(t, []string{"entity:Customer:create", "entity:Customer:read"})
+	if r := f.app.Do(t, "POST", up, createOnly, `{"onConflict": "email", "items": [{"email": "q@x.io", "name": "Q"}]}`); r.Status != 403 || !strings.Contains(string(r.Body), "entity:Customer:update") {
+		t.Fatalf("upsert with create only: %d %s", r.Status, r.Body)
+	}
+}
+
+// key2 makes an API key of the fixture's tenant with scopes.
+func (f *writesFixture) key2(t *testing.T, scopes []string) string {
+	t.Helper()
+	r := f.app.Must(t, 201, "POST", "/api/v1/api-keys", f.key, map[string]any{"name": t.Name(), "scopes": scopes}).JSON(t)
+	k, _ := r["key"].(string)
+	if k == "" {
+		t.Fatalf("api key response has no key: %v", r)
+	}
+	return k
+}
