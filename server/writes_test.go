@@ -246,3 +246,142 @@ func (f *writesFixture) key2(t *testing.T, scopes []string) string {
 	}
 	return k
 }
+
+// Nested writes through REST and GraphQL: a create (single or batch)
+// connects existing records and creates related ones, with edge
+// properties, in one statement with every event; a bad part is a 400
+// naming its path, and nothing is written.
+func TestNestedWritesThroughRESTAndGraphQL(t *testing.T) {
+	t.Parallel()
+	f := newWritesFixture(t)
+	c1 := f.app.Must(t, 201, "POST", "/api/v1/dynamic/Category", f.key, map[string]any{"title": "desks"}).JSON(t)["id"].(string)
+	edges := func(t *testing.T, product string) []map[string]any {
+		t.Helper()
+		var res struct{ Items []map[string]any }
+		f.app.Must(t, 200, "GET", "/api/v1/dynamic/Product/"+product+"/relationships/IN_CATEGORY?orderBy=title", f.key, nil).Decode(t, &res)
+		return res.Items
+	}
+	ev0 := f.events(t)
+
+	// REST single create: one connect with a property, one nested create.
+	p := f.app.Must(t, 201, "POST", "/api/v1/dynamic/Product", f.key, map[string]any{"name": "oak desk", "sku": "D1",
+		"categories": map[string]any{
+			"connect": []any{map[string]any{"id": c1, "properties": map[string]any{"rank": 1}}},
+			"create":  []any{map[string]any{"title": "oak", "properties": map[string]any{"rank": 2}}},
+		}}).JSON(t)
+	if p["name"] != "oak desk" || p["categories"] != nil {
+		t.Fatalf("created product: %v", p)
+	}
+	got := edges(t, p["id"].(string))
+	if len(got) != 2 || got[0]["title"] != "desks" || got[0]["properties"].(map[string]any)["rank"] != float64(1) ||
+		got[1]["title"] != "oak" || got[1]["properties"].(map[string]any)["rank"] != float64(2) {
+		t.Fatalf("the product's categories: %v", got)
+	}
+	ev := f.events(t)
+	if ev["entity.created"]-ev0["entity.created"] != 2 || ev["relationship.created"]-ev0["relationship.created"] != 2 {
+		t.Fatalf("events of a nested create: %v (before %v): want 2 entity.created, 2 relationship.created", ev, ev0)
+	}
+
+	// From the target's side (toField): the edges go from the new products.
+	cat := f.app.Must(t, 201, "POST", "/api/v1/dynamic/Category", f.key, map[string]any{"title": "chairs",
+		"products": map[string]any{"create": []any{map[string]any{"name": "stool"}}, "connect": []any{map[string]any{"id": p["id"]}}}}).JSON(t)
+	var back struct{ Items []map[string]any }
+	f.app.Must(t, 200, "GET", "/api/v1/dynamic/Category/"+cat["id"].(string)+"/relationships/IN_CATEGORY?direction=in&orderBy=name", f.key, nil).Decode(t, &back)
+	if len(back.Items) != 2 || back.Items[0]["name"] != "oak desk" || back.Items[1]["name"] != "stool" {
+		t.Fatalf("products of a category created with nested writes: %v", back.Items)
+	}
+
+	// REST batch: each item with its own nested writes.
+	var batch struct {
+		SuccessCount int
+		Successful   []map[string]any
+	}
+	f.app.Must(t, 201, "POST", "/api/v1/dynamic/Product/batch", f.key, map[string]any{"items": []any{
+		map[string]any{"name": "a", "categories": map[string]any{"connect": []any{map[string]any{"id": c1}}}},
+		map[string]any{"name": "b"},
+		map[string]any{"name": "c", "IN_CATEGORY": map[string]any{"create": []any{map[string]any{"title": "cc"}}}},
+	}}).Decode(t, &batch)
+	if batch.SuccessCount != 3 || batch.Successful[0]["name"] != "a" || batch.Successful[2]["name"] != "c" {
+		t.Fatalf("batch with nested writes: %+v", batch)
+	}
+	if e := edges(t, batch.Successful[2]["id"].(string)); len(e) != 1 || e[0]["title"] != "cc" {
+		t.Fatalf("batch item c's categories: %v", e)
+	}
+
+	// GraphQL create and batch create, read back through the relationship field.
+	d, msg, _ := f.gql(t, `mutation($c: ID!) { createProduct(input: {name: "gq", categories: {connect: [{id: $c, properties: {rank: 3}}], create: [{title: "gql"}]}}) { name categories(orderBy: [{field: "title"}]) { title } } }`,
+		map[string]any{"c": c1})
+	if msg != "" || fmt.Sprint(d["createProduct"]) != "map[categories:[map[title:desks] map[title:gql]] name:gq]" {
+		t.Fatalf("createProduct with nested writes: %v %s", d, msg)
+	}
+	d, msg, _ = f.gql(t, `mutation($c: ID!) { batchCreateProduct(input: [{name: "g1", categories: {connect: [{id: $c}]}}, {name: "g2", categories: {create: [{title: "g2c"}]}}]) { successCount failureCount } }`,
+		map[string]any{"c": c1})
+	if msg != "" || d["batchCreateProduct"].(map[string]any)["successCount"] != float64(2) {
+		t.Fatalf("batchCreateProduct with nested writes: %v %s", d, msg)
+	}
+
+	// Bad input: 400 naming the path; nothing written.
+	products, categories, links, evBefore := f.count(t, "Product"), f.count(t, "Category"), f.count(t, "IN_CATEGORY"), f.events(t)
+	missing := "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b"
+	for _, tc := range []struct {
+		name, path string
+		body       any
+		field      string
+	}{
+		{"unknown relationship", "/api/v1/dynamic/Product", map[string]any{"name": "x", "tags": map[string]any{"connect": []any{map[string]any{"id": c1}}}}, "tags"},
+		{"missing id", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"create": []any{map[string]any{"title": "t"}}, "connect": []any{map[string]any{"id": c1}, map[string]any{"id": missing}}}}, "categories.connect[1].id"},
+		{"malformed id", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"connect": []any{map[string]any{"id": "nope"}}}}, "categories.connect[0].id"},
+		{"nested create invalid", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"create": []any{map[string]any{"title": "a"}, map[string]any{"title": "b"}, map[string]any{"title": 7}}}}, "categories.create[2].title"},
+		{"nested create missing field", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"create": []any{map[string]any{}}}}, "categories.create[0].title"},
+		{"bad edge property", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"connect": []any{map[string]any{"id": c1, "properties": map[string]any{"rank": "high"}}}}}, "categories.connect[0].properties.rank"},
+		{"unknown edge property", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"create": []any{map[string]any{"title": "t", "properties": map[string]any{"weight": 1}}}}}, "categories.create[0].properties.weight"},
+		{"unknown member", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"link": []any{}}}, "categories.link"},
+		{"parent invalid", "/api/v1/dynamic/Product", map[string]any{"categories": map[string]any{"connect": []any{map[string]any{"id": c1}}}}, "name"},
+		{"batch item with a missing id", "/api/v1/dynamic/Product/batch", map[string]any{"items": []any{
+			map[string]any{"name": "ok", "categories": map[string]any{"create": []any{map[string]any{"title": "t"}}}},
+			map[string]any{"name": "bad", "categories": map[string]any{"connect": []any{map[string]any{"id": missing}}}},
+		}}, "categories.connect[0].id"},
+		{"batch item with an unknown relationship", "/api/v1/dynamic/Product/batch", map[string]any{"items": []any{
+			map[string]any{"name": "ok", "categories": map[string]any{"connect": []any{map[string]any{"id": c1}}}},
+			map[string]any{"name": "bad", "labels": map[string]any{"create": []any{}}},
+		}}, "labels"},
+	} {
+		r := f.app.Do(t, "POST", tc.path, f.key, tc.body)
+		if r.Status != 400 || errorField(t, r.Body) != tc.field {
+			t.Errorf("%s: status %d, want 400 naming %s: %s", tc.name, r.Status, tc.field, r.Body)
+		}
+	}
+	for _, tc := range []struct{ name, q, want string }{
+		{"missing id", `mutation { createProduct(input: {name: "x", categories: {create: [{title: "t"}], connect: [{id: "` + missing + `"}]}}) { id } }`, "categories.connect[0].id"},
+	} {
+		_, msg, ext := f.gql(t, tc.q, nil)
+		if !strings.Contains(msg, tc.want) || ext["code"] != "VALIDATION_ERROR" {
+			t.Errorf("GraphQL %s: %q %v, want a VALIDATION_ERROR naming %s", tc.name, msg, ext, tc.want)
+		}
+	}
+	d, msg, _ = f.gql(t, `mutation { batchCreateProduct(input: [{name: "x"}, {name: "y", categories: {create: [{title: "t"}], connect: [{id: "nope"}]}}]) { successCount failed { index error { field } } } }`, nil)
+	if res := d["batchCreateProduct"].(map[string]any); msg != "" || res["successCount"] != float64(0) ||
+		fmt.Sprint(res["failed"]) != "[map[error:map[field:categories.connect[0].id] index:1]]" {
+		t.Errorf("GraphQL batch with a malformed connect id: %v %s", d, msg)
+	}
+	// GraphQL validates the input types: an unknown relationship field is
+	// refused before execution, naming it.
+	if _, msg, _ := f.gql(t, `mutation { createProduct(input: {name: "x", tags: {connect: []}}) { id } }`, nil); !strings.Contains(msg, "tags") {
+		t.Errorf("GraphQL unknown relationship field: %q", msg)
+	}
+	if p, c, l, ev := f.count(t, "Product"), f.count(t, "Category"), f.count(t, "IN_CATEGORY"), f.events(t); p != products || c != categories || l != links || fmt.Sprint(ev) != fmt.Sprint(evBefore) {
+		t.Fatalf("refused nested writes wrote: products %d→%d, categories %d→%d, edges %d→%d, events %v→%v", products, p, categories, c, links, l, evBefore, ev)
+	}
+
+	// Scopes: the relationship's create scope, and the far entity's
+	// create scope for nested creates.
+	noRel := f.key2(t, []string{"entity:Product:create"})
+	if r := f.app.Do(t, "POST", "/api/v1/dynamic/Product", noRel, map[string]any{"name": "x", "categories": map[string]any{"connect": []any{map[string]any{"id": c1}}}}); r.Status != 403 || !strings.Contains(string(r.Body), "relationship:IN_CATEGORY:create") {
+		t.Errorf("nested connect without the relationship scope: %d %s", r.Status, r.Body)
+	}
+	noCat := f.key2(t, []string{"entity:Product:create", "relationship:IN_CATEGORY:create"})
+	f.app.Must(t, 201, "POST", "/api/v1/dynamic/Product", noCat, map[string]any{"name": "x", "categories": map[string]any{"connect": []any{map[string]any{"id": c1}}}})
+	if r := f.app.Do(t, "POST", "/api/v1/dynamic/Product", noCat, map[string]any{"name": "y", "categories": map[string]any{"create": []any{map[string]any{"title": "t"}}}}); r.Status != 403 || !strings.Contains(string(r.Body), "entity:Category:create") {
+		t.Errorf("nested create without the far entity's create scope: %d %s", r.Status, r.Body)
+	}
+}

@@ -560,7 +560,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		create = append(create, "  "+f.Name+": "+inType(e.Name, f, f.Required && f.Default == nil))
 		update = append(update, "  "+f.Name+": "+inType(e.Name, f, false))
 	}
-	//NESTED create = append(create, g.nestedInputs(e)...)
+	create = append(create, g.nestedInputs(e)...)
 	g.typ("input", n.CreateInput, "", create)
 	g.typ("input", n.UpdateInput, "Only the fields present change; null clears a field.", update)
 	g.typ("input", n.BatchUpdateInput, "", []string{"  id: ID!", "  data: " + n.UpdateInput + "!"})
