@@ -245,7 +245,9 @@ func UpsertSQL(sc *Scope, e *schema.Entity, key *schema.Field, update []*schema.
 }
 
 // upsertSQL renders the upsert: the items as text arrays unnested WITH
-// ORDINALITY (CTE u), one INSERT ... SELECT FROM u ON CONFLICT (key) DO
+// ORDINALITY (CTE u), one INSERT ... SELECT FROM u ORDER BY the key (so
+// concurrent upserts of overlapping keys lock rows in one order and wait
+// for each other rather than deadlock) ON CONFLICT (key) DO
 // UPDATE SET updatedAt, update = EXCLUDED ... RETURNING the record and
 // (xmax = 0) (CTE w), the events (CTE e), and one row: the count, the
 // count created, the records in item order (w joined back to u on the
@@ -297,14 +299,14 @@ func upsertSQL(sc *Scope, e *schema.Entity, key *schema.Field, update []*schema.
 		out = append(out, "w."+schema.Ident(e.Fields[i].Name))
 	}
 	q := fmt.Sprintf(`WITH u AS (SELECT * FROM unnest(%s) WITH ORDINALITY AS u(%s, ord)),
-w AS (INSERT INTO %s AS t (%s) SELECT %s FROM u ORDER BY u.ord
+w AS (INSERT INTO %s AS t (%s) SELECT %s FROM u ORDER BY %s
   ON CONFLICT (%s) DO UPDATE SET %s
   RETURNING %s, (t.xmax = 0) AS %s),
 e AS (%s)
 SELECT count(*), count(*) FILTER (WHERE o.%s), coalesce(json_agg(o.r ORDER BY o.ord), '[]'::json), `+outbox.EventIDs+`
 FROM (SELECT u.ord, w.%s, (SELECT r FROM (SELECT %s) r) AS r FROM w JOIN u ON w.%s = %s) o`,
 		strings.Join(unnest, ", "), strings.Join(aliases, ", "),
-		sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "),
+		sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), keyCol,
 		schema.Ident(key.Name), strings.Join(sets, ", "),
 		strings.Join(ret, ", "), `"`+createdCol+`"`,
 		outbox.InsertUpsertCTE(&a, sc.Origin(), e.Name, "w", createdCol),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dds-project/dds/internal/testenv"
 )
@@ -383,5 +384,49 @@ func TestNestedWritesThroughRESTAndGraphQL(t *testing.T) {
 	f.app.Must(t, 201, "POST", "/api/v1/dynamic/Product", noCat, map[string]any{"name": "x", "categories": map[string]any{"connect": []any{map[string]any{"id": c1}}}})
 	if r := f.app.Do(t, "POST", "/api/v1/dynamic/Product", noCat, map[string]any{"name": "y", "categories": map[string]any{"create": []any{map[string]any{"title": "t"}}}}); r.Status != 403 || !strings.Contains(string(r.Body), "entity:Category:create") {
 		t.Errorf("nested create without the far entity's create scope: %d %s", r.Status, r.Body)
+	}
+}
+
+// Subscribers tell an upsert's creates from its updates: one upsert that
+// creates one customer and updates another is one customerCreated and one
+// customerUpdated message, each with its record.
+func TestUpsertEventsReachSubscriptions(t *testing.T) {
+	t.Parallel()
+	f := newWritesFixture(t)
+	f.app.Must(t, 200, "POST", "/api/v1/dynamic/Customer/upsert", f.key, map[string]any{"onConflict": "email", "items": []any{
+		map[string]any{"email": "old@x.io", "name": "Old"}}})
+	c := openSocket(t, f.app, f.key)
+	for id, q := range map[string]string{"c": `subscription { customerCreated { email name } }`, "u": `subscription { customerUpdated { email name } }`} {
+		if err := c.WriteJSON(map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": q}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WriteJSON(map[string]any{"type": "ping"}); err != nil { // answered once both subscriptions are set up
+		t.Fatal(err)
+	}
+	read := func() map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ReadJSON(&m); err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		return m
+	}
+	if m := read(); m["type"] != "pong" {
+		t.Fatalf("want pong, got %v", m)
+	}
+	f.app.Must(t, 200, "POST", "/api/v1/dynamic/Customer/upsert", f.key, map[string]any{"onConflict": "email", "items": []any{
+		map[string]any{"email": "new@x.io", "name": "New"}, map[string]any{"email": "old@x.io", "name": "Older"}}})
+	got := map[string]string{}
+	for range 2 {
+		m := read()
+		b, _ := json.Marshal(m["payload"])
+		got[fmt.Sprint(m["id"])] = string(b)
+	}
+	if got["c"] != `{"data":{"customerCreated":{"email":"new@x.io","name":"New"}}}` || got["u"] != `{"data":{"customerUpdated":{"email":"old@x.io","name":"Older"}}}` {
+		t.Fatalf("subscription messages: %v", got)
 	}
 }
