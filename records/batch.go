@@ -160,7 +160,7 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		}
 		row, errs := Prepare(e, obj, Create)
 		if len(errs) > 0 {
-			if nestedKeys(e, obj) { // relationship fields: nested.go
+			if nestedKeys(sc.Schema.Def, e, obj) { // relationship fields: nested.go
 				return s.batchCreateNested(ctx, sc, e, items)
 			}
 			b.fieldFail(i, it, errs)

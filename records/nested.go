@@ -40,14 +40,23 @@ import (
 // requires) and, for nested creates, the far entity's create scope.
 
 // nestedKeys reports whether input has a member that is not a field of e
-// and holds an object: a nested write (or an attempt at one, whose
-// relationship must then be named in the error).
-func nestedKeys(e *schema.Entity, input map[string]any) bool {
+// and either names a relationship field of e or holds an object: a nested
+// write (or an attempt at one, whose relationship must then be named in
+// the error). It runs only for inputs Prepare refused, so plain creates
+// never pay for it.
+func nestedKeys(def *schema.Definition, e *schema.Entity, input map[string]any) bool {
+	var rels map[string]relEnd
 	for k, v := range input {
-		if _, ok := v.(map[string]any); !ok {
+		if _, isField := e.Field(k); isField || schema.IsReserved(k) {
 			continue
 		}
-		if _, isField := e.Field(k); !isField && !schema.IsReserved(k) {
+		if _, ok := v.(map[string]any); ok {
+			return true
+		}
+		if rels == nil {
+			rels = relFields(def, e)
+		}
+		if _, ok := rels[k]; ok {
 			return true
 		}
 	}

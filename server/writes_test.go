@@ -337,6 +337,8 @@ func TestNestedWritesThroughRESTAndGraphQL(t *testing.T) {
 		{"bad edge property", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"connect": []any{map[string]any{"id": c1, "properties": map[string]any{"rank": "high"}}}}}, "categories.connect[0].properties.rank"},
 		{"unknown edge property", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"create": []any{map[string]any{"title": "t", "properties": map[string]any{"weight": 1}}}}}, "categories.create[0].properties.weight"},
 		{"unknown member", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"link": []any{}}}, "categories.link"},
+		{"not an object", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": []any{c1}}, "categories"},
+		{"connect not an array", "/api/v1/dynamic/Product", map[string]any{"name": "x", "categories": map[string]any{"connect": c1}}, "categories.connect"},
 		{"parent invalid", "/api/v1/dynamic/Product", map[string]any{"categories": map[string]any{"connect": []any{map[string]any{"id": c1}}}}, "name"},
 		{"batch item with a missing id", "/api/v1/dynamic/Product/batch", map[string]any{"items": []any{
 			map[string]any{"name": "ok", "categories": map[string]any{"create": []any{map[string]any{"title": "t"}}}},
