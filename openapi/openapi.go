@@ -537,7 +537,8 @@ func (b *builder) entity(e *schema.Entity) {
 	b.schemas[n+".List"] = val(list)
 
 	// Batch bodies and result.
-	items := array(ref(n + ".Input"))
+	b.createInput(e)
+	items := array(ref(n + ".CreateInput"))
 	items.MinItems, items.MaxItems = 1, uptr(MaxBatchItems)
 	b.schemas[n+".BatchCreate"] = val(closed(object(openapi3.Schemas{"items": val(items)}, "items")))
 	uid := withFormat(typed("string"), "uuid")
@@ -700,7 +701,7 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 		},
 		ok: map[int]*openapi3.ResponseRef{200: jsonResp("A page of records.", ref(n+".List"))}}.build()
 	coll.Post = op{id: "create" + n, summary: "Create a " + n, scope: scope("create"), tag: n,
-		body: jsonBody("The new record's fields.", ref(n+".Input")),
+		body: jsonBody("The new record's fields (and nested writes of its relationships).", ref(n+".CreateInput")),
 		ok:   map[int]*openapi3.ResponseRef{201: jsonResp("The created record.", ref(n))}, errors: []string{"Conflict", "TooLarge"}}.build()
 
 	one := b.item(base + "/{id}")
@@ -741,6 +742,7 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 		body:   jsonBody("The ids.", ref("dds.BatchDelete")),
 		ok:     map[int]*openapi3.ResponseRef{200: jsonResp("Every item was deleted.", ref(n+".BatchResult")), 400: batchFail},
 		errors: []string{"TooLarge"}}.build()
+	b.upsert(e, base, batchFail)
 
 	if vector {
 		b.item(base + "/vector-search").Post = op{id: "vectorSearch" + n, summary: "Find the " + n + " records most similar to a vector", scope: scope("read"), tag: n,

@@ -146,6 +146,8 @@ func TestShopPaths(t *testing.T) {
 			"POST "+base+"/query", "POST "+base+"/aggregate", "POST "+base+"/batch", "PATCH "+base+"/batch", "DELETE "+base+"/batch")
 	}
 	want = append(want, "POST /api/v1/dynamic/Product/vector-search")
+	// Upsert, for the entities with a unique field.
+	want = append(want, "POST /api/v1/dynamic/Category/upsert", "POST /api/v1/dynamic/User/upsert")
 	for _, r := range []struct{ from, name string }{{"Product", "IN_CATEGORY"}, {"User", "FOLLOWS"}} {
 		base := "/api/v1/dynamic/" + r.from + "/{id}/relationships/" + r.name
 		want = append(want, "GET "+base, "POST "+base,

@@ -162,6 +162,9 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		}
 		row, errs := Prepare(e, obj, Create)
 		if len(errs) > 0 {
+			if nestedKeys(sc.Schema.Def, e, obj) { // relationship fields: nested.go
+				return s.batchCreateNested(ctx, sc, e, items)
+			}
 			b.fieldFail(i, it, errs)
 			continue
 		}
@@ -171,26 +174,48 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		return b.done(nil, 0), nil
 	}
 
-	// Columns: id plus the union of the fields any item sets; an item that
-	// does not set a field binds NULL there, which is its column default
-	// (Prepare already applied declared defaults).
-	fields, used := unionFields(rows)
 	ids := make([]string, len(rows))
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7()).String()
+	}
+	var a query.Args
+	ins, err := insertCTE(sc, e, &a, "w", ids, rows)
+	if err != nil {
+		return nil, err
+	}
+	h, from := sc.actorCTE(e, &a)
+	q := fmt.Sprintf(`WITH %s,
+e AS (%s)%s
+SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
+		ins, outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"), h, from)
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
+	if err != nil {
+		return nil, err
+	}
+	return b.done(out, n), nil
+}
+
+// insertCTE renders the CTE name inserting rows of e with ids (UUIDv7,
+// made in item order, so ordering by id is item order): a multi-row
+// INSERT ... SELECT FROM unnest(...) WITH ORDINALITY returning every
+// column. Columns are id plus the union of the fields any row sets; a row
+// that does not set a field binds NULL there, which is its column default
+// (Prepare already applied declared defaults).
+func insertCTE(sc *Scope, e *schema.Entity, a *query.Args, name string, ids []string, rows []Row) (string, error) {
+	fields, used := unionFields(rows)
 	cols := make([][]pgtype.Text, len(fields))
 	for j := range cols {
 		cols[j] = make([]pgtype.Text, len(rows))
 	}
 	for i, r := range rows {
-		ids[i] = uuid.Must(uuid.NewV7()).String()
 		for k, f := range r.Fields {
 			t, ok, err := textValue(r.Values[k])
 			if err != nil {
-				return nil, apperr.Wrap(err, "encode batch value")
+				return "", apperr.Wrap(err, "encode batch value")
 			}
 			cols[used[f]][i] = pgtype.Text{String: t, Valid: ok}
 		}
 	}
-	var a query.Args
 	names := []string{`"id"`}
 	unnest := []string{a.Add(ids, "text[]")}
 	sel := []string{`u.c0::uuid`}
@@ -204,17 +229,9 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		aliases[j] = fmt.Sprintf("c%d", j)
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	h, from := sc.actorCTE(e, &a)
-	q := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) ORDER BY u.ord RETURNING %s),
-e AS (%s)%s
-SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
-		sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
-		strings.Join(aliases, ", "), strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"), h, from)
-	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
-	if err != nil {
-		return nil, err
-	}
-	return b.done(out, n), nil
+	return fmt.Sprintf(`%s AS (INSERT INTO %s AS t (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) ORDER BY u.ord RETURNING %s)`,
+		name, sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
+		strings.Join(aliases, ", "), strings.Join(ret, ", ")), nil
 }
 
 // BatchUpdate validates and patches items atomically: each item's data

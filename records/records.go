@@ -253,6 +253,9 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 		return nil, err
 	}
 	row, errs := Prepare(e, input, Create)
+	if len(errs) > 0 && nestedKeys(sc.Schema.Def, e, input) { // relationship fields: nested.go
+		return s.createNested(ctx, sc, e, input)
+	}
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}

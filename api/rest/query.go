@@ -23,6 +23,7 @@ func (h *Handler) QueryRoutes(r *api.Router) {
 	r.Handle("PATCH /api/v1/dynamic/{entity}/batch", api.Func(h.batchUpdate))
 	r.Handle("DELETE /api/v1/dynamic/{entity}/batch", api.Func(h.batchDelete))
 	h.relationshipRoutes(r)
+	h.writeRoutes(r)
 }
 
 // queryBody is the POST .../query body (docs/rest.md, Query). orderBy may be a field

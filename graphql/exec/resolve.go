@@ -91,6 +91,8 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 		return x.mutate(rf, cf, args)
 	case model.KindBatchCreate, model.KindBatchUpdate, model.KindBatchDelete:
 		return x.batch(rf, cf, args)
+	case model.KindUpsert, model.KindBatchUpsert:
+		return x.upsert(rf, cf, args)
 	case model.KindRelCreate, model.KindRelUpdate, model.KindRelDelete:
 		return x.edge(rf, cf, args)
 	}

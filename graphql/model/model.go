@@ -48,8 +48,10 @@ const (
 	KindRelCreated
 	KindRelUpdated
 	KindRelDeleted
-	KindRestore // restore<E>: an entity with softDelete
+	KindRestore   // restore<E>: an entity with softDelete
 	KindAggregate // <plural>Aggregate (aggregate.go)
+	KindUpsert
+	KindBatchUpsert
 )
 
 // RootField is the meaning of one Query/Mutation/Subscription field.
@@ -567,6 +569,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		create = append(create, "  "+f.Name+": "+inType(e.Name, f, f.Required && f.Default == nil))
 		update = append(update, "  "+f.Name+": "+inType(e.Name, f, false))
 	}
+	create = append(create, g.nestedInputs(e)...)
 	g.typ("input", n.CreateInput, "", create)
 	g.typ("input", n.UpdateInput, "Only the fields present change; null clears a field.", update)
 	g.typ("input", n.BatchUpdateInput, "", []string{"  id: ID!", "  data: " + n.UpdateInput + "!"})
@@ -606,6 +609,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 	if e.SoftDelete && g.can("entity", e.Name, "delete") {
 		g.root(&g.mut, "restore"+n.Type, with(rf, KindRestore), "(id: ID!): "+n.Type+"!")
 	}
+	g.writeRoots(e, n, rf)
 }
 
 // readRoots are the queries and subscriptions of an entity (its read scope).

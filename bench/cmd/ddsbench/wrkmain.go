@@ -21,7 +21,8 @@ const (
 	targetOfMinimal = 0.85 // REST GET, list and create vs the minimal handler
 	targetDBTime    = 1.2  // DB time per request, at most this multiple of the minimal handler's
 	targetGraphQL   = 0.90 // GraphQL get/list vs REST
-	targetBatch     = 0.80 // batch create vs one multi-row INSERT with its events
+	targetBatch     = 0.80 // batch create (and upsert) vs one multi-row INSERT (... ON CONFLICT) with its events
+	targetWrites    = 0.80 // nested create with 10 edges vs its statement run by the minimal handler
 	minRequests     = 20   // fewer completed requests in a section say nothing
 )
 
@@ -226,6 +227,38 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				{name: "create DDS REST (no history)", pid: dds.Pid(), url: dds.URL, headers: auth},
 				{name: "create DDS REST (history: true)", pid: dds.Pid(), url: dds.URL, headers: auth},
 			}, plainL, histL)
+		case "upsert":
+			if m, err = startChecked("upsert", env.databaseURL, func(minURL string) error {
+				return checkSameUpsert(ctx, b, load.Client(1), dds.URL, minURL, apiKey)
+			}); err != nil {
+				return err
+			}
+			var minL, restL []string
+			for i := range 16 {
+				body := upsertBody(i)
+				minL = append(minL, reqLine("POST", "/upsert", body))
+				restL = append(restL, reqLine("POST", "/api/v1/dynamic/"+accountEntity+"/upsert", body))
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "upsert minimal handler (+events)", pid: m.Pid(), url: m.URL, headers: auth[1:], conns: batchConns},
+				{name: "upsert DDS REST (+events)", pid: dds.Pid(), url: dds.URL, headers: auth, conns: batchConns},
+			}, minL, restL)
+		case "nestedwrite":
+			if m, err = startChecked("nestedwrite", env.databaseURL, func(minURL string) error {
+				return checkSameNestedWrite(ctx, b, load.Client(1), dds.URL, minURL, apiKey, b.writeCats)
+			}); err != nil {
+				return err
+			}
+			var minL, restL []string
+			for range 2000 {
+				body := nestedWriteBody(b.writeCats)
+				minL = append(minL, reqLine("POST", "/p", body))
+				restL = append(restL, reqLine("POST", "/api/v1/dynamic/"+entity, body))
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "nested create minimal (+11 events)", pid: m.Pid(), url: m.URL, headers: auth[1:]},
+				{name: "nested create DDS REST (+11 events)", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, minL, restL)
 		case "create":
 			if m, err = startChecked("create", env.databaseURL, func(minURL string) error {
 				return checkSameCreate(ctx, b, load.Client(1), dds.URL, minURL, apiKey)
@@ -287,7 +320,10 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 		if section == "aggregate" {
 			target = targetAggregate
 		}
-		if section == "batch" {
+		if section == "nestedwrite" {
+			target = targetWrites
+		}
+		if section == "batch" || section == "upsert" {
 			target = targetBatch
 			for _, s := range ss {
 				fmt.Printf("  %-34s %10.0f rows/s\n", s.name, s.rps*batchSize)
