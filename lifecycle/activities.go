@@ -24,7 +24,9 @@ import (
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/searchattr"
+	"github.com/dds-project/dds/tenant"
 )
 
 // Deps are what the activities work with.
@@ -32,8 +34,13 @@ type Deps struct {
 	DB       *sqlx.DB
 	Records  *records.Store
 	Storage  ArchiveStore // file storage: the tenant's files and the archives
+	Schemas  *schema.Service
+	Tenants  *tenant.Service
 	Temporal client.Client
 	Log      *slog.Logger
+	// Sections are what an archive carries beside schemas, data and files
+	// (DefaultSections: keys and webhooks).
+	Sections []Section
 	// HeartbeatEvery is how often a busy step heartbeats (default 2s).
 	HeartbeatEvery time.Duration
 }
@@ -106,6 +113,12 @@ func (a *Activities) TenantDeleteStep(ctx context.Context, in StepInput) error {
 			n, err = purgeArchives(ctx, d.DB, d.Storage, in.TenantID)
 		case StepTenant:
 			var res interface{ RowsAffected() (int64, error) }
+			// Webhooks (with their deliveries) first, in their own
+			// statement: the relay may be updating them, and a smaller
+			// cascade meets it less often (a deadlock is retried anyway).
+			if _, err = d.DB.ExecContext(ctx, `DELETE FROM dds.webhooks WHERE tenant_id = $1`, in.TenantID); err != nil {
+				return err
+			}
 			res, err = d.DB.ExecContext(ctx, `DELETE FROM dds.tenants WHERE id = $1`, in.TenantID)
 			if err == nil {
 				n, _ = res.RowsAffected()

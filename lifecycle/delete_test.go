@@ -188,7 +188,15 @@ func TestDeleteWorkflow(t *testing.T) {
 				acts := lifecycle.NewActivities(deps)
 				aenv.RegisterActivity(acts)
 				for _, step := range []string{"workflows", "schemas", "files", "events", "archives", "tenant"} {
-					if _, err := aenv.ExecuteActivity(acts.TenantDeleteStep, lifecycle.StepInput{JobID: in.JobID, TenantID: in.TenantID, Step: step}); err != nil {
+					// Retried as the workflow would: a step may meet a
+					// transient error (a deadlock with the worker's relay).
+					var err error
+					for range 3 {
+						if _, err = aenv.ExecuteActivity(acts.TenantDeleteStep, lifecycle.StepInput{JobID: in.JobID, TenantID: in.TenantID, Step: step}); err == nil {
+							break
+						}
+					}
+					if err != nil {
 						t.Fatalf("step %s before the workflow: %v", step, err)
 					}
 				}

@@ -1,6 +1,8 @@
 package lifecycle_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -243,4 +245,24 @@ func diff(before, after map[string]string) string {
 	}
 	sort.Strings(d)
 	return strings.Join(d, "\n")
+}
+
+// zipOf is a zip archive of the named entries.
+func zipOf(t *testing.T, entries map[string]string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for name, body := range entries {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(w, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -288,6 +288,9 @@ func (s *Service) Job(ctx context.Context, id string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	if j, err = s.revealOnce(ctx, j); err != nil {
+		return nil, err
+	}
 	return s.withDownload(ctx, j)
 }
 
@@ -309,6 +312,16 @@ func (s *Service) Jobs(ctx context.Context, tenantID string, limit int) ([]*Job,
 		j, err := rows[i].job()
 		if err != nil {
 			return nil, err
+		}
+		if j.Type == TypeImport && len(j.Result) > 0 {
+			// Secrets are shown by GET /api/v1/tenant-jobs/{id} only.
+			var res map[string]any
+			if err := json.Unmarshal(j.Result, &res); err != nil {
+				return nil, apperr.Wrap(err, "decode job result")
+			}
+			if j.Result, err = json.Marshal(stripSecrets(res)); err != nil {
+				return nil, apperr.Wrap(err, "encode job result")
+			}
 		}
 		out = append(out, j)
 	}

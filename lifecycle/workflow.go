@@ -21,6 +21,8 @@ import (
 // Registered workflow names.
 const (
 	DeleteWorkflowName = "TenantDelete"
+	ExportWorkflowName = "TenantExport"
+	ImportWorkflowName = "TenantImport"
 )
 
 // Input names the job a workflow runs; the rest is in its dds.tenant_jobs row.
@@ -91,6 +93,8 @@ type Registry interface {
 // with deps, to a worker.
 func Register(r Registry, deps *Deps) {
 	r.RegisterWorkflowWithOptions(DeleteWorkflow, workflow.RegisterOptions{Name: DeleteWorkflowName})
+	r.RegisterWorkflowWithOptions(ExportWorkflow, workflow.RegisterOptions{Name: ExportWorkflowName})
+	r.RegisterWorkflowWithOptions(ImportWorkflow, workflow.RegisterOptions{Name: ImportWorkflowName})
 	r.RegisterActivity(&Activities{deps: deps})
 }
 
@@ -100,7 +104,7 @@ type TemporalRunner struct {
 	TaskQueue string
 }
 
-var workflowNames = map[string]string{TypeDelete: DeleteWorkflowName}
+var workflowNames = map[string]string{TypeDelete: DeleteWorkflowName, TypeExport: ExportWorkflowName, TypeImport: ImportWorkflowName}
 
 // Start implements Runner.
 func (r *TemporalRunner) Start(ctx context.Context, j *Job) error {

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 
+	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
@@ -35,6 +36,7 @@ import (
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/storage"
+	"github.com/dds-project/dds/tenant"
 	"github.com/dds-project/dds/webhook"
 )
 
@@ -112,7 +114,9 @@ func (w *Worker) register(ctx context.Context) error {
 	rs := records.NewStore(d, schemas, nil, records.WithVectorEfSearch(cfg.VectorEfSearch))
 	jobs.Register(w.tw, jobs.NewExecutor(d, rs, fileStore, w.JobProgress, log))
 	// Tenant lifecycle: delete, export, import.
-	lifecycle.Register(w.tw, &lifecycle.Deps{DB: d, Records: rs, Storage: fileStore, Temporal: tc, Log: log})
+	keys := auth.NewKeys(d, cfg.Env)
+	lifecycle.Register(w.tw, &lifecycle.Deps{DB: d, Records: rs, Storage: fileStore, Schemas: schemas, Tenants: tenant.NewService(d, keys),
+		Temporal: tc, Log: log, Sections: lifecycle.DefaultSections(keys, webhook.NewStore(d), cfg.WebhookAllowPrivate)})
 	// Webhooks: the retry workflow, the outbox relay (first attempts), pruning.
 	deliverer, err := webhook.NewDeliverer(d, webhook.ClientConfig{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
 		MaxConnsPerHost: cfg.WebhookHTTPWorkers}, w.Registry)

@@ -1,7 +1,10 @@
 // Package tenants is the HTTP surface of the operator's tenant API (the
 // operator token, DDS_OPERATOR_TOKEN, not a tenant's credential):
 // GET /api/v1/tenants[/{id}], DELETE /api/v1/tenants/{id} (202 with a
-// tenant job), and GET /api/v1/tenant-jobs[/{id}]. Creating a tenant
+// tenant job), POST /api/v1/tenants/{id}/export and
+// POST /api/v1/tenants/import (202 with a tenant job), POST
+// /api/v1/tenant-archives (an upload URL for an archive to import), and
+// GET /api/v1/tenant-jobs[/{id}]. Creating a tenant
 // (POST /api/v1/tenants) stays with the management API (api/admin).
 package tenants
 
@@ -34,6 +37,9 @@ func (h *Handler) Routes(r *api.Router) {
 	r.Public("GET /api/v1/tenants", h.operator(h.list))
 	r.Public("GET /api/v1/tenants/{id}", h.operator(h.get))
 	r.Public("DELETE /api/v1/tenants/{id}", h.operator(h.delete))
+	r.Public("POST /api/v1/tenants/{id}/export", h.operator(h.export))
+	r.Public("POST /api/v1/tenants/import", h.operator(h.importTenant))
+	r.Public("POST /api/v1/tenant-archives", h.operator(h.upload))
 	r.Public("GET /api/v1/tenant-jobs", h.operator(h.jobs))
 	r.Public("GET /api/v1/tenant-jobs/{id}", h.operator(h.job))
 }
@@ -102,4 +108,29 @@ func (h *Handler) jobs(r *http.Request) (int, any, error) {
 func (h *Handler) job(r *http.Request) (int, any, error) {
 	j, err := h.svc.Job(r.Context(), r.PathValue("id"))
 	return http.StatusOK, j, err
+}
+
+func (h *Handler) export(r *http.Request) (int, any, error) {
+	j, err := h.svc.Export(r.Context(), r.PathValue("id"))
+	return http.StatusAccepted, j, err
+}
+
+func (h *Handler) importTenant(r *http.Request) (int, any, error) {
+	var body lifecycle.ImportSpec
+	if err := api.DecodeJSON(r, &body); err != nil {
+		return 0, nil, err
+	}
+	j, err := h.svc.Import(r.Context(), body)
+	return http.StatusAccepted, j, err
+}
+
+func (h *Handler) upload(r *http.Request) (int, any, error) {
+	var body struct {
+		SizeBytes *int64 `json:"sizeBytes"`
+	}
+	if err := api.DecodeJSON(r, &body); err != nil {
+		return 0, nil, err
+	}
+	u, err := h.svc.NewUpload(r.Context(), body.SizeBytes)
+	return http.StatusCreated, u, err
 }
