@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -60,42 +61,66 @@ func (s *Store) CountTable(ctx context.Context, q sqlx.QueryerContext, pg, table
 	return n, nil
 }
 
-// DumpTable calls line with every row of pg.table, by id, as one JSON
-// object of its stored columns (Postgres renders it; generated columns
-// such as the full-text one are left out), reading in q: the export's
-// read-only snapshot. Rows stream from Postgres one at a time, so memory
-// stays bounded whatever the table's size; line must not keep its
-// argument.
-func (s *Store) DumpTable(ctx context.Context, q sqlx.QueryerContext, pg, table string, line func([]byte) error) (int64, error) {
-	cols, err := columns(ctx, q, pg, table)
-	if err != nil {
-		return 0, err
-	}
-	args := ""
-	for i, c := range cols {
-		if i > 0 {
-			args += ", "
-		}
-		args += pq.QuoteLiteral(c) + ", t." + schema.Ident(c)
-	}
-	rows, err := q.QueryxContext(ctx, fmt.Sprintf(`SELECT jsonb_build_object(%s)::text FROM %s t ORDER BY t.%s`,
-		args, schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
+// DumpTable writes every row of pg.table to w, by id, as one JSON object
+// of its stored columns per line (Postgres renders it; generated columns
+// such as the full-text one are left out). It reads in the snapshot an
+// export's transaction exported (pg_export_snapshot), so every table of an
+// archive is of the same instant, and with COPY … TO STDOUT, so rows
+// stream at COPY's speed and memory stays bounded whatever the table's
+// size. It returns the rows written.
+//
+// CSV with a delimiter and a quote character that Postgres never leaves
+// raw in JSON text (control characters are \u-escaped) makes COPY emit
+// each JSON text as is, one per line.
+func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.Writer) (int64, error) {
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return 0, apperr.Wrap(err, "dump %s", table)
 	}
-	defer rows.Close()
+	defer conn.Close()
 	var n int64
-	var b []byte
-	for rows.Next() {
-		if err := rows.Scan(&b); err != nil {
-			return n, apperr.Wrap(err, "dump %s", table)
+	err = conn.Raw(func(dc any) error {
+		pc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("dumping needs the pgx driver, got %T", dc)
 		}
-		if err := line(b); err != nil {
-			return n, err
+		c := pc.Conn()
+		tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return err
 		}
-		n++
-	}
-	if err := rows.Err(); err != nil {
+		defer tx.Rollback(ctx) //nolint:errcheck // read-only
+		if _, err := tx.Exec(ctx, `SET TRANSACTION SNAPSHOT `+pq.QuoteLiteral(snapshot)); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT column_name FROM information_schema.columns
+			WHERE table_schema = $1 AND table_name = $2 AND is_generated = 'NEVER' ORDER BY ordinal_position`, pg, table)
+		if err != nil {
+			return err
+		}
+		cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if len(cols) == 0 {
+			return apperr.New(apperr.NotFound, "no table %s in schema %s", table, pg)
+		}
+		args := ""
+		for i, col := range cols {
+			if i > 0 {
+				args += ", "
+			}
+			args += pq.QuoteLiteral(col) + ", t." + schema.Ident(col)
+		}
+		tag, err := c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT jsonb_build_object(%s)::text FROM %s t ORDER BY t.%s) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
+			args, schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		return tx.Commit(ctx)
+	})
+	if err != nil {
 		return n, apperr.Wrap(err, "dump %s", table)
 	}
 	return n, nil
