@@ -103,6 +103,12 @@ func TestTenantAPI(t *testing.T) {
 		}
 	}
 	op := testenv.OperatorToken
+	if r := a.Do(t, "GET", "/api/v1/operator/openapi.json", op, nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"operationId": "deleteTenant"`) {
+		t.Fatalf("operator OpenAPI: %d %.200s", r.Status, r.Body)
+	}
+	if r := a.Do(t, "GET", "/api/v1/operator/openapi.json", key, nil); r.Status != http.StatusUnauthorized {
+		t.Fatalf("operator OpenAPI with a tenant key: %d", r.Status)
+	}
 	var got lifecycle.Tenant
 	a.Must(t, http.StatusOK, "GET", "/api/v1/tenants/"+tenant, op, nil).Decode(t, &got)
 	if got.ID != tenant || got.Name != t.Name() || got.Status != "active" || got.Keys == nil || *got.Keys != 1 || got.Schemas == nil || *got.Schemas != 0 {

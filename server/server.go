@@ -135,7 +135,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
 	s.Lifecycle = lifecycle.NewService(d, keys, s.authn.Revoked,
 		&lifecycle.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue}, fileStore)
-	apitenants.New(s.Lifecycle, cfg.OperatorToken).Routes(router)
+	operatorDoc, err := openapi.New(cfg.PublicURL).Operator()
+	if err != nil {
+		return nil, err
+	}
+	apitenants.New(s.Lifecycle, cfg.OperatorToken, operatorDoc).Routes(router)
 	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)
 	// /livez: the process serves HTTP (restart it if not); /readyz (and the
 	// older /healthz): it can answer requests, i.e. Postgres is reachable.

@@ -4,12 +4,14 @@
 // tenant job), POST /api/v1/tenants/{id}/export and
 // POST /api/v1/tenants/import (202 with a tenant job), POST
 // /api/v1/tenant-archives (an upload URL for an archive to import), and
-// GET /api/v1/tenant-jobs[/{id}]. Creating a tenant
+// GET /api/v1/tenant-jobs[/{id}], and their OpenAPI document at
+// GET /api/v1/operator/openapi.json. Creating a tenant
 // (POST /api/v1/tenants) stays with the management API (api/admin).
 package tenants
 
 import (
 	"crypto/subtle"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,12 +25,14 @@ import (
 type Handler struct {
 	svc           *lifecycle.Service
 	operatorToken string
+	doc           []byte // the OpenAPI document of these routes
 }
 
 // New returns the handler; an empty operatorToken turns the API off (every
 // route answers 401).
-func New(svc *lifecycle.Service, operatorToken string) *Handler {
-	return &Handler{svc: svc, operatorToken: operatorToken}
+// doc is the routes' OpenAPI document (openapi.Generator.Operator).
+func New(svc *lifecycle.Service, operatorToken string, doc []byte) *Handler {
+	return &Handler{svc: svc, operatorToken: operatorToken, doc: doc}
 }
 
 // Routes registers the routes. They are public to the router (no tenant
@@ -42,6 +46,9 @@ func (h *Handler) Routes(r *api.Router) {
 	r.Public("POST /api/v1/tenant-archives", h.operator(h.upload))
 	r.Public("GET /api/v1/tenant-jobs", h.operator(h.jobs))
 	r.Public("GET /api/v1/tenant-jobs/{id}", h.operator(h.job))
+	r.Public("GET /api/v1/operator/openapi.json", h.operator(func(*http.Request) (int, any, error) {
+		return http.StatusOK, json.RawMessage(h.doc), nil
+	}))
 }
 
 // operator runs f for a request bearing the operator token, and answers
