@@ -108,7 +108,7 @@ func (a *Authenticator) authenticateKey(ctx context.Context, key string) (*Princ
 		TenantID string         `db:"tenant_id"`
 		Scopes   pq.StringArray `db:"scopes"`
 	}
-	err := a.db.GetContext(ctx, &row, `SELECT id, tenant_id, scopes FROM dds.api_keys WHERE key_hash = $1 AND revoked_at IS NULL`, h[:])
+	err := a.db.GetContext(ctx, &row, liveKeyByHash, h[:])
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errUnauthenticated
 	}
@@ -143,7 +143,7 @@ func (a *Authenticator) keyValid(ctx context.Context, keyID string) (bool, error
 		return true, nil
 	}
 	var ok bool
-	err := a.db.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM dds.api_keys WHERE id = $1 AND revoked_at IS NULL)`, keyID)
+	err := a.db.GetContext(ctx, &ok, liveKeyByID, keyID)
 	if err != nil {
 		return false, apperr.Wrap(err, "authentication failed")
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/dds-project/dds/api/graphql"
 	apijobs "github.com/dds-project/dds/api/jobs"
 	"github.com/dds-project/dds/api/rest"
+	apitenants "github.com/dds-project/dds/api/tenants"
 	apiwebhooks "github.com/dds-project/dds/api/webhooks"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/config"
@@ -33,6 +34,7 @@ import (
 	gql "github.com/dds-project/dds/graphql"
 	gqllive "github.com/dds-project/dds/graphql/live"
 	"github.com/dds-project/dds/jobs"
+	"github.com/dds-project/dds/lifecycle"
 	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/openapi"
 	"github.com/dds-project/dds/outbox"
@@ -69,6 +71,8 @@ type Server struct {
 	Registry *prometheus.Registry
 	// JobProgress are the gauges long-running jobs report through.
 	JobProgress *obs.JobProgress
+	// Lifecycle is the operator's tenant API (list, delete, export, import).
+	Lifecycle *lifecycle.Service
 }
 
 // New builds the server: connects to Postgres and wires every surface.
@@ -138,6 +142,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	s.Jobs = jobs.NewService(d, s.Records, &jobs.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
 	apijobs.New(s.Jobs).Routes(router)
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
+	s.Lifecycle = lifecycle.NewService(d, keys, s.authn.Revoked,
+		&lifecycle.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue}, fileStore)
+	operatorDoc, err := openapi.New(cfg.PublicURL).Operator()
+	if err != nil {
+		return nil, err
+	}
+	apitenants.New(s.Lifecycle, cfg.OperatorToken, operatorDoc).Routes(router)
 	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)
 	// /livez: the process serves HTTP (restart it if not); /readyz (and the
 	// older /healthz): it can answer requests, i.e. Postgres is reachable.
