@@ -101,6 +101,18 @@ func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error
 	return nil, errUnknownKey
 }
 
+// ready makes sure keys were fetched once (errUnavailable if they cannot be).
+func (k *keySet) ready(ctx context.Context) error {
+	k.mu.Lock()
+	have := k.keys != nil
+	k.mu.Unlock()
+	if have {
+		return nil
+	}
+	_, err := k.refresh(ctx)
+	return err
+}
+
 // verifyWith verifies jws with the key kid of keys (any key when the token
 // names none); found reports whether a candidate key existed.
 func verifyWith(jws *jose.JSONWebSignature, keys *jose.JSONWebKeySet, kid string) (payload []byte, found bool, err error) {

@@ -13,6 +13,7 @@ package identity
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,8 +71,9 @@ type RoleChecker interface {
 
 // Options of the service.
 type Options struct {
-	AllowPrivate bool   // DDS_WEBHOOK_ALLOW_PRIVATE
-	CAFile       string // DDS_WEBHOOK_CA_FILE
+	AllowPrivate bool           // DDS_WEBHOOK_ALLOW_PRIVATE
+	CAFile       string         // DDS_WEBHOOK_CA_FILE
+	RootCAs      *x509.CertPool // trusted besides the system's and CAFile (tests)
 	// FetchTimeout bounds one discovery or JWKS fetch (default 3 s);
 	// VerifyTimeout bounds a token's whole verification (default 4 s).
 	FetchTimeout, VerifyTimeout time.Duration
@@ -104,6 +106,7 @@ type Service struct {
 
 type provider struct {
 	Provider
+	keys     *keySet
 	verifier *oidc.IDTokenVerifier
 }
 
@@ -137,7 +140,7 @@ func New(d *sqlx.DB, roles RoleChecker, opt Options) (*Service, error) {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	hc, err := webhook.NewHTTPClient(webhook.ClientConfig{AllowPrivate: opt.AllowPrivate, CAFile: opt.CAFile, Timeout: opt.FetchTimeout, MaxResponseBytes: maxJWKSBytes})
+	hc, err := webhook.NewHTTPClient(webhook.ClientConfig{AllowPrivate: opt.AllowPrivate, CAFile: opt.CAFile, RootCAs: opt.RootCAs, Timeout: opt.FetchTimeout, MaxResponseBytes: maxJWKSBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -309,15 +312,13 @@ func (s *Service) load(ctx context.Context) error {
 	sets := map[string]*keySet{}
 	for _, r := range rows {
 		p := &provider{Provider: r.provider()}
-		key := p.JWKSURL
-		if key == "" {
-			key = "discover " + p.Issuer
-		}
+		key := keyOf(p)
 		ks := s.sets[key]
 		if ks == nil {
 			ks = &keySet{jwksURL: p.JWKSURL, issuer: p.Issuer, fetcher: s.fetch}
 		}
 		sets[key] = ks
+		p.keys = ks
 		leeway := s.opt.Leeway
 		p.verifier = oidc.NewVerifier(p.Issuer, ks, &oidc.Config{ClientID: p.Audience, SupportedSigningAlgs: algorithmNames(),
 			Now: func() time.Time { return time.Now().Add(-leeway) }})
@@ -326,6 +327,13 @@ func (s *Service) load(ctx context.Context) error {
 	}
 	s.byIssuer, s.byID, s.sets, s.loaded = byIssuer, byID, sets, true
 	return nil
+}
+
+func keyOf(p *provider) string {
+	if p.JWKSURL != "" {
+		return p.JWKSURL
+	}
+	return "discover " + p.Issuer
 }
 
 func unauthenticated(format string, args ...any) error {
@@ -368,7 +376,13 @@ func (s *Service) Verify(ctx context.Context, raw string) (*auth.ExternalIdentit
 	}
 	vctx, cancel := context.WithTimeout(ctx, s.opt.VerifyTimeout)
 	defer cancel()
-	tok, err := p.verifier.Verify(vctx, raw)
+	// Keys first: a provider whose JWKS was never had is 503 (the token may
+	// be valid); once keys are held, a failed refetch keeps them.
+	err := p.keys.ready(vctx)
+	var tok *oidc.IDToken
+	if err == nil {
+		tok, err = p.verifier.Verify(vctx, raw)
+	}
 	if err != nil {
 		if errors.Is(err, errUnavailable) {
 			s.opt.Log.Warn("identity provider keys unavailable", "provider", p.ID, "issuer", p.Issuer, "err", err)
