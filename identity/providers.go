@@ -304,9 +304,6 @@ func (s *Service) load(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gen != gen {
-		return nil // changed meanwhile: use this read once, the next request reloads
-	}
 	byIssuer := map[string][]*provider{}
 	byID := map[string]*provider{}
 	sets := map[string]*keySet{}
@@ -325,7 +322,9 @@ func (s *Service) load(ctx context.Context) error {
 		byIssuer[p.Issuer] = append(byIssuer[p.Issuer], p)
 		byID[p.ID] = p
 	}
-	s.byIssuer, s.byID, s.sets, s.loaded = byIssuer, byID, sets, true
+	// A change seen since the read began (gen moved) may be missing from
+	// it: the read is used, and the next verification reads again.
+	s.byIssuer, s.byID, s.sets, s.loaded = byIssuer, byID, sets, s.gen == gen
 	return nil
 }
 

@@ -83,7 +83,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DatabaseURL, log), events: pgnotify.NewPublisher(d, log)}
 	s.Schemas = schema.NewService(d)
 	roleStore := roles.NewStore(d, s.Schemas)
-	providers, err := identity.New(d, roleStore, identity.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile, Log: log})
+	providers, err := identity.New(d, roleStore, identity.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
+		MinRefetch: cfg.IdentityJWKSMinRefetch, Log: log})
 	if err != nil {
 		return nil, err
 	}
