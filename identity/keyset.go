@@ -160,7 +160,7 @@ func (k *keySet) refresh(ctx context.Context) (*jose.JSONWebKeySet, error) {
 			if have != nil {
 				return have, nil // keep serving the keys we have
 			}
-			return nil, fmt.Errorf("%w: %v", errUnavailable, err)
+			return nil, fmt.Errorf("%w: %w", errUnavailable, err)
 		}
 		k.mu.Lock()
 		k.keys = keys
@@ -169,7 +169,7 @@ func (k *keySet) refresh(ctx context.Context) (*jose.JSONWebKeySet, error) {
 	})
 	select {
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %v", errUnavailable, ctx.Err())
+		return nil, fmt.Errorf("%w: %w", errUnavailable, ctx.Err())
 	case r := <-ch:
 		if r.Err != nil {
 			return nil, r.Err

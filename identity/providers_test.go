@@ -308,7 +308,9 @@ func TestProviderJWKSFailures(t *testing.T) {
 		}
 		p.setMode("")
 		p.release()
-		<-stuck // the waiting request ends once the fetch does, whatever it found
+		if err := <-stuck; err == nil { // the fetch found an empty body: the new kid is still unknown
+			t.Fatal("a token of an unpublished key was accepted")
+		}
 	})
 }
 

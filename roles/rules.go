@@ -74,8 +74,8 @@ func parseWhere(def *schema.Definition, e *schema.Entity, m map[string]any, path
 	for _, k := range keys {
 		v := m[k]
 		p := path + "." + k
-		switch {
-		case k == "$and" || k == "$or":
+		switch k {
+		case "$and", "$or":
 			list, ok := v.([]any)
 			if !ok {
 				return nil, apperr.Field(p, "must be an array of conditions")
@@ -97,7 +97,7 @@ func parseWhere(def *schema.Definition, e *schema.Entity, m map[string]any, path
 			} else {
 				and = append(and, query.Or(terms))
 			}
-		case k == "$not":
+		case "$not":
 			sub, ok := v.(map[string]any)
 			if !ok {
 				return nil, apperr.Field(p, "must be an object of conditions")
