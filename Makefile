@@ -42,7 +42,7 @@ help: ## Show this list
 
 .PHONY: install
 install: ## Install what is missing: PostgreSQL 15, pgvector, Temporal CLI, MinIO (cached)
-	@bash deploy/install.sh
+	@bash deploy/install.sh --with-hydra
 
 .PHONY: run
 run: ## Install, start the stack, migrate, then server + worker in one process (Ctrl-C stops all)
@@ -51,9 +51,9 @@ run: ## Install, start the stack, migrate, then server + worker in one process (
 	@bash deploy/with-stack.sh $(RUN_MINIO) --profile run -- bin/dds dev
 
 .PHONY: test
-test: ## Install, start the stack (with MinIO), run every test incl. fuzz seed corpora
-	@bash deploy/install.sh
-	@bash deploy/with-stack.sh --with-minio --with-pgbouncer --profile test --db dds_test -- \
+test: ## Install, start the stack (with MinIO, PgBouncer and Hydra), run every test incl. fuzz seed corpora
+	@bash deploy/install.sh --with-hydra
+	@bash deploy/with-stack.sh --with-minio --with-pgbouncer --with-hydra --profile test --db dds_test -- \
 		go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: cluster-check
@@ -79,7 +79,7 @@ bench: ## Install, start the stack, run the benchmarks (BENCHES=files for one); 
 
 .PHONY: stack-up
 stack-up: ## Start the stack (Postgres, Temporal, MinIO) and leave it running; env in .dds/env
-	@bash deploy/install.sh
+	@bash deploy/install.sh --with-hydra
 	@bash deploy/stack.sh up --with-minio
 
 .PHONY: stack-down

@@ -14,7 +14,7 @@ import (
 // delete's transaction (its insert waited on the tenant row and committed
 // after the revocation) belongs to a deleted tenant and is refused too.
 const (
-	liveKeyByHash = `SELECT k.id, k.tenant_id, k.scopes FROM dds.api_keys k JOIN dds.tenants t ON t.id = k.tenant_id
+	liveKeyByHash = `SELECT k.id, k.tenant_id, k.scopes, k.role FROM dds.api_keys k JOIN dds.tenants t ON t.id = k.tenant_id
 		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND t.deleted_at IS NULL`
 	liveKeyByID = `SELECT EXISTS (SELECT 1 FROM dds.api_keys k JOIN dds.tenants t ON t.id = k.tenant_id
 		WHERE k.id = $1 AND k.revoked_at IS NULL AND t.deleted_at IS NULL)`

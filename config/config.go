@@ -96,6 +96,10 @@ type Config struct {
 	WebhookCAFile       string `env:"DDS_WEBHOOK_CA_FILE"`
 	WebhookHTTPWorkers  int    `env:"DDS_WEBHOOK_HTTP_WORKERS" envDefault:"64"`
 
+	// Identity providers: the least time between two JWKS fetches of one
+	// provider (a token naming an unknown key refetches at most this often).
+	IdentityJWKSMinRefetch time.Duration `env:"DDS_IDP_JWKS_MIN_REFETCH" envDefault:"10s"`
+
 	// Retention: relayed outbox events and finished webhook deliveries
 	// (with their attempt logs) are pruned after these ages; 0 keeps them.
 	EventRetention    time.Duration `env:"DDS_EVENT_RETENTION" envDefault:"168h"`

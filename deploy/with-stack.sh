@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
 	*) up_args+=("$1"); shift ;;
 	esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [--with-minio] [--profile run|test] [--db NAME] -- COMMAND..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [--with-minio] [--with-hydra] [--profile run|test] [--db NAME] -- COMMAND..." >&2; exit 2; }
 
 # Several callers may share one stack (two `make test` in one checkout): each registers in
 # .dds/run/users/, and the services any of them started are stopped by the last one to leave.

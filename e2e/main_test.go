@@ -106,7 +106,18 @@ func setup(tmp string) (stop func(), err error) {
 	cert := probe.Certificate()
 	probe.Close()
 	webhookCA = filepath.Join(tmp, "webhook-ca.pem")
-	if err := os.WriteFile(webhookCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
+	trusted := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+	// Hydra (stack.sh --with-hydra) serves HTTPS with its own certificate:
+	// the server trusts it for discovery and JWKS fetches, as it would an
+	// identity provider's CA.
+	if f := os.Getenv("HYDRA_CA_FILE"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return stop, err
+		}
+		trusted = append(trusted, b...)
+	}
+	if err := os.WriteFile(webhookCA, trusted, 0o600); err != nil {
 		return stop, err
 	}
 
@@ -154,6 +165,7 @@ func start(tmp, driver string) (*deployment, func(), error) {
 		"DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
 		"DDS_WEBHOOK_ALLOW_PRIVATE=true", // the test's receiver listens on 127.0.0.1
 		"DDS_WEBHOOK_CA_FILE="+webhookCA,
+		"DDS_IDP_JWKS_MIN_REFETCH=200ms", // key rotation is picked up within the test's patience
 		"FILE_STORAGE_DRIVER="+driver,
 		"FILE_STORAGE_LOCAL_DIR="+filepath.Join(tmp, "files-"+driver),
 		"FILE_STORAGE_LOCAL_SECRET=e2e-local-storage-secret-0123456789",

@@ -55,16 +55,24 @@ func (sc *Scope) Principal() *auth.Principal { return sc.principal }
 //
 // Invariant: every cache of compiled SQL in this package (stmtCache on the
 // schema version, the Kept memos callers hold, the compiler memo itself)
-// is keyed by everything the SQL depends on. Today that is the schema version and the compiler
-// (ef_search); the principal adds nothing, so this is "". When end-user
-// row rules compile into statements, this returns what they read of the
-// principal (roles, user id, claims the rules use), and every cache that
-// may hold a ruled statement includes it in its key.
+// is keyed by everything the SQL depends on: the schema version, the
+// compiler (ef_search), and this. A principal's rules come from its roles
+// (auth.Principal.Roles), so two principals with the same roles at the same
+// role versions compile the same rules: ruleKey carries Principal.RoleSet
+// ("name@version,..."; "" without roles, as for keys, access tokens and
+// the system principal, whose statements are unchanged), plus
+// "withDeleted" when soft-deleted rows are shown (WithDeleted). The user id
+// and claims ($user.id, $user.claims.<path>) are NOT in the key: rule
+// compilation must bind them as values, never write them into SQL text,
+// and must compile a variable the principal lacks to the same text (a
+// bound NULL, which denies), so one statement serves every user of a role
+// set. A rule input that cannot be bound must join this key.
 func (sc *Scope) ruleKey() string {
-	if sc.compiler.ShowsDeleted() { // soft-deleted rows shown (WithDeleted)
-		return "withDeleted"
+	k := sc.principal.RoleSet
+	if sc.compiler.ShowsDeleted() {
+		k += "\x00withDeleted"
 	}
-	return ""
+	return k
 }
 
 // Entity returns the active schema's entity name (NOT_FOUND if none).

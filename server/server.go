@@ -33,6 +33,7 @@ import (
 	"github.com/dds-project/dds/files"
 	gql "github.com/dds-project/dds/graphql"
 	gqllive "github.com/dds-project/dds/graphql/live"
+	"github.com/dds-project/dds/identity"
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/lifecycle"
 	"github.com/dds-project/dds/obs"
@@ -41,6 +42,7 @@ import (
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/ratelimit"
 	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/roles"
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/tenant"
@@ -89,7 +91,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	}()
 	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DirectURL(), log), events: pgnotify.NewPublisher(d, log)}
 	s.Schemas = schema.NewService(d)
-	s.authn = auth.NewAuthenticator(d, cfg.Env, []byte(cfg.JWTSecret), cfg.AuthCacheTTL, log)
+	roleStore := roles.NewStore(d, s.Schemas)
+	providers, err := identity.New(d, roleStore, identity.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
+		MinRefetch: cfg.IdentityJWKSMinRefetch, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	s.authn = auth.NewAuthenticator(d, cfg.Env, []byte(cfg.JWTSecret), cfg.AuthCacheTTL, log,
+		auth.WithRoles(roleStore), auth.WithProviders(providers))
 	keys := auth.NewKeys(d, cfg.Env)
 	s.Tenants = tenant.NewService(d, keys)
 	if err := s.hub.Subscribe("dds_keys", s.authn.Revoked); err != nil {
@@ -98,7 +107,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	if err := s.hub.Subscribe("dds_schemas", s.Schemas.Invalidate); err != nil {
 		return nil, err
 	}
+	if err := s.hub.Subscribe("dds_roles", roleStore.Invalidate); err != nil {
+		return nil, err
+	}
+	if err := s.hub.Subscribe("dds_providers", func(string) { providers.Invalidate() }); err != nil {
+		return nil, err
+	}
 	s.hub.OnReconnect(s.authn.Flush)
+	s.hub.OnReconnect(roleStore.Flush)
+	s.hub.OnReconnect(providers.Invalidate)
 	s.hub.OnReconnect(s.Schemas.Flush)
 
 	fileStore, err := storage.Open(ctx, storage.FromConfig(cfg))
@@ -149,7 +166,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 		return nil, err
 	}
 	apitenants.New(s.Lifecycle, cfg.OperatorToken, operatorDoc).Routes(router)
-	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)
+	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken,
+		admin.Identity{Roles: roleStore, Providers: providers}).Routes(router)
 	// /livez: the process serves HTTP (restart it if not); /readyz (and the
 	// older /healthz): it can answer requests, i.e. Postgres is reachable.
 	router.Public("GET /livez", http.HandlerFunc(live))
