@@ -272,7 +272,7 @@ func (b *builder) shared() {
 	codes := []any{}
 	for _, c := range []apperr.Code{apperr.Validation, apperr.BadRequest, apperr.Unauthenticated, apperr.Forbidden,
 		apperr.NotFound, apperr.Conflict, apperr.TooLarge, apperr.RateLimited, apperr.Unavailable, apperr.Internal,
-		apperr.QueryTooExpensive, apperr.QueryTimeout} {
+		apperr.QueryTooExpensive, apperr.QueryTimeout, apperr.IdempotencyKeyReused} {
 		codes = append(codes, string(c))
 	}
 	code := str("machine-readable error code")

@@ -435,7 +435,7 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 			return nil, 0, err
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(ctx, tx); err != nil {
 		return nil, 0, commitError(ctx, sc, entity, err)
 	}
 	s.announce(sc.TenantID, events.String)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/outbox"
@@ -120,7 +121,9 @@ UNION ALL SELECT row_to_json(r), false FROM (SELECT %[4]s FROM %[1]s t WHERE t."
 		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), h, from)
 	var out []byte
 	var restored bool
-	err = s.db.QueryRowContext(ctx, q, a.List()...).Scan(&out, &restored)
+	err = s.write(ctx, func(qr sqlx.QueryerContext) error {
+		return qr.QueryRowxContext(ctx, q, a.List()...).Scan(&out, &restored)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
 	}

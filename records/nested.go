@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/db"
@@ -466,7 +467,9 @@ func (s *Store) runNested(ctx context.Context, sc *Scope, p *nestedPlan) (json.R
 	var n int
 	var out []byte
 	var events sql.NullString
-	err = s.db.QueryRowContext(ctx, q, args...).Scan(&n, &out, &events)
+	err = s.write(ctx, func(qr sqlx.QueryerContext) error {
+		return qr.QueryRowxContext(ctx, q, args...).Scan(&n, &out, &events)
+	})
 	if err == nil {
 		s.announce(sc.TenantID, events.String)
 		return out, n, nil, nil

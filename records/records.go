@@ -427,7 +427,7 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	if err := s.files.MarkDeleted(ctx, tx, sc.TenantID, ids); err != nil {
 		return nil, err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(ctx, tx); err != nil {
 		return nil, commitError(ctx, sc, entity, err)
 	}
 	s.announce(sc.TenantID, eventID)
@@ -453,7 +453,11 @@ func FileIDs(record []byte, fields []string) []string {
 // one runs a single-record write (which commits by itself) and announces
 // its event, eventID, once the write has found its row.
 func (s *Store) one(ctx context.Context, sc *Scope, entity, id, sqlText string, args []any, eventID string) (json.RawMessage, error) {
-	out, err := s.oneIn(ctx, s.db, sc, entity, id, sqlText, args)
+	var out json.RawMessage
+	err := s.write(ctx, func(q sqlx.QueryerContext) (err error) {
+		out, err = s.oneIn(ctx, q, sc, entity, id, sqlText, args)
+		return err
+	})
 	if err == nil {
 		s.announce(sc.TenantID, eventID)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/outbox"
@@ -173,7 +174,11 @@ SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x), `
 	var hasS, hasT bool
 	var out []byte
 	var events sql.NullString
-	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &hasT, &out, &events); err != nil {
+	// Without both ends the statement wrote nothing: the hook still commits
+	// with it, and the answer below is the 404 the retry will get too.
+	if err := s.write(ctx, func(qr sqlx.QueryerContext) error {
+		return qr.QueryRowxContext(ctx, q, a.List()...).Scan(&hasS, &hasT, &out, &events)
+	}); err != nil {
 		return nil, MapError(sc, entity, err)
 	}
 	s.announce(sc.TenantID, events.String)
@@ -333,7 +338,9 @@ SELECT EXISTS (SELECT 1 FROM %s y WHERE %s), (SELECT json_agg(%s ORDER BY x."cre
 	var hasS bool
 	var out []byte
 	var events sql.NullString
-	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &out, &events); err != nil {
+	if err := s.write(ctx, func(qr sqlx.QueryerContext) error {
+		return qr.QueryRowxContext(ctx, q, a.List()...).Scan(&hasS, &out, &events)
+	}); err != nil {
 		return nil, MapError(sc, e.Name, err)
 	}
 	s.announce(sc.TenantID, events.String)

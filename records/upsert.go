@@ -325,7 +325,7 @@ func (s *Store) upsertTx(ctx context.Context, sc *Scope, entity string, b *batch
 	defer func() { b.dbTime += time.Since(t0) }()
 	var q sqlx.QueryerContext = s.db
 	var tx *sqlx.Tx
-	if len(groups) > 1 {
+	if len(groups) > 1 || commitHookFrom(ctx) != nil {
 		var err error
 		if tx, err = s.db.BeginTxx(ctx, nil); err != nil {
 			return nil, 0, 0, MapError(sc, entity, err)
@@ -348,7 +348,7 @@ func (s *Store) upsertTx(ctx context.Context, sc *Scope, entity string, b *batch
 		}
 	}
 	if tx != nil {
-		if err := tx.Commit(); err != nil {
+		if err := s.commit(ctx, tx); err != nil {
 			return nil, 0, 0, commitError(ctx, sc, entity, err)
 		}
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/dds-project/dds/files"
 	gql "github.com/dds-project/dds/graphql"
 	gqllive "github.com/dds-project/dds/graphql/live"
+	"github.com/dds-project/dds/idempotency"
 	"github.com/dds-project/dds/identity"
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/lifecycle"
@@ -140,7 +141,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 
 	perTenant, perIP, perIPAuth := ratelimit.New(cfg.RateTenant, time.Minute), ratelimit.New(cfg.RateGlobal, time.Minute), ratelimit.New(cfg.RateAuth, time.Minute)
 	s.limits = ratelimit.NewSync(d, cfg.RateSyncInterval, log, map[string]*ratelimit.Limiter{"tenant": perTenant, "ip": perIP, "auth": perIPAuth})
-	router := api.NewRouter(s.authn, perTenant, cfg.MaxBodyBytes)
+	router := api.NewRouter(s.authn, perTenant, cfg.MaxBodyBytes).WithIdempotency(idempotency.NewStore(d))
 	restAPI := rest.New(s.Records, s.Files)
 	restAPI.Routes(router)
 	restAPI.QueryRoutes(router)     // query, batch, vector search, relationships

@@ -337,6 +337,8 @@ func Code(c apperr.Code) connect.Code {
 		return connect.CodeInvalidArgument
 	case apperr.QueryTimeout:
 		return connect.CodeDeadlineExceeded
+	case apperr.IdempotencyKeyReused:
+		return connect.CodeFailedPrecondition
 	case apperr.Unauthenticated:
 		return connect.CodeUnauthenticated
 	case apperr.Forbidden:
