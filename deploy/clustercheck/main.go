@@ -152,7 +152,7 @@ func (n *node) start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(n.args[0], n.args[1:]...)
+	cmd := exec.CommandContext(context.Background(), n.args[0], n.args[1:]...) //nolint:gosec // G204: the dds binary and HAProxy the operator named, by design
 	cmd.Env, cmd.Stdout, cmd.Stderr = n.env, f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -237,7 +237,7 @@ func startCluster(o options, tmp string) (*cluster, error) {
 		u.Path = "/dds_cluster"
 		env = append(env, "DATABASE_URL="+u.String(), "DATABASE_DIRECT_URL="+direct, "DDS_DB_POOL_MODE=transaction")
 	}
-	mig := exec.Command(o.bin, "migrate")
+	mig := exec.CommandContext(context.Background(), o.bin, "migrate") //nolint:gosec // G204: the dds binary the operator named, by design
 	mig.Env = env
 	if out, err := mig.CombinedOutput(); err != nil {
 		return c, fmt.Errorf("dds migrate: %w\n%s", err, out)
@@ -311,7 +311,8 @@ func (c *cluster) awaitUp(name string) error {
 }
 
 func (c *cluster) serverStatus(name string) (string, error) {
-	conn, err := net.DialTimeout("unix", c.stats, time.Second)
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(context.Background(), "unix", c.stats)
 	if err != nil {
 		return "", err
 	}
@@ -335,7 +336,7 @@ func (c *cluster) do(method, path, key string, body any) (int, []byte, error) {
 		b, _ := json.Marshal(body)
 		rd = strings.NewReader(string(b))
 	}
-	req, err := http.NewRequest(method, c.url+path, rd)
+	req, err := http.NewRequestWithContext(context.Background(), method, c.url+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -355,7 +356,7 @@ func (c *cluster) do(method, path, key string, body any) (int, []byte, error) {
 func (c *cluster) setup() error {
 	code, b, err := c.do("POST", "/api/v1/tenants", operatorToken, map[string]any{"name": "cluster-" + randomHex(3)})
 	if err != nil || code != http.StatusCreated {
-		return fmt.Errorf("create tenant: %d %s %v", code, b, err)
+		return fmt.Errorf("create tenant: %d %s: %w", code, b, err)
 	}
 	var t struct{ APIKey string }
 	if err := json.Unmarshal(b, &t); err != nil {
@@ -365,10 +366,10 @@ func (c *cluster) setup() error {
 	schema := map[string]any{"name": "cluster", "entities": []any{map[string]any{"name": "Note", "fields": []any{
 		map[string]any{"name": "n", "type": "INTEGER"}}}}}
 	if code, b, err := c.do("POST", "/api/v1/schemas", c.key, schema); err != nil || code != http.StatusCreated {
-		return fmt.Errorf("create schema: %d %s %v", code, b, err)
+		return fmt.Errorf("create schema: %d %s: %w", code, b, err)
 	}
 	if code, b, err := c.do("POST", "/api/v1/webhooks", c.key, map[string]any{"targetUrl": c.receiver.URL + "/hook", "eventTypes": []string{"entity.created"}}); err != nil || code != http.StatusCreated {
-		return fmt.Errorf("create webhook: %d %s %v", code, b, err)
+		return fmt.Errorf("create webhook: %d %s: %w", code, b, err)
 	}
 	return nil
 }
