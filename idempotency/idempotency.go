@@ -132,9 +132,12 @@ func (s *Store) Guard(ctx context.Context, tenant, key string) context.Context {
 // so a retry runs the request again (nothing was written).
 func (s *Store) Finish(ctx context.Context, tenant, key string, a Answer) error {
 	if a.Status >= 500 {
-		_, err := s.db.ExecContext(ctx, `DELETE FROM dds.idempotency_keys WHERE tenant_id = $1 AND key = $2 AND NOT committed`, tenant, key)
+		res, err := s.db.ExecContext(ctx, `DELETE FROM dds.idempotency_keys WHERE tenant_id = $1 AND key = $2 AND NOT committed`, tenant, key)
 		if err != nil {
 			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil // released: nothing was written, so there is no answer to keep
 		}
 	}
 	_, err := s.db.ExecContext(ctx, `UPDATE dds.idempotency_keys SET status = $3, content_type = $4, body = $5, lease_until = NULL

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/files"
+	"github.com/dds-project/dds/internal/heartbeat"
 	"github.com/dds-project/dds/jobs"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/records"
@@ -197,29 +198,5 @@ func (a *Activities) cancelWorkflows(ctx context.Context, in StepInput) (int64, 
 // heartbeating runs fn while heartbeating in the background, so a step
 // busy in one long statement still proves it is alive.
 func (a *Activities) heartbeating(ctx context.Context, fn func(context.Context) error) error {
-	every := a.deps.HeartbeatEvery
-	if every <= 0 {
-		every = 2 * time.Second
-	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	err := fn(ctx)
-	close(done)
-	<-stopped
-	return err
+	return heartbeat.While(ctx, a.deps.HeartbeatEvery, fn)
 }
