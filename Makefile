@@ -30,7 +30,7 @@ BENCH_ARGS    ?=
 # MinIO is started for `make run` only when the s3 file storage driver is chosen.
 RUN_MINIO := $(if $(filter s3,$(FILE_STORAGE_DRIVER)),--with-minio,)
 # `make run` needs no browser (only the console's browser test does).
-INSTALL_RUN_FLAGS := --no-browser $(if $(RUN_MINIO),,--no-minio)
+INSTALL_RUN_FLAGS := --no-browser --no-pgbouncer $(if $(RUN_MINIO),,--no-minio)
 
 .PHONY: help
 help: ## Show this list
@@ -42,7 +42,7 @@ help: ## Show this list
 
 .PHONY: install
 install: ## Install what is missing: PostgreSQL 15, pgvector, Temporal CLI, MinIO (cached)
-	@bash deploy/install.sh
+	@bash deploy/install.sh --with-hydra
 
 .PHONY: run
 run: ## Install, start the stack, migrate, then server + worker in one process (Ctrl-C stops all)
@@ -51,10 +51,16 @@ run: ## Install, start the stack, migrate, then server + worker in one process (
 	@bash deploy/with-stack.sh $(RUN_MINIO) --profile run -- bin/dds dev
 
 .PHONY: test
-test: ## Install, start the stack (with MinIO), run every test incl. fuzz seed corpora
-	@bash deploy/install.sh
-	@bash deploy/with-stack.sh --with-minio --profile test --db dds_test -- \
+test: ## Install, start the stack (with MinIO, PgBouncer and Hydra), run every test incl. fuzz seed corpora
+	@bash deploy/install.sh --with-hydra
+	@bash deploy/with-stack.sh --with-minio --with-pgbouncer --with-hydra --profile test --db dds_test -- \
 		go test $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: cluster-check
+cluster-check: ## Run the production topology (2 servers behind HAProxy, 2 workers, PgBouncer) and break it on purpose
+	@bash deploy/install.sh --no-browser --no-minio --with-cluster
+	@mkdir -p bin && go build -o bin/dds ./cmd/dds
+	@bash deploy/with-stack.sh --with-pgbouncer --profile test -- go run ./deploy/clustercheck -bin bin/dds
 
 .PHONY: fresh-check
 fresh-check: ## As root: run `make run`, the README's first calls and `make test` in a fresh Debian root
@@ -64,7 +70,7 @@ fresh-check: ## As root: run `make run`, the README's first calls and `make test
 # Each program measures one capability next to its baselines, in the same run,
 # over the same Postgres; each bounds its own time. BENCHES=files runs just one.
 # bench/rest and bench/graphql (in-process load, for profiling) run only when named.
-BENCHES ?= cmd/ddsbench files webhooks jobs
+BENCHES ?= cmd/ddsbench files webhooks jobs tenants
 
 bench: ## Install, start the stack, run the benchmarks (BENCHES=files for one); prints ratios to baselines
 	@bash deploy/install.sh --no-minio --with-bench
@@ -73,7 +79,7 @@ bench: ## Install, start the stack, run the benchmarks (BENCHES=files for one); 
 
 .PHONY: stack-up
 stack-up: ## Start the stack (Postgres, Temporal, MinIO) and leave it running; env in .dds/env
-	@bash deploy/install.sh
+	@bash deploy/install.sh --with-hydra
 	@bash deploy/stack.sh up --with-minio
 
 .PHONY: stack-down

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +36,11 @@ type Router struct {
 	authn   Authenticator
 	tenant  *ratelimit.Limiter
 	maxBody int64
+	idem    Idempotency // nil: Idempotency-Key is ignored
 }
+
+// WithIdempotency makes the router honour Idempotency-Key on writes.
+func (r *Router) WithIdempotency(idem Idempotency) *Router { r.idem = idem; return r }
 
 // NewRouter returns a router. tenantLimit may be nil (no per-tenant limit).
 func NewRouter(authn Authenticator, tenantLimit *ratelimit.Limiter, maxBody int64) *Router {
@@ -72,7 +77,12 @@ func (r *Router) HandleRendering(pattern string, h http.Handler, writeErr ErrorW
 			}
 		}
 		req.Body = http.MaxBytesReader(w, req.Body, r.maxBody)
-		h.ServeHTTP(w, req.WithContext(auth.WithPrincipal(req.Context(), p)))
+		req = req.WithContext(auth.WithPrincipal(req.Context(), p))
+		if key, ok := req.Header["Idempotency-Key"]; ok && r.idem != nil && isWrite(req.Method) {
+			r.idempotent(w, req, p.TenantID, key, h, writeErr)
+			return
+		}
+		h.ServeHTTP(w, req)
 	}))
 }
 
@@ -146,7 +156,7 @@ func WriteRaw(w http.ResponseWriter, status int, body []byte) {
 // Status maps an error code to its HTTP status.
 func Status(code apperr.Code) int {
 	switch code {
-	case apperr.Validation, apperr.BadRequest:
+	case apperr.Validation, apperr.BadRequest, apperr.QueryTooExpensive:
 		return http.StatusBadRequest
 	case apperr.Unauthenticated:
 		return http.StatusUnauthorized
@@ -162,8 +172,10 @@ func Status(code apperr.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case apperr.RateLimited:
 		return http.StatusTooManyRequests
-	case apperr.Unavailable:
+	case apperr.Unavailable, apperr.QueryTimeout:
 		return http.StatusServiceUnavailable
+	case apperr.IdempotencyKeyReused:
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
 }
@@ -200,6 +212,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := db.Classify(err)
 	SetRetryAfter(w.Header(), e)
 	status := Status(e.Code)
+	if e.Code == apperr.Unavailable && isWrite(r.Method) {
+		// The server cannot know whether a write that met an unavailable
+		// database committed: say so, and how to find out.
+		e = &apperr.Error{Code: e.Code, Message: e.Message + ". A write may have committed before the failure: retry it with the same Idempotency-Key to learn its outcome, or read before writing again", Details: e.Details, Extra: e.Extra, Err: e.Err}
+	}
 	if status >= 500 && r.Context().Err() == nil { // a client that went away is not a server error
 		obs.LoggerFrom(r.Context()).Error("request failed", "code", e.Code, "err", e)
 	}
@@ -271,6 +288,8 @@ func decodeError(err error) error {
 		return apperr.Field(field, "must be %s", jsonKind(typ.Type.Kind().String()))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return apperr.New(apperr.BadRequest, "the JSON request body is truncated")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return apperr.New(apperr.BadRequest, "the request body did not arrive in time")
 	}
 	return apperr.New(apperr.BadRequest, "invalid JSON body: %s", err.Error())
 }

@@ -53,6 +53,35 @@ type Limits struct {
 	// AccessLogSample is the fraction of requests answered below 500 that
 	// are logged at info (0 none, 1 all); every 5xx is logged.
 	AccessLogSample float64
+	// Unlimited are the routes ("GET /readyz") no per-IP limit counts:
+	// health probes and metric scrapes come from one balancer or scraper
+	// address, and refusing them would take a healthy server out of service.
+	Unlimited map[string]bool
+	// Body bounds how long a request body may take to arrive once the
+	// headers are read (0: no bound); Upload replaces it for paths under
+	// UploadPrefix (local file uploads are large). Without a bound, a client
+	// that trickles its body a byte a second holds a goroutine and a file
+	// descriptor for ever.
+	Body, Upload time.Duration
+	UploadPrefix string
+}
+
+// bodyDeadline sets the connection's read deadline for the request body.
+// net/http resets the deadline before it reads the next request on the
+// connection, so the bound ends with the request. Requests without a body
+// and WebSocket upgrades (whose connection outlives the request) are left
+// unbounded.
+func (l *Limits) bodyDeadline(w http.ResponseWriter, r *http.Request) {
+	if l.Body <= 0 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.Header.Get("Upgrade") != "" {
+		return
+	}
+	d := l.Body
+	if l.Upload > 0 && l.UploadPrefix != "" && strings.HasPrefix(r.URL.Path, l.UploadPrefix) {
+		d = l.Upload
+	}
+	// An error means the connection cannot take deadlines (a test's
+	// recorder): the request is then simply unbounded, as before.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
 }
 
 // Middleware wraps the whole server: request id, access log, panic
@@ -95,6 +124,11 @@ func Middleware(next http.Handler, log *slog.Logger, limits Limits) http.Handler
 					slog.Int("status", sw.status), slog.Duration("duration", d), slog.String("tenant", ri.tenant), slog.String("request_id", id))
 			}
 		}()
+		limits.bodyDeadline(w, r)
+		if limits.Unlimited[r.Method+" "+r.URL.Path] {
+			next.ServeHTTP(sw, r)
+			return
+		}
 		ip := clientIP(r, limits.TrustProxy)
 		if res := limits.Global.Allow(ip); res.Limit > 0 && !limitHeaders(sw, res) {
 			ri.rejected = "ip"

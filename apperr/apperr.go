@@ -24,7 +24,14 @@ const (
 	TooLarge        Code = "PAYLOAD_TOO_LARGE" // 413
 	RateLimited     Code = "RATE_LIMITED"      // 429
 	Unavailable     Code = "UNAVAILABLE"       // 503
-	Internal        Code = "INTERNAL_ERROR"    // 500
+	// QueryTooExpensive: the plan's estimate is above the row budget.
+	QueryTooExpensive Code = "QUERY_TOO_EXPENSIVE" // 400
+	// QueryTimeout: a statement ran past the statement timeout.
+	QueryTimeout Code = "QUERY_TIMEOUT" // 503
+	// IdempotencyKeyReused: an Idempotency-Key sent again with another
+	// method, path or body.
+	IdempotencyKeyReused Code = "IDEMPOTENCY_KEY_REUSED" // 422
+	Internal             Code = "INTERNAL_ERROR"         // 500
 )
 
 // FieldError names one invalid input field.

@@ -47,6 +47,9 @@ type Authenticator struct {
 	// its caching: the window a revocation can race.
 	afterLookup func()
 
+	roles     RoleSource    // nil: no roles (role-bound keys and user tokens refused)
+	providers TokenVerifier // nil: no identity providers
+
 	usedMu sync.Mutex
 	used   map[string]time.Time
 
@@ -58,16 +61,36 @@ type Authenticator struct {
 // end when the key is revoked.
 type watcher struct{ revoked func() }
 
+// cachedKey is a valid key: p is its principal without its role; role is
+// the role it is bound to ("" for none), resolved on every use (package
+// roles keeps the roles cached and current), so a role's change applies to
+// its keys at once.
 type cachedKey struct {
-	p  *Principal
-	at time.Time
+	p    *Principal
+	role string
+	at   time.Time
 }
 
+// Option configures an Authenticator.
+type Option func(*Authenticator)
+
+// WithRoles resolves roles (of user tokens, provider tokens and role-bound
+// keys) through rs.
+func WithRoles(rs RoleSource) Option { return func(a *Authenticator) { a.roles = rs } }
+
+// WithProviders verifies bearer JWTs that DDS did not issue through v (the
+// tenants' identity providers).
+func WithProviders(v TokenVerifier) Option { return func(a *Authenticator) { a.providers = v } }
+
 // NewAuthenticator builds an authenticator for the deployment's key env.
-func NewAuthenticator(db *sqlx.DB, env string, jwtSecret []byte, cacheTTL time.Duration, log *slog.Logger) *Authenticator {
-	return &Authenticator{db: db, env: env, secret: jwtSecret, ttl: cacheTTL, log: log,
+func NewAuthenticator(db *sqlx.DB, env string, jwtSecret []byte, cacheTTL time.Duration, log *slog.Logger, opts ...Option) *Authenticator {
+	a := &Authenticator{db: db, env: env, secret: jwtSecret, ttl: cacheTTL, log: log,
 		keys: map[string]cachedKey{}, index: map[[32]byte]string{}, used: map[string]time.Time{},
 		watchers: map[string]map[*watcher]struct{}{}}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 var errUnauthenticated = apperr.New(apperr.Unauthenticated, "missing or invalid credentials")
@@ -101,14 +124,18 @@ func (a *Authenticator) authenticateKey(ctx context.Context, key string) (*Princ
 	a.mu.RUnlock()
 	if hit && k.p != nil && time.Since(k.at) < a.ttl {
 		a.touch(id)
+		if k.role != "" {
+			return a.bindRole(ctx, k.p, k.role)
+		}
 		return k.p, nil
 	}
 	var row struct {
 		ID       string         `db:"id"`
 		TenantID string         `db:"tenant_id"`
 		Scopes   pq.StringArray `db:"scopes"`
+		Role     sql.NullString `db:"role"`
 	}
-	err := a.db.GetContext(ctx, &row, `SELECT id, tenant_id, scopes FROM dds.api_keys WHERE key_hash = $1 AND revoked_at IS NULL`, h[:])
+	err := a.db.GetContext(ctx, &row, liveKeyByHash, h[:])
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errUnauthenticated
 	}
@@ -125,11 +152,14 @@ func (a *Authenticator) authenticateKey(ctx context.Context, key string) (*Princ
 	}
 	a.mu.Lock()
 	if a.gen == gen { // no revocation since the read began (see Authenticator)
-		a.keys[row.ID] = cachedKey{p: p, at: time.Now()}
+		a.keys[row.ID] = cachedKey{p: p, role: row.Role.String, at: time.Now()}
 		a.index[h] = row.ID
 	}
 	a.mu.Unlock()
 	a.touch(row.ID)
+	if row.Role.Valid {
+		return a.bindRole(ctx, p, row.Role.String)
+	}
 	return p, nil
 }
 
@@ -143,7 +173,7 @@ func (a *Authenticator) keyValid(ctx context.Context, keyID string) (bool, error
 		return true, nil
 	}
 	var ok bool
-	err := a.db.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM dds.api_keys WHERE id = $1 AND revoked_at IS NULL)`, keyID)
+	err := a.db.GetContext(ctx, &ok, liveKeyByID, keyID)
 	if err != nil {
 		return false, apperr.Wrap(err, "authentication failed")
 	}
@@ -288,14 +318,27 @@ func (a *Authenticator) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// tokenClaims are the claims of the JWTs DDS issues (iss "dds", aud the
+// key env, HS256 with DDS_JWT_SECRET). An access token has no "typ" and its
+// sub is the tenant; a user token has typ "user", sub the user id, tid the
+// tenant, roles and claims (usertoken.go).
 type tokenClaims struct {
-	Scopes []string `json:"scp"`
-	KeyID  string   `json:"kid"`
+	Scopes []string       `json:"scp,omitempty"`
+	KeyID  string         `json:"kid"`
+	Type   string         `json:"typ,omitempty"`
+	Tenant string         `json:"tid,omitempty"`
+	Roles  []string       `json:"roles,omitempty"`
+	Claims map[string]any `json:"claims,omitempty"`
 	jwt.RegisteredClaims
 }
 
 // Mint issues an access token for p narrowed to scopes, valid for ttl.
+// A user's token or a role-bound key cannot mint access tokens: the token
+// would carry neither the user nor the role, and so escape the rules.
 func (a *Authenticator) Mint(p *Principal, scopes Scopes, ttl time.Duration) (string, time.Time, error) {
+	if p.UserID != "" || len(p.Roles) > 0 || p.KeyID == "" {
+		return "", time.Time{}, apperr.New(apperr.Forbidden, "only an API key without a role (or an access token it minted) may mint access tokens")
+	}
 	if !p.Scopes.Covers(scopes) {
 		return "", time.Time{}, apperr.Field("scopes", "a token cannot have scopes its key lacks")
 	}
@@ -316,10 +359,20 @@ func (a *Authenticator) Mint(p *Principal, scopes Scopes, ttl time.Duration) (st
 }
 
 func (a *Authenticator) authenticateToken(ctx context.Context, raw string) (*Principal, error) {
+	if a.providers != nil && !issuedByDDS(raw) {
+		return a.authenticateProviderToken(ctx, raw)
+	}
 	var c tokenClaims
 	_, err := jwt.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return a.secret, nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer("dds"), jwt.WithAudience(a.env), jwt.WithExpirationRequired())
 	if err != nil {
+		return nil, errUnauthenticated
+	}
+	switch c.Type {
+	case "":
+	case userTokenType:
+		return a.authenticateUserToken(ctx, &c)
+	default:
 		return nil, errUnauthenticated
 	}
 	scopes, err := ParseScopes(c.Scopes)

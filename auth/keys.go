@@ -9,6 +9,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/db"
 )
 
 // KeyInfo is an API key as listed (never with its secret).
@@ -17,6 +18,7 @@ type KeyInfo struct {
 	Name      string     `json:"name" db:"name"`
 	Prefix    string     `json:"prefix" db:"key_prefix"`
 	Scopes    []string   `json:"scopes" db:"-"`
+	Role      string     `json:"role,omitempty" db:"-"`
 	CreatedAt time.Time  `json:"createdAt" db:"created_at"`
 	LastUsed  *time.Time `json:"lastUsed" db:"last_used"`
 }
@@ -27,6 +29,7 @@ type NewKeyResult struct {
 	Name      string    `json:"name"`
 	Key       string    `json:"key"`
 	Scopes    []string  `json:"scopes"`
+	Role      string    `json:"role,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
@@ -46,23 +49,38 @@ func (k *Keys) Create(ctx context.Context, tenantID, name string, scopes Scopes)
 
 // CreateIn is Create inside q, a transaction (tenant creation).
 func (k *Keys) CreateIn(ctx context.Context, q sqlx.ExtContext, tenantID, name string, scopes Scopes) (NewKeyResult, error) {
+	return k.create(ctx, q, tenantID, name, scopes, "")
+}
+
+// CreateBound is Create for a key bound to a role of the tenant: its
+// requests act within the role's scopes and under its rules. A role that
+// does not exist is a VALIDATION_ERROR naming "role" (the foreign key to
+// dds.roles decides, so a role deleted meanwhile cannot be bound).
+func (k *Keys) CreateBound(ctx context.Context, tenantID, name string, scopes Scopes, role string) (NewKeyResult, error) {
+	return k.create(ctx, k.db, tenantID, name, scopes, role)
+}
+
+func (k *Keys) create(ctx context.Context, q sqlx.ExtContext, tenantID, name string, scopes Scopes, role string) (NewKeyResult, error) {
 	if name == "" || len(name) > 200 {
 		return NewKeyResult{}, apperr.Field("name", "is required (at most 200 characters)")
 	}
 	key, hash, prefix := NewKey(k.env)
 	id := uuid.Must(uuid.NewV7()).String()
 	var created time.Time
-	err := sqlx.GetContext(ctx, q, &created, `INSERT INTO dds.api_keys (id, tenant_id, name, key_hash, key_prefix, scopes) VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
-		id, tenantID, name, hash, prefix, pq.Array(scopes.Strings()))
+	err := sqlx.GetContext(ctx, q, &created, `INSERT INTO dds.api_keys (id, tenant_id, name, key_hash, key_prefix, scopes, role) VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, '')) RETURNING created_at`,
+		id, tenantID, name, hash, prefix, pq.Array(scopes.Strings()), role)
+	if pe, ok := db.PgError(err); ok && pe.Code == "23503" && role != "" {
+		return NewKeyResult{}, apperr.Field("role", "no role named %q in this tenant", role)
+	}
 	if err != nil {
 		return NewKeyResult{}, apperr.Wrap(err, "create key")
 	}
-	return NewKeyResult{ID: id, Name: name, Key: key, Scopes: scopes.Strings(), CreatedAt: created}, nil
+	return NewKeyResult{ID: id, Name: name, Key: key, Scopes: scopes.Strings(), Role: role, CreatedAt: created}, nil
 }
 
 // List returns the tenant's live keys.
 func (k *Keys) List(ctx context.Context, tenantID string) ([]KeyInfo, error) {
-	rows, err := k.db.QueryxContext(ctx, `SELECT id, name, key_prefix, scopes, created_at, last_used FROM dds.api_keys WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`, tenantID)
+	rows, err := k.db.QueryxContext(ctx, `SELECT id, name, key_prefix, scopes, coalesce(role, ''), created_at, last_used FROM dds.api_keys WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`, tenantID)
 	if err != nil {
 		return nil, apperr.Wrap(err, "list keys")
 	}
@@ -71,7 +89,7 @@ func (k *Keys) List(ctx context.Context, tenantID string) ([]KeyInfo, error) {
 	for rows.Next() {
 		var ki KeyInfo
 		var scopes pq.StringArray
-		if err := rows.Scan(&ki.ID, &ki.Name, &ki.Prefix, &scopes, &ki.CreatedAt, &ki.LastUsed); err != nil {
+		if err := rows.Scan(&ki.ID, &ki.Name, &ki.Prefix, &scopes, &ki.Role, &ki.CreatedAt, &ki.LastUsed); err != nil {
 			return nil, apperr.Wrap(err, "list keys")
 		}
 		ki.Scopes = scopes

@@ -19,7 +19,14 @@ import (
 // Config is the whole configuration of the server and worker processes.
 type Config struct {
 	DatabaseURL string `env:"DATABASE_URL,required"`
-	HTTPAddr    string `env:"DDS_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	// DatabaseDirectURL reaches Postgres without a pooler: LISTEN, the
+	// migrations' session locks. Unset, it is DatabaseURL.
+	DatabaseDirectURL string `env:"DATABASE_DIRECT_URL"`
+	// DBPoolMode is "session" (DatabaseURL is Postgres or a pooler in
+	// session mode) or "transaction" (a pooler in transaction mode, such as
+	// PgBouncer: see db.ThroughTransactionPooler).
+	DBPoolMode string `env:"DDS_DB_POOL_MODE" envDefault:"session"`
+	HTTPAddr   string `env:"DDS_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	// PublicURL is the base URL clients reach the server at (OpenAPI
 	// servers, local presigned file URLs). Unset, it follows HTTPAddr.
 	PublicURL string `env:"DDS_PUBLIC_URL"`
@@ -37,16 +44,35 @@ type Config struct {
 	// /metrics; empty serves nothing.
 	WorkerHTTPAddr string `env:"DDS_WORKER_HTTP_ADDR" envDefault:"127.0.0.1:8081"`
 	MaxBodyBytes   int64  `env:"DDS_MAX_BODY_BYTES" envDefault:"16777216"`
-	DBMaxConns     int    `env:"DDS_DB_MAX_CONNS" envDefault:"40"`
+	// BodyTimeout bounds how long a request body may take to arrive after
+	// its headers; UploadTimeout replaces it for uploads to the local file
+	// driver. A body still arriving then is refused and its connection closed.
+	// ShutdownDrain is how long a server that was asked to stop keeps
+	// serving with /readyz failing, so that a balancer takes it out first
+	// (0: close at once, fine without a balancer).
+	ShutdownDrain time.Duration `env:"DDS_SHUTDOWN_DRAIN" envDefault:"0s"`
+	BodyTimeout   time.Duration `env:"DDS_BODY_TIMEOUT" envDefault:"60s"`
+	UploadTimeout time.Duration `env:"DDS_UPLOAD_TIMEOUT" envDefault:"1h"`
+	DBMaxConns    int           `env:"DDS_DB_MAX_CONNS" envDefault:"40"`
 	// VectorEfSearch is the hnsw.ef_search every connection runs with
 	// (db.WithVectorEfSearch); 400 is db.DefaultVectorEfSearch.
 	VectorEfSearch int `env:"DDS_VECTOR_EF_SEARCH" envDefault:"400"`
+	// StatementTimeout bounds each statement a request runs on tenant
+	// records (records.WithStatementTimeout); 0 turns it off.
+	StatementTimeout time.Duration `env:"DDS_STATEMENT_TIMEOUT" envDefault:"5s"`
+	// QueryRowBudget refuses lists and aggregates Postgres estimates to
+	// read more rows (records.WithRowBudget); 0 turns it off.
+	QueryRowBudget int64 `env:"DDS_QUERY_ROW_BUDGET" envDefault:"1000000"`
 
 	// Rate limits per minute; 0 disables a layer.
 	RateGlobal int  `env:"DDS_RATE_GLOBAL" envDefault:"500"`
 	RateAuth   int  `env:"DDS_RATE_AUTH" envDefault:"20"`
 	RateTenant int  `env:"DDS_RATE_TENANT" envDefault:"300"`
 	TrustProxy bool `env:"DDS_TRUST_PROXY" envDefault:"false"`
+	// RateSyncInterval is how often a server adds its counts to the shared
+	// counters of the cluster (dds.rate_counts) and reads the totals back;
+	// 0 keeps every replica counting alone.
+	RateSyncInterval time.Duration `env:"DDS_RATE_SYNC_INTERVAL" envDefault:"250ms"`
 
 	// CORSOrigins are the browser origins allowed to call the API
 	// (comma-separated, "*" for any); empty turns CORS off.
@@ -69,6 +95,10 @@ type Config struct {
 	WebhookAllowPrivate bool   `env:"DDS_WEBHOOK_ALLOW_PRIVATE" envDefault:"false"`
 	WebhookCAFile       string `env:"DDS_WEBHOOK_CA_FILE"`
 	WebhookHTTPWorkers  int    `env:"DDS_WEBHOOK_HTTP_WORKERS" envDefault:"64"`
+
+	// Identity providers: the least time between two JWKS fetches of one
+	// provider (a token naming an unknown key refetches at most this often).
+	IdentityJWKSMinRefetch time.Duration `env:"DDS_IDP_JWKS_MIN_REFETCH" envDefault:"10s"`
 
 	// Retention: relayed outbox events and finished webhook deliveries
 	// (with their attempt logs) are pruned after these ages; 0 keeps them.
@@ -105,6 +135,24 @@ func listenURL(addr string) (string, error) {
 	return "http://" + net.JoinHostPort(host, port), nil
 }
 
+// DirectURL is where session state (LISTEN, session locks) connects:
+// DatabaseDirectURL, else DatabaseURL.
+func (c *Config) DirectURL() string {
+	if c.DatabaseDirectURL != "" {
+		return c.DatabaseDirectURL
+	}
+	return c.DatabaseURL
+}
+
+// DBOptions are the options of the API and worker pools (db.Open).
+func (c *Config) DBOptions() []db.Option {
+	opts := []db.Option{db.WithVectorEfSearch(c.VectorEfSearch)}
+	if c.DBPoolMode == "transaction" {
+		opts = append(opts, db.ThroughTransactionPooler())
+	}
+	return opts
+}
+
 // Load reads the environment. Every problem is reported in one error.
 func Load() (*Config, error) {
 	var c Config
@@ -129,8 +177,20 @@ func Load() (*Config, error) {
 	if c.FileStorageDriver != "local" && c.FileStorageDriver != "s3" {
 		problems = append(problems, fmt.Errorf(`FILE_STORAGE_DRIVER must be "local" or "s3", got %q`, c.FileStorageDriver))
 	}
+	if c.DBPoolMode != "session" && c.DBPoolMode != "transaction" {
+		problems = append(problems, fmt.Errorf(`DDS_DB_POOL_MODE must be "session" or "transaction", got %q`, c.DBPoolMode))
+	}
+	if c.DBPoolMode == "transaction" && c.DatabaseDirectURL == "" {
+		problems = append(problems, errors.New("DDS_DB_POOL_MODE=transaction needs DATABASE_DIRECT_URL: LISTEN and the migrations' locks cannot go through a transaction pooler"))
+	}
 	if c.DBMaxConns < 1 {
 		problems = append(problems, fmt.Errorf("DDS_DB_MAX_CONNS must be at least 1, got %d", c.DBMaxConns))
+	}
+	if c.StatementTimeout < 0 {
+		problems = append(problems, fmt.Errorf("DDS_STATEMENT_TIMEOUT must not be negative, got %s", c.StatementTimeout))
+	}
+	if c.QueryRowBudget < 0 {
+		problems = append(problems, fmt.Errorf("DDS_QUERY_ROW_BUDGET must not be negative, got %d", c.QueryRowBudget))
 	}
 	if c.VectorEfSearch < 1 || c.VectorEfSearch > db.MaxVectorEfSearch {
 		problems = append(problems, fmt.Errorf("DDS_VECTOR_EF_SEARCH must be between 1 and %d (pgvector's limit), got %d", db.MaxVectorEfSearch, c.VectorEfSearch))

@@ -124,3 +124,44 @@ func TestBoundedIntegers(t *testing.T) {
 		}
 	}
 }
+
+// A transaction pooler in front of DATABASE_URL needs a direct URL for
+// LISTEN and the migrations' session locks; a mode other than session or
+// transaction is refused by name.
+func TestPoolMode(t *testing.T) {
+	cases := []struct {
+		mode, direct string
+		wantErr      string // "" accepted
+		wantDirect   string
+	}{
+		{"", "", "", "postgres://pooler/dds"},
+		{"session", "", "", "postgres://pooler/dds"},
+		{"transaction", "postgres://pg/dds", "", "postgres://pg/dds"},
+		{"transaction", "", "DATABASE_DIRECT_URL", ""},
+		{"statement", "postgres://pg/dds", "DDS_DB_POOL_MODE", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.mode+"/"+c.direct, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", "postgres://pooler/dds")
+			t.Setenv("DDS_JWT_SECRET", strings.Repeat("s", 32))
+			t.Setenv("DDS_DB_POOL_MODE", c.mode)
+			t.Setenv("DATABASE_DIRECT_URL", c.direct)
+			if c.mode == "" {
+				os.Unsetenv("DDS_DB_POOL_MODE")
+			}
+			cfg, err := Load()
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("got %v, want an error naming %s", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.DirectURL(); got != c.wantDirect {
+				t.Fatalf("direct URL %q, want %q", got, c.wantDirect)
+			}
+		})
+	}
+}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/XSAM/otelsql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib" // the Postgres driver, "pgx"
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
@@ -37,7 +39,22 @@ const MaxVectorEfSearch = 1000
 // Option configures Open.
 type Option func(*openOptions)
 
-type openOptions struct{ efSearch int }
+type openOptions struct {
+	efSearch          int
+	transactionPooler bool
+}
+
+// ThroughTransactionPooler makes the pool work through a connection pooler
+// in transaction mode (PgBouncer 1.18, which knows no protocol-level
+// prepared statements and refuses unknown startup parameters): statements
+// are sent with their cached descriptions in one round trip but never
+// prepared by name, and no run-time parameter is sent at connection — the
+// pooler's connect_query must set jit = off and hnsw.ef_search (see
+// docs/operations.md). Session state (LISTEN, session advisory locks) must
+// use a direct connection, never this pool.
+func ThroughTransactionPooler() Option {
+	return func(o *openOptions) { o.transactionPooler = true }
+}
 
 // WithVectorEfSearch makes connections run with hnsw.ef_search = ef (1 to
 // MaxVectorEfSearch; config validates it) instead of DefaultVectorEfSearch.
@@ -78,15 +95,26 @@ func Open(ctx context.Context, url string, maxConns int, opts ...Option) (*sqlx.
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	if !urlSets(cfg, "jit") {
+	if o.transactionPooler {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	} else if !urlSets(cfg, "jit") {
 		cfg.RuntimeParams["jit"] = "off"
 	}
 	// Sent in the startup packet: Postgres keeps it as a placeholder until
 	// pgvector loads in the session, which then takes it (a plain SET after
 	// connecting would cost a round trip per connection, SET LOCAL one per
 	// search). A value in url (parameter or options) stays.
-	if !urlSets(cfg, "hnsw.ef_search") {
+	if !o.transactionPooler && !urlSets(cfg, "hnsw.ef_search") {
 		cfg.RuntimeParams["hnsw.ef_search"] = strconv.Itoa(o.efSearch)
+	}
+	// A statement whose context ends (the request's statement deadline,
+	// records.WithStatementTimeout, or a client gone) is cancelled in
+	// Postgres with a cancel request, which a pooler in transaction mode
+	// forwards, so the server stops working on it; pgx's default only
+	// closes the connection, leaving the statement running until it next
+	// writes to the client.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
 	}
 	connector := stdlib.GetConnector(*cfg)
 	var sqlDB *sql.DB

@@ -125,11 +125,16 @@ readme_calls() {
 	(
 		set -e
 		export KEY=$key TENANT=$tenant
-		n=0
+		# The count lives in a file: a call inside $(...) runs in a subshell. The body goes to
+		# stdout as curl's would, so a README line that captures it (USER_TOKEN=$(curl ...)) works.
+		echo 0 >"$out/.n"
 		curl() {
-			n=$((n + 1))
+			local n
+			n=$(($(cat "$out/.n") + 1))
+			echo "$n" >"$out/.n"
 			printf '%s\n' "$*" >"$out/$n.cmd"
 			command curl -sS --max-time 30 -o "$out/$n.body" -w '%{http_code}' "$@" >"$out/$n.status"
+			cat "$out/$n.body"
 		}
 		# shellcheck disable=SC1090
 		. "$script"
@@ -174,8 +179,11 @@ readme_calls() {
 	expect 8 200 '"products" *: *\[\{[^]]*"Desk lamp"' '"productsCount" *: *2 *[,}]'
 	expect 9 200 'type Product'
 	expect 10 201 '"key" *: *"dds_live_' 'entity:Product:read'
+	expect 11 201 '"name" *: *"shopper"'
+	expect 12 201 '"accessToken" *: *"'
+	expect 13 200 '"credential" *: *"userToken"' '"userId" *: *"alice"' '"shopper"'
 	grep -q '"errors"' "$out/8.body" && { log "README call 8 (GraphQL) answered errors: $(cat "$out/8.body")"; fail=1; }
-	[ "$calls" -eq 10 ] || { log "README has $calls calls, this check knows 10: update readme_calls"; fail=1; }
+	[ "$calls" -eq 13 ] || { log "README has $calls calls, this check knows 13: update readme_calls"; fail=1; }
 	[ "$fail" -eq 0 ]
 }
 

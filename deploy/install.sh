@@ -18,10 +18,16 @@
 #      Debian's chromium for the console's browser test.
 #
 # With --with-bench (make bench) also: wrk (apt) and PostGraphile, the benchmarks' peer
-# (npm ci in bench/peer).
+# (npm ci in bench/peer). With --with-hydra (make test) also Ory Hydra, the OpenID Connect
+# provider of the identity tests, built from its module source (about 20 minutes cold).
 #
-# Usage: deploy/install.sh [--no-minio] [--no-browser] [--with-bench]
-# Environment: DDS_CACHE, TEMPORAL_CLI_VERSION, MINIO_VERSION (override the pins below).
+# PgBouncer (apt) is installed for the tests that run DDS through a transaction pooler, unless
+# --no-pgbouncer (make run).
+#
+# With --with-cluster (make cluster-check) also HAProxy (apt).
+#
+# Usage: deploy/install.sh [--no-minio] [--no-browser] [--no-pgbouncer] [--with-bench] [--with-cluster] [--with-hydra]
+# Environment: DDS_CACHE, TEMPORAL_CLI_VERSION, MINIO_VERSION, HYDRA_VERSION (override the pins below).
 set -euo pipefail
 
 # Pinned versions. The Temporal CLI cannot be installed with `go install` after v1.5.1 (later
@@ -29,6 +35,10 @@ set -euo pipefail
 # is the pseudo-version of a commit.
 TEMPORAL_CLI_VERSION=${TEMPORAL_CLI_VERSION:-v1.5.1}
 MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
+# Hydra cannot be installed with `go install` either (replace directives, one of them naming a
+# directory its module zip leaves out): it is built in a copy of its module source with that
+# replace dropped, so the published hydra-client-go of the same release is used.
+HYDRA_VERSION=${HYDRA_VERSION:-v2.3.0}
 PG_MAJOR=15
 PGVECTOR_MIN=0.8
 GO_MIN=1.26
@@ -42,11 +52,17 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WITH_MINIO=1
 WITH_BROWSER=1
 WITH_BENCH=0
+WITH_PGBOUNCER=1
+WITH_CLUSTER=0
+WITH_HYDRA=0
 for arg in "$@"; do
 	case $arg in
 	--no-minio) WITH_MINIO=0 ;;
+	--no-pgbouncer) WITH_PGBOUNCER=0 ;;
+	--with-cluster) WITH_CLUSTER=1 ;;
 	--no-browser) WITH_BROWSER=0 ;;
 	--with-bench) WITH_BENCH=1 ;;
+	--with-hydra) WITH_HYDRA=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "install.sh: unknown argument $arg" >&2; exit 2 ;;
 	esac
@@ -102,6 +118,8 @@ want=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR build-essential dpkg-
 if ! command -v npm >/dev/null; then # npm installs Node 22 and the test clients
 	want+=(nodejs npm)
 fi
+if [ "$WITH_PGBOUNCER" -eq 1 ]; then want+=(pgbouncer); fi
+if [ "$WITH_CLUSTER" -eq 1 ]; then want+=(haproxy); fi
 missing=()
 for p in "${want[@]}"; do pkg_installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -206,6 +224,27 @@ go_install() { # name module pkg version
 go_install temporal github.com/temporalio/cli github.com/temporalio/cli/cmd/temporal "$TEMPORAL_CLI_VERSION"
 if [ "$WITH_MINIO" -eq 1 ]; then
 	go_install minio github.com/minio/minio github.com/minio/minio "$MINIO_VERSION"
+fi
+# Hydra: a stamp file names the version built (a main-module build records no version).
+if [ "$WITH_HYDRA" -eq 1 ]; then
+	if [ -x "$BIN/hydra" ] && [ -f "$BIN/.hydra-$HYDRA_VERSION" ]; then
+		log "hydra $HYDRA_VERSION present"
+	else
+		log "hydra: go build github.com/ory/hydra/v2@$HYDRA_VERSION (log: $LOGS/hydra.log; about 20 minutes on a cold cache)"
+		(
+			set -e
+			cd /
+			dir=$(GOFLAGS=-mod=mod go mod download -json "github.com/ory/hydra/v2@$HYDRA_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+			[ -n "$dir" ]
+			rm -rf "$SRC/hydra-$HYDRA_VERSION" && cp -r "$dir" "$SRC/hydra-$HYDRA_VERSION" && chmod -R u+w "$SRC/hydra-$HYDRA_VERSION"
+			cd "$SRC/hydra-$HYDRA_VERSION"
+			go mod edit -dropreplace github.com/ory/hydra-client-go/v2
+			GOFLAGS="-buildvcs=false -mod=mod" go build -tags sqlite,sqlite_omit_load_extension -o "$BIN/hydra.tmp" .
+			mv "$BIN/hydra.tmp" "$BIN/hydra" && rm -f "$BIN"/.hydra-* && touch "$BIN/.hydra-$HYDRA_VERSION"
+			echo done-hydra
+		) >"$LOGS/hydra.log" 2>&1 &
+		pids+=($!) names+=("hydra")
+	fi
 fi
 # Say what is still building every 30 s, and when each build ends (a cold build takes minutes).
 build_start=$SECONDS next=30

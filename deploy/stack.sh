@@ -2,9 +2,12 @@
 # deploy/stack.sh — run the services DDS needs, from binaries deploy/install.sh put in place,
 # with their state under .dds/ in the repository (kept between runs).
 #
-#   deploy/stack.sh up [--with-minio] [--profile run|test] [--started-file FILE]
+#   deploy/stack.sh up [--with-minio] [--with-pgbouncer] [--with-hydra] [--profile run|test] [--started-file FILE]
 #       Start PostgreSQL 15 (+ pgvector), the Temporal dev server and, with --with-minio or
-#       FILE_STORAGE_DRIVER=s3, MinIO. A service already running (pid file + health check) is
+#       FILE_STORAGE_DRIVER=s3, MinIO; with --with-pgbouncer, PgBouncer in transaction mode in
+#       front of Postgres (as production runs it; see docs/operations.md); with --with-hydra, Ory
+#       Hydra (an OpenID Connect provider for the identity tests: in-memory, HTTPS with a
+#       certificate made here, JWT access tokens). A service already running (pid file + health check) is
 #       left alone. Waits until each one answers. Writes .dds/env. With --started-file, appends
 #       the names of the services this call started to FILE (so a caller can stop only those).
 #       Profile "test" turns Postgres fsync off (fast, not crash-safe); "run" (default) keeps it.
@@ -14,7 +17,8 @@
 #   deploy/stack.sh env        Print the `export` lines for the stack (same as .dds/env).
 #
 # Ports (all on 127.0.0.1): DDS_PG_PORT (54329), DDS_TEMPORAL_PORT (7233), DDS_TEMPORAL_UI_PORT
-# (8233), DDS_MINIO_PORT (9100), DDS_MINIO_CONSOLE_PORT (9101). Logs in .dds/logs/.
+# (8233), DDS_MINIO_PORT (9100), DDS_MINIO_CONSOLE_PORT (9101), DDS_PGBOUNCER_PORT (64329),
+# DDS_HYDRA_PUBLIC_PORT (4444), DDS_HYDRA_ADMIN_PORT (4445). Logs in .dds/logs/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,8 +34,12 @@ TEMPORAL_PORT=${DDS_TEMPORAL_PORT:-7233}
 TEMPORAL_UI_PORT=${DDS_TEMPORAL_UI_PORT:-8233}
 MINIO_PORT=${DDS_MINIO_PORT:-9100}
 MINIO_CONSOLE_PORT=${DDS_MINIO_CONSOLE_PORT:-9101}
+PGBOUNCER_PORT=${DDS_PGBOUNCER_PORT:-64329}
 TEMPORAL_CLI=${DDS_TEMPORAL_CLI:-$DDS_CACHE/bin/temporal}
 MINIO_BIN=${DDS_MINIO_BIN:-$DDS_CACHE/bin/minio}
+HYDRA_PUBLIC_PORT=${DDS_HYDRA_PUBLIC_PORT:-4444}
+HYDRA_ADMIN_PORT=${DDS_HYDRA_ADMIN_PORT:-4445}
+HYDRA_BIN=${DDS_HYDRA_BIN:-$DDS_CACHE/bin/hydra}
 
 # Fixed development credentials: every service listens on loopback only.
 MINIO_USER=ddsminio
@@ -322,6 +330,100 @@ minio_up() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# PgBouncer (transaction mode, in front of Postgres)
+# ---------------------------------------------------------------------------------------------
+pgbouncer_ready() { psql -X -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d dds -tAc 'SELECT 1' >/dev/null 2>&1; }
+
+pgbouncer_up() {
+	local pid dir bin
+	bin=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
+	[ -x "$bin" ] || die "pgbouncer is not installed: run deploy/install.sh"
+	pid=$(pid_of pgbouncer)
+	if [ -n "$pid" ]; then
+		wait_until pgbouncer "$pid" pgbouncer_ready
+		log "pgbouncer already running (pid $pid) on 127.0.0.1:$PGBOUNCER_PORT"
+		return
+	fi
+	if pgbouncer_ready; then
+		die "port $PGBOUNCER_PORT already answers for a PgBouncer that stack.sh did not start; set DDS_PGBOUNCER_PORT"
+	fi
+	# Beside the Postgres cluster: a directory the postgres user, which PgBouncer runs as, can
+	# reach even when the checkout is under a private home directory.
+	dir=$(pg_home)/pgbouncer
+	mkdir -p "$dir"
+	# Transaction mode, as a production deployment runs it in front of the API pool. The
+	# settings DDS sends at connection time without a pooler (jit off, the HNSW candidate list
+	# size) are the pooler's connect_query here: PgBouncer 1.18 refuses unknown startup
+	# parameters and knows no protocol-level prepared statements.
+	cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$PG_PORT user=postgres connect_query='SET jit = off; SET hnsw.ef_search = 400'
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGBOUNCER_PORT
+unix_socket_dir =
+auth_type = any
+pool_mode = transaction
+max_client_conn = 2000
+default_pool_size = 60
+server_reset_query =
+ignore_startup_parameters = extra_float_digits
+log_connections = 0
+log_disconnections = 0
+INI
+	[ "$(id -u)" -ne 0 ] || chown -R postgres:postgres "$dir"
+	local runner=()
+	[ "$(id -u)" -ne 0 ] || runner=(setpriv --reuid=postgres --regid=postgres --init-groups)
+	pid=$(spawn pgbouncer "${runner[@]}" "$bin" "$dir/pgbouncer.ini")
+	wait_until pgbouncer "$pid" pgbouncer_ready
+	record_started pgbouncer
+	log "pgbouncer started (pid $pid, transaction mode) on 127.0.0.1:$PGBOUNCER_PORT"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Ory Hydra (--with-hydra)
+# ---------------------------------------------------------------------------------------------
+# Hydra keeps everything in memory (DSN=memory): a restart forgets its clients and keys, which
+# tests create for themselves. It serves HTTPS with a self-signed certificate for 127.0.0.1
+# made here (DDS fetches provider URLs under the webhook rules: HTTPS, trusted through
+# DDS_WEBHOOK_CA_FILE); the issuer is its public URL and access tokens are JWTs.
+HYDRA_DIR=$STATE/hydra
+hydra_ready() { curl -fsS -o /dev/null --max-time 1 --cacert "$HYDRA_DIR/cert.pem" "https://127.0.0.1:$HYDRA_PUBLIC_PORT/health/ready" 2>/dev/null; }
+
+hydra_up() {
+	local pid
+	[ -x "$HYDRA_BIN" ] || die "Hydra not found at $HYDRA_BIN: run deploy/install.sh --with-hydra"
+	pid=$(pid_of hydra)
+	if [ -n "$pid" ]; then
+		wait_until hydra "$pid" hydra_ready
+		log "hydra already running (pid $pid) on 127.0.0.1:$HYDRA_PUBLIC_PORT (admin $HYDRA_ADMIN_PORT)"
+		return
+	fi
+	mkdir -p "$HYDRA_DIR"
+	if [ ! -s "$HYDRA_DIR/cert.pem" ]; then
+		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=127.0.0.1" \
+			-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+			-keyout "$HYDRA_DIR/key.pem" -out "$HYDRA_DIR/cert.pem" >>"$LOGS/hydra.log" 2>&1 ||
+			die "openssl could not make Hydra's certificate; see $LOGS/hydra.log"
+	fi
+	pid=$(spawn hydra env DSN=memory LOG_LEVEL=warn \
+		URLS_SELF_ISSUER="https://127.0.0.1:$HYDRA_PUBLIC_PORT" \
+		SERVE_PUBLIC_HOST=127.0.0.1 SERVE_PUBLIC_PORT="$HYDRA_PUBLIC_PORT" \
+		SERVE_ADMIN_HOST=127.0.0.1 SERVE_ADMIN_PORT="$HYDRA_ADMIN_PORT" \
+		SERVE_TLS_ENABLED=true SERVE_TLS_CERT_PATH="$HYDRA_DIR/cert.pem" SERVE_TLS_KEY_PATH="$HYDRA_DIR/key.pem" \
+		SECRETS_SYSTEM=dds-hydra-dev-secret-0123456789abcdef STRATEGIES_ACCESS_TOKEN=jwt \
+		"$HYDRA_BIN" serve all)
+	wait_until hydra "$pid" hydra_ready
+	# Hydra makes its signing keys on the first request for them (RSA 4096: seconds on a busy
+	# machine); ask now, so a test's first token and JWKS fetch do not pay for it.
+	curl -fsS -o /dev/null --max-time "$TIMEOUT" --cacert "$HYDRA_DIR/cert.pem" \
+		"https://127.0.0.1:$HYDRA_PUBLIC_PORT/.well-known/jwks.json" || die "hydra did not serve its JWKS"
+	record_started hydra
+	log "hydra started (pid $pid) on 127.0.0.1:$HYDRA_PUBLIC_PORT (admin $HYDRA_ADMIN_PORT)"
+}
+
+# ---------------------------------------------------------------------------------------------
 # commands
 # ---------------------------------------------------------------------------------------------
 print_env() {
@@ -343,6 +445,16 @@ export DDS_TEST_S3_ENDPOINT='$s3'
 export DDS_TEST_S3_ACCESS_KEY='$MINIO_USER'
 export DDS_TEST_S3_SECRET_KEY='$MINIO_PASSWORD'
 EOF
+	if [ -n "$(pid_of pgbouncer)" ]; then
+		echo "export DDS_TEST_PGBOUNCER_URL='postgres://postgres@127.0.0.1:$PGBOUNCER_PORT/dds_test?sslmode=disable'"
+	fi
+	if [ -n "$(pid_of hydra)" ]; then
+		cat <<EOF
+export HYDRA_PUBLIC_URL='https://127.0.0.1:$HYDRA_PUBLIC_PORT'
+export HYDRA_ADMIN_URL='https://127.0.0.1:$HYDRA_ADMIN_PORT'
+export HYDRA_CA_FILE='$HYDRA_DIR/cert.pem'
+EOF
+	fi
 }
 
 cmd_up() {
@@ -353,16 +465,18 @@ cmd_up() {
 	pg_up
 	temporal_up
 	if [ "$WITH_MINIO" -eq 1 ]; then minio_up; fi
+	if [ "$WITH_PGBOUNCER" -eq 1 ]; then pgbouncer_up; fi
+	if [ "$WITH_HYDRA" -eq 1 ]; then hydra_up; fi
 	print_env >"$STATE/env"
 	log "ready in $(($(now_ms) - t0)) ms; environment in $STATE/env"
 }
 
 cmd_down() {
-	local names=(minio temporal postgres) n i
+	local names=(hydra pgbouncer minio temporal postgres) n i
 	if [ -n "$STARTED_FILE" ]; then
 		[ -f "$STARTED_FILE" ] || return 0
 		names=()
-		for n in minio temporal postgres; do
+		for n in hydra pgbouncer minio temporal postgres; do
 			if grep -qx "$n" "$STARTED_FILE"; then names+=("$n"); fi
 		done
 	fi
@@ -382,11 +496,13 @@ cmd_down() {
 
 cmd_status() {
 	local n pid addr
-	for n in postgres temporal minio; do
+	for n in postgres temporal minio pgbouncer hydra; do
 		case $n in
 		postgres) addr=127.0.0.1:$PG_PORT ;;
+		pgbouncer) addr=127.0.0.1:$PGBOUNCER_PORT ;;
 		temporal) addr=127.0.0.1:$TEMPORAL_PORT ;;
 		minio) addr=127.0.0.1:$MINIO_PORT ;;
+		hydra) addr=127.0.0.1:$HYDRA_PUBLIC_PORT ;;
 		esac
 		pid=$(pid_of "$n")
 		if [ -n "$pid" ]; then
@@ -400,12 +516,16 @@ cmd_status() {
 cmd=${1:-}
 [ $# -eq 0 ] || shift
 WITH_MINIO=0
+WITH_PGBOUNCER=0
+WITH_HYDRA=0
 [ "${FILE_STORAGE_DRIVER:-}" != s3 ] || WITH_MINIO=1
 PROFILE=${DDS_STACK_PROFILE:-run}
 STARTED_FILE=${DDS_STACK_STARTED_FILE:-}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--with-minio) WITH_MINIO=1 ;;
+	--with-pgbouncer) WITH_PGBOUNCER=1 ;;
+	--with-hydra) WITH_HYDRA=1 ;;
 	--profile) PROFILE=${2:?--profile needs run or test}; shift ;;
 	--started-file) STARTED_FILE=${2:?--started-file needs a path}; shift ;;
 	*) die "unknown argument $1" ;;

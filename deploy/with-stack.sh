@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
 	*) up_args+=("$1"); shift ;;
 	esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [--with-minio] [--profile run|test] [--db NAME] -- COMMAND..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [--with-minio] [--with-hydra] [--profile run|test] [--db NAME] -- COMMAND..." >&2; exit 2; }
 
 # Several callers may share one stack (two `make test` in one checkout): each registers in
 # .dds/run/users/, and the services any of them started are stopped by the last one to leave.
@@ -84,6 +84,14 @@ set +a
 if [ -n "$db" ]; then
 	DATABASE_URL="${DATABASE_URL%/*}/$db?sslmode=disable"
 	export DATABASE_URL
+	if [ -n "${DDS_TEST_PGBOUNCER_URL:-}" ]; then
+		DDS_TEST_PGBOUNCER_URL="${DDS_TEST_PGBOUNCER_URL%/*}/$db?sslmode=disable"
+		export DDS_TEST_PGBOUNCER_URL
+	fi
+	if [ -n "${DDS_TEST_PGBOUNCER_URL:-}" ]; then
+		DDS_TEST_PGBOUNCER_URL="${DDS_TEST_PGBOUNCER_URL%/*}/$db?sslmode=disable"
+		export DDS_TEST_PGBOUNCER_URL
+	fi
 fi
 
 # Tests under the stack must find every service: a missing one fails them instead of

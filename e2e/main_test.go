@@ -3,8 +3,13 @@
 // configured only through the environment, driven over the network by the
 // clients users use (graphql-ws, graphql-http's audit, standardwebhooks,
 // openapi-typescript + tsc, a Connect client, plain HTTP for presigned
-// URLs). It runs under `make test`, which starts Postgres, Temporal and
-// MinIO and installs Node.js and the npm packages of deploy/npm.
+// URLs). It runs under `make test`, which starts Postgres, Temporal, MinIO
+// and PgBouncer and installs Node.js and the npm packages of deploy/npm.
+//
+// The "local" deployment reaches Postgres through PgBouncer in transaction
+// mode, as production runs it (DDS_DB_POOL_MODE=transaction, LISTEN and the
+// migrations on DATABASE_DIRECT_URL), so every surface these tests drive
+// is proven through the pooler; the "s3" deployment connects directly.
 package e2e
 
 import (
@@ -18,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +57,7 @@ var (
 func TestMain(m *testing.M) {
 	code := 1
 	defer func() { os.Exit(code) }()
-	if !teststack.Present("DATABASE_URL", "TEMPORAL_ADDRESS", "FILE_STORAGE_S3_ENDPOINT") {
+	if !teststack.Present("DATABASE_URL", "TEMPORAL_ADDRESS", "FILE_STORAGE_S3_ENDPOINT", "DDS_TEST_PGBOUNCER_URL") {
 		return
 	}
 	tmp, err := os.MkdirTemp("", "dds-e2e-")
@@ -78,7 +84,7 @@ func setup(tmp string) (stop func(), err error) {
 			stops[i]()
 		}
 	}
-	for _, v := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "FILE_STORAGE_S3_ENDPOINT"} {
+	for _, v := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "FILE_STORAGE_S3_ENDPOINT", "DDS_TEST_PGBOUNCER_URL"} {
 		if os.Getenv(v) == "" {
 			return stop, fmt.Errorf("%s is not set: run the tests with `make test` (it starts the services and exports them)", v)
 		}
@@ -100,7 +106,18 @@ func setup(tmp string) (stop func(), err error) {
 	cert := probe.Certificate()
 	probe.Close()
 	webhookCA = filepath.Join(tmp, "webhook-ca.pem")
-	if err := os.WriteFile(webhookCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
+	trusted := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+	// Hydra (stack.sh --with-hydra) serves HTTPS with its own certificate:
+	// the server trusts it for discovery and JWKS fetches, as it would an
+	// identity provider's CA.
+	if f := os.Getenv("HYDRA_CA_FILE"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return stop, err
+		}
+		trusted = append(trusted, b...)
+	}
+	if err := os.WriteFile(webhookCA, trusted, 0o600); err != nil {
 		return stop, err
 	}
 
@@ -148,10 +165,19 @@ func start(tmp, driver string) (*deployment, func(), error) {
 		"DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
 		"DDS_WEBHOOK_ALLOW_PRIVATE=true", // the test's receiver listens on 127.0.0.1
 		"DDS_WEBHOOK_CA_FILE="+webhookCA,
+		"DDS_IDP_JWKS_MIN_REFETCH=200ms", // key rotation is picked up within the test's patience
 		"FILE_STORAGE_DRIVER="+driver,
 		"FILE_STORAGE_LOCAL_DIR="+filepath.Join(tmp, "files-"+driver),
 		"FILE_STORAGE_LOCAL_SECRET=e2e-local-storage-secret-0123456789",
 	)
+	if driver == "local" {
+		pooled, err := url.Parse(os.Getenv("DDS_TEST_PGBOUNCER_URL"))
+		if err != nil {
+			return nil, noop, fmt.Errorf("DDS_TEST_PGBOUNCER_URL: %w", err)
+		}
+		pooled.Path = "/dds_e2e_" + driver
+		env = append(env, "DATABASE_URL="+pooled.String(), "DATABASE_DIRECT_URL="+dbURL, "DDS_DB_POOL_MODE=transaction")
+	}
 	d := &deployment{URL: "http://" + addr, env: env}
 	stop := func() {
 		for _, p := range d.procs {

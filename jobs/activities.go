@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/dds-project/dds/internal/heartbeat"
 )
 
 // Activities holds the dependencies of the batch-job activities: the job
@@ -78,29 +80,5 @@ func (a *Activities) JobFinish(ctx context.Context, in FinishInput) (Outcome, er
 // busy in one long statement still proves it is alive, and a cancellation
 // of the workflow reaches fn's context.
 func (a *Activities) heartbeating(ctx context.Context, fn func(context.Context) error) error {
-	every := a.HeartbeatEvery
-	if every <= 0 {
-		every = 2 * time.Second
-	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	err := fn(ctx)
-	close(done)
-	<-stopped
-	return err
+	return heartbeat.While(ctx, a.HeartbeatEvery, fn)
 }

@@ -271,7 +271,8 @@ func systemFields() openapi3.Schemas {
 func (b *builder) shared() {
 	codes := []any{}
 	for _, c := range []apperr.Code{apperr.Validation, apperr.BadRequest, apperr.Unauthenticated, apperr.Forbidden,
-		apperr.NotFound, apperr.Conflict, apperr.TooLarge, apperr.RateLimited, apperr.Unavailable, apperr.Internal} {
+		apperr.NotFound, apperr.Conflict, apperr.TooLarge, apperr.RateLimited, apperr.Unavailable, apperr.Internal,
+		apperr.QueryTooExpensive, apperr.QueryTimeout, apperr.IdempotencyKeyReused} {
 		codes = append(codes, string(c))
 	}
 	code := str("machine-readable error code")
@@ -510,6 +511,7 @@ func (b *builder) entity(e *schema.Entity) {
 		"offset":         val(offset),
 		"limit":          val(limit),
 		"includeCount":   val(withDesc(typed("boolean"), "also return the total number of matching records in count")),
+		"distinctOn":     val(distinctOnSchema(e)),
 	}
 	if len(rels) > 0 {
 		relNames := []any{}
@@ -535,7 +537,8 @@ func (b *builder) entity(e *schema.Entity) {
 	b.schemas[n+".List"] = val(list)
 
 	// Batch bodies and result.
-	items := array(ref(n + ".Input"))
+	b.createInput(e)
+	items := array(ref(n + ".CreateInput"))
 	items.MinItems, items.MaxItems = 1, uptr(MaxBatchItems)
 	b.schemas[n+".BatchCreate"] = val(closed(object(openapi3.Schemas{"items": val(items)}, "items")))
 	uid := withFormat(typed("string"), "uuid")
@@ -585,6 +588,7 @@ func (b *builder) entity(e *schema.Entity) {
 	}
 
 	b.entityPaths(e, len(vfs) > 0)
+	b.lifecycle(e)
 }
 
 // --- operations -----------------------------------------------------------
@@ -693,10 +697,11 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 			queryParam("limit", "page size", limit),
 			queryParam("offset", "records to skip", offset),
 			queryParam("includeCount", "also return the total in count", typed("boolean")),
+			queryParam("distinctOn", "comma-separated fields: the first record (in the order) of each group of equal values; they must lead orderBy", typed("string")),
 		},
 		ok: map[int]*openapi3.ResponseRef{200: jsonResp("A page of records.", ref(n+".List"))}}.build()
 	coll.Post = op{id: "create" + n, summary: "Create a " + n, scope: scope("create"), tag: n,
-		body: jsonBody("The new record's fields.", ref(n+".Input")),
+		body: jsonBody("The new record's fields (and nested writes of its relationships).", ref(n+".CreateInput")),
 		ok:   map[int]*openapi3.ResponseRef{201: jsonResp("The created record.", ref(n))}, errors: []string{"Conflict", "TooLarge"}}.build()
 
 	one := b.item(base + "/{id}")
@@ -719,6 +724,8 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 		body: jsonBody("The query.", ref(n+".Query")),
 		ok:   map[int]*openapi3.ResponseRef{200: jsonResp("The matching records.", ref(n+".List"))}}.build()
 
+	b.aggregatePath(e, base)
+
 	batch := b.item(base + "/batch")
 	batchFail := &openapi3.ResponseRef{Value: openapi3.NewResponse().
 		WithDescription("The batch was rejected and nothing was written: the failed items are listed (or the body itself is invalid).").
@@ -735,6 +742,7 @@ func (b *builder) entityPaths(e *schema.Entity, vector bool) {
 		body:   jsonBody("The ids.", ref("dds.BatchDelete")),
 		ok:     map[int]*openapi3.ResponseRef{200: jsonResp("Every item was deleted.", ref(n+".BatchResult")), 400: batchFail},
 		errors: []string{"TooLarge"}}.build()
+	b.upsert(e, base, batchFail)
 
 	if vector {
 		b.item(base + "/vector-search").Post = op{id: "vectorSearch" + n, summary: "Find the " + n + " records most similar to a vector", scope: scope("read"), tag: n,

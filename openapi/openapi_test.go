@@ -143,9 +143,11 @@ func TestShopPaths(t *testing.T) {
 		base := "/api/v1/dynamic/" + e
 		want = append(want,
 			"GET "+base, "POST "+base, "GET "+base+"/{id}", "PUT "+base+"/{id}", "PATCH "+base+"/{id}", "DELETE "+base+"/{id}",
-			"POST "+base+"/query", "POST "+base+"/batch", "PATCH "+base+"/batch", "DELETE "+base+"/batch")
+			"POST "+base+"/query", "POST "+base+"/aggregate", "POST "+base+"/batch", "PATCH "+base+"/batch", "DELETE "+base+"/batch")
 	}
 	want = append(want, "POST /api/v1/dynamic/Product/vector-search")
+	// Upsert, for the entities with a unique field.
+	want = append(want, "POST /api/v1/dynamic/Category/upsert", "POST /api/v1/dynamic/User/upsert")
 	for _, r := range []struct{ from, name string }{{"Product", "IN_CATEGORY"}, {"User", "FOLLOWS"}} {
 		base := "/api/v1/dynamic/" + r.from + "/{id}/relationships/" + r.name
 		want = append(want, "GET "+base, "POST "+base,

@@ -228,6 +228,31 @@ func (s *Store) Claim(ctx context.Context, n int, lease time.Duration) ([]Event,
 	return out, err
 }
 
+// Extend renews the claim on those of ids not relayed yet for another
+// lease: a relay renews its batches while it works on them, so a claim can
+// be short (a dead relay's events are taken over within one lease) without
+// a slow batch being taken over, and repeated, by another relay.
+func (s *Store) Extend(ctx context.Context, ids []string, lease time.Duration) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE dds.events SET claimed_until = now() + $2 * interval '1 millisecond'
+		WHERE id = ANY($1::uuid[]) AND relayed_at IS NULL`, schema.ArrayLiteral(sortedIDs(ids)), lease.Milliseconds())
+	return err
+}
+
+// Release ends the claim on those of ids not relayed yet, so that another
+// relay takes them at once (a relay shutting down with a failed batch).
+func (s *Store) Release(ctx context.Context, ids []string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE dds.events SET claimed_until = NULL WHERE id = ANY($1::uuid[]) AND relayed_at IS NULL`,
+		schema.ArrayLiteral(sortedIDs(ids)))
+	return err
+}
+
+// sortedIDs is a sorted copy of ids: concurrent updaters lock rows in one order.
+func sortedIDs(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return out
+}
+
 // MarkRelayed sets relayed_at on events (in ex, so a caller can make it
 // part of its own transaction). Ids are sorted so concurrent markers lock
 // rows in one order.
@@ -235,9 +260,7 @@ func MarkRelayed(ctx context.Context, ex sqlx.ExecerContext, eventIDs []string) 
 	if len(eventIDs) == 0 {
 		return nil
 	}
-	ids := slices.Clone(eventIDs)
-	slices.Sort(ids)
-	_, err := ex.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now(), claimed_until = NULL WHERE id = ANY($1::uuid[])`, schema.ArrayLiteral(ids))
+	_, err := ex.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now(), claimed_until = NULL WHERE id = ANY($1::uuid[])`, schema.ArrayLiteral(sortedIDs(eventIDs)))
 	return err
 }
 

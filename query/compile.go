@@ -17,6 +17,9 @@ type Compiler struct {
 	def      *schema.Definition
 	pg       string
 	vectorEf int // the connections' hnsw.ef_search; 0 means db.DefaultVectorEfSearch
+	// withDeleted shows the soft-deleted records of a statement's root
+	// entity (see WithDeleted).
+	withDeleted bool
 }
 
 // New returns a compiler for def, whose tables live in Postgres schema pg.
@@ -77,6 +80,9 @@ func (c *Compiler) Columns(e *schema.Entity, fields []string, tbl string) ([]str
 func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]string, error) {
 	if fields == nil {
 		cols := []string{tbl + `."id"`, tbl + `."createdAt"`, tbl + `."updatedAt"`}
+		if e.SoftDelete {
+			cols = append(cols, tbl+"."+schema.Ident(schema.ColDeletedAt))
+		}
 		for i := range e.Fields {
 			if e.Fields[i].Name != skip {
 				cols = append(cols, column(&e.Fields[i], tbl))
@@ -89,7 +95,7 @@ func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]strin
 	cols := []string{tbl + `."id"`}
 	want := map[string]bool{}
 	for _, f := range fields {
-		if f == schema.ColCreatedAt || f == schema.ColUpdatedAt {
+		if f == schema.ColCreatedAt || f == schema.ColUpdatedAt || f == schema.ColDeletedAt && e.SoftDelete {
 			want[f] = true
 			continue
 		}
@@ -101,7 +107,7 @@ func columns(e *schema.Entity, fields []string, tbl, path, skip string) ([]strin
 		}
 		want[f] = true
 	}
-	for _, sys := range []string{schema.ColCreatedAt, schema.ColUpdatedAt} {
+	for _, sys := range []string{schema.ColCreatedAt, schema.ColUpdatedAt, schema.ColDeletedAt} {
 		if want[sys] {
 			cols = append(cols, tbl+"."+schema.Ident(sys))
 		}
@@ -148,12 +154,13 @@ func (c *Compiler) Get(entity, id string, sel Selection) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
+	byID := andVisible(`t."id" = `+a.Add(id, "uuid"), b.visible(e, "t", true))
 	if src == "" {
-		sql := fmt.Sprintf(`SELECT row_to_json(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE t."id" = %s`,
-			c.Table(e.Name), strings.Join(cols, ", "), a.Add(id, "uuid"))
+		sql := fmt.Sprintf(`SELECT row_to_json(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE %s`,
+			c.Table(e.Name), strings.Join(cols, ", "), byID)
 		return Statement{SQL: sql, Args: a.List()}, nil
 	}
-	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE t."id" = %s`, c.Table(e.Name), a.Add(id, "uuid"))
+	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE %s`, c.Table(e.Name), byID)
 	sql := fmt.Sprintf(`%s SELECT row_to_json(r) FROM %s t%s CROSS JOIN LATERAL (SELECT %s) r`,
 		b.with(src, page), src, joins, strings.Join(cols, ", "))
 	return Statement{SQL: sql, Args: a.List()}, nil
@@ -315,7 +322,7 @@ func (b *builder) output(e *schema.Entity, sel Selection, tbl, src, path string,
 			x := b.alias("c")
 			joins += fmt.Sprintf(` LEFT JOIN %s %s ON %s."_pid" = %s."id"`, j, x, x, tbl)
 			cols = append(cols, fmt.Sprintf(`coalesce(%s."_json", '[]'::json) AS %s`, x, quoteAlias(m.Key)))
-		case m.Field == schema.ColID || m.Field == schema.ColCreatedAt || m.Field == schema.ColUpdatedAt:
+		case m.Field == schema.ColID || m.Field == schema.ColCreatedAt || m.Field == schema.ColUpdatedAt || m.Field == schema.ColDeletedAt && e.SoftDelete:
 			cols = append(cols, tbl+"."+schema.Ident(m.Field)+" AS "+quoteAlias(m.Key))
 		case m.Field != "":
 			f, ok := e.Field(m.Field)
@@ -383,14 +390,21 @@ func (k orderKey) sql(expr string, reverse bool) string {
 }
 
 // orderKeys resolves sort keys; id is always the last key: the given keys
-// up to the first id key, then an ascending id when none was given.
+// up to the first id key, then, when none was given, an id in the
+// direction of the last given key (ascending when none was given). The tie
+// breaker follows the last key so that an order whose keys share one
+// direction is exactly an index's order read forwards or backwards: a
+// newest-first list ("createdAt" DESC, "id" DESC) walks the ("createdAt",
+// "id") index backwards instead of sorting every row that shares the
+// newest timestamp.
 func orderKeys(e *schema.Entity, keys []Order, tbl, path string) ([]orderKey, error) {
 	out, hasID, err := givenKeys(e, keys, tbl, path)
 	if err != nil || hasID {
 		return out, err
 	}
 	idRef, _ := entityRef(e, schema.ColID, tbl)
-	return append(out, orderKey{ref: idRef}), nil
+	desc := len(out) > 0 && out[len(out)-1].desc
+	return append(out, orderKey{ref: idRef, desc: desc}), nil
 }
 
 // givenKeys resolves the sort keys given, up to and including the first id
@@ -448,6 +462,16 @@ func (c *Compiler) List(l List) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
+	where = andVisible(where, b.visible(e, "t", true))
+	order, distinct := l.OrderBy, ""
+	if len(l.DistinctOn) > 0 {
+		if l.Seek != nil {
+			return Statement{}, apperr.Field("distinctOn", "cannot be combined with a cursor")
+		}
+		if distinct, order, err = distinctOn(e, l.DistinctOn, l.OrderBy); err != nil {
+			return Statement{}, err
+		}
+	}
 	var rank string
 	if l.Search != "" {
 		q, err := searchQuery(e, l.Search, &a)
@@ -455,11 +479,11 @@ func (c *Compiler) List(l List) (Statement, error) {
 			return Statement{}, err
 		}
 		where = and(where, `t."_search" @@ `+q)
-		if len(l.OrderBy) == 0 {
+		if len(order) == 0 {
 			rank = `ts_rank(t."_search", ` + q + `)`
 		}
 	}
-	keys, err := orderKeys(e, l.OrderBy, "t", "")
+	keys, err := orderKeys(e, order, "t", "")
 	if err != nil {
 		return Statement{}, err
 	}
@@ -480,7 +504,7 @@ func (c *Compiler) List(l List) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
-	if src == "" && rank == "" && l.Seek == nil && l.Offset == 0 && !l.IncludeCount && byID(l.Where) {
+	if src == "" && rank == "" && l.Seek == nil && l.Offset == 0 && !l.IncludeCount && distinct == "" && byID(l.Where) {
 		// At most one row matches (GraphQL's get by id): no page to
 		// sort or cut, so the statement is as cheap as a get.
 		sql := fmt.Sprintf(`SELECT json_build_object('items', coalesce((SELECT json_agg(r) FROM %s t CROSS JOIN LATERAL (SELECT %s) r WHERE %s), '[]'::json))`,
@@ -494,8 +518,8 @@ func (c *Compiler) List(l List) (Statement, error) {
 		innerOrder = `"_rank" DESC, ` + innerOrder
 		aggOrder = `t."_rank" DESC, ` + aggOrder
 	}
-	page := fmt.Sprintf("SELECT t.*%s FROM %s t WHERE %s ORDER BY %s%s",
-		extra, c.Table(e.Name), pageWhere, innerOrder, b.limit(limit, l.Offset))
+	page := fmt.Sprintf("SELECT %st.*%s FROM %s t WHERE %s ORDER BY %s%s",
+		distinct, extra, c.Table(e.Name), pageWhere, innerOrder, b.limit(limit, l.Offset))
 	from := "(" + page + ")"
 	sql := ""
 	if src != "" {
@@ -503,11 +527,14 @@ func (c *Compiler) List(l List) (Statement, error) {
 	}
 	sql += fmt.Sprintf(`SELECT json_build_object('items', (SELECT coalesce(json_agg(r ORDER BY %s), '[]'::json) FROM %s t%s CROSS JOIN LATERAL (SELECT %s) r)`,
 		aggOrder, from, joins, strings.Join(cols, ", "))
-	if l.IncludeCount {
+	switch {
+	case l.IncludeCount && distinct != "":
+		sql += fmt.Sprintf(`, 'count', (SELECT count(*) FROM (SELECT %s1 FROM %s t WHERE %s) d)`, distinct, c.Table(e.Name), where)
+	case l.IncludeCount:
 		sql += fmt.Sprintf(`, 'count', (SELECT count(*) FROM %s t WHERE %s)`, c.Table(e.Name), where)
 	}
 	sql += ")"
-	return Statement{SQL: sql, Args: a.List()}, nil
+	return Statement{SQL: sql, Args: a.List(), Budgeted: true}, nil
 }
 
 // Count compiles the number of records matching where (GraphQL
@@ -524,6 +551,7 @@ func (c *Compiler) Count(entity string, where Filter, search string) (Statement,
 	if err != nil {
 		return Statement{}, err
 	}
+	w = andVisible(w, b.visible(e, "t", true))
 	if search != "" {
 		q, err := searchQuery(e, search, &a)
 		if err != nil {
@@ -531,7 +559,7 @@ func (c *Compiler) Count(entity string, where Filter, search string) (Statement,
 		}
 		w = and(w, `t."_search" @@ `+q)
 	}
-	return Statement{SQL: fmt.Sprintf("SELECT count(*) FROM %s t WHERE %s", c.Table(e.Name), w), Args: a.List()}, nil
+	return Statement{SQL: fmt.Sprintf("SELECT count(*) FROM %s t WHERE %s", c.Table(e.Name), w), Args: a.List(), Budgeted: true}, nil
 }
 
 // searchQuery checks a full-text search of e's records and binds it as a

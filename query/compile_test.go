@@ -223,6 +223,24 @@ func TestPlans(t *testing.T) {
 			return c.List(List{Entity: "Product", OrderBy: []Order{{Field: "price", Desc: true}}, Limit: 10,
 				Seek: &Seek{Values: []any{nil, "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b"}, Backward: true}})
 		}},
+		// The tie-breaking id follows the last key, so one direction is an
+		// index order (read backwards here) and its seek a row comparison.
+		{"list_newest_first", func() (Statement, error) {
+			return c.List(List{Entity: "Product", OrderBy: []Order{{Field: "createdAt", Desc: true}}, Limit: 20})
+		}},
+		{"list_seek_newest_first", func() (Statement, error) {
+			return c.List(List{Entity: "Product", OrderBy: []Order{{Field: "createdAt", Desc: true}}, Limit: 20,
+				Seek: &Seek{Values: []any{"2024-01-01T00:00:00Z", "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b"}}})
+		}},
+		{"list_seek_newest_first_backward_filtered", func() (Statement, error) {
+			return c.List(List{Entity: "Product", Where: where(t, `{"price": {"$gte": 10}}`), OrderBy: []Order{{Field: "createdAt", Desc: true}}, Limit: 20,
+				Seek: &Seek{Values: []any{"2024-01-01T00:00:00Z", "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b"}, Backward: true}})
+		}},
+		// Mixed directions (and a nullable key) keep the expanded form.
+		{"list_seek_mixed", func() (Statement, error) {
+			return c.List(List{Entity: "Product", OrderBy: []Order{{Field: "createdAt", Desc: true}, {Field: "name"}}, Limit: 20,
+				Seek: &Seek{Values: []any{"2024-01-01T00:00:00Z", "Desk", "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b"}}})
+		}},
 		{"get_nested", func() (Statement, error) {
 			return c.Get("Product", "0190a0b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b", Selection{Nested: []Nested{{Relationship: "IN_CATEGORY"}}})
 		}},

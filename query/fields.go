@@ -38,6 +38,12 @@ func entityRef(e *schema.Entity, name, tbl string) (ref, bool) {
 		f := timestampField
 		f.Name = name
 		return ref{name: name, expr: tbl + "." + schema.Ident(name), f: &f}, true
+	case schema.ColDeletedAt:
+		if e.SoftDelete {
+			f := timestampField
+			f.Name = name
+			return ref{name: name, expr: tbl + "." + schema.Ident(name), f: &f}, true
+		}
 	}
 	f, ok := e.Field(name)
 	if !ok {

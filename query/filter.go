@@ -43,9 +43,18 @@ type scope struct {
 	rel     *schema.Relationship // set when filtering relationship properties
 	tbl     string
 	related bool // whether Related predicates may appear
+	// aliases, when set, are the only names (an aggregation's having
+	// names its aggregates).
+	aliases map[string]ref
 }
 
 func (s *scope) resolve(name string) (ref, error) {
+	if s.aliases != nil {
+		if r, ok := s.aliases[name]; ok {
+			return r, nil
+		}
+		return ref{}, fieldErr(s.path, name, "is not an alias of the aggregates")
+	}
 	if s.rel != nil {
 		if r, ok := propertyRef(s.rel, name, s.tbl); ok {
 			return r, nil
@@ -298,6 +307,7 @@ func (s *scope) relatedPred(rp Related) (string, error) {
 		if q == Every {
 			w = "NOT coalesce(" + w + ", FALSE)"
 		}
+		w = andVisible(w, s.b.visible(oe, n, false))
 		if none { // a direction the entity is not on: no related node
 			w += " AND FALSE"
 		}

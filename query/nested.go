@@ -67,6 +67,7 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 	if err != nil {
 		return "", err
 	}
+	nw = andVisible(nw, b.visible(oe, t, false))
 	es := &scope{b: b, path: joinPath(path, "edgeWhere"), rel: rel, tbl: e}
 	ew, err := es.filter(n.EdgeWhere)
 	if err != nil {
@@ -154,15 +155,16 @@ func (c *Compiler) RelationshipList(entity, id string, n Nested) (Statement, err
 	if err != nil {
 		return Statement{}, err
 	}
-	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE t."id" = %s`, c.Table(e.Name), a.Add(id, "uuid"))
+	page := fmt.Sprintf(`SELECT t.* FROM %s t WHERE %s`, c.Table(e.Name), andVisible(`t."id" = `+a.Add(id, "uuid"), b.visible(e, "t", true)))
 	sql := fmt.Sprintf(`%s SELECT json_build_object('items', coalesce(c."_json", '[]'::json)) FROM %s t LEFT JOIN %s c ON c."_pid" = t."id"`,
 		b.with(src, page), src, j)
 	return Statement{SQL: sql, Args: a.List()}, nil
 }
 
 // Keys returns the sort keys a List with orderBy really uses, in order:
-// the given keys up to the first "id", ending with an ascending "id" when
-// none was given. A Seek's Values follow it.
+// the given keys up to the first "id", ending with an "id" in the direction
+// of the last given key (ascending when there is none) when none was
+// given. A Seek's Values follow it.
 func (c *Compiler) Keys(entity string, orderBy []Order) ([]Order, error) {
 	e, err := c.Entity(entity)
 	if err != nil {
@@ -198,6 +200,21 @@ func keyset(keys []orderKey, values []any, backward bool, a *Args) (string, erro
 		}
 		binds[i] = a.Add(v, elementType(k.ref))
 	}
+	if rowComparable(keys, binds) {
+		// One direction, no nulls: the row comparison, which Postgres
+		// turns into an index condition on an index of the keys (read
+		// forwards or backwards), where the expanded form below would
+		// filter rows one by one.
+		exprs := make([]string, len(keys))
+		for i, k := range keys {
+			exprs[i] = k.ref.expr
+		}
+		op := "<"
+		if keys[0].desc == backward {
+			op = ">"
+		}
+		return "(" + strings.Join(exprs, ", ") + ") " + op + " (" + strings.Join(binds, ", ") + ")", nil
+	}
 	var ors []string
 	for i, k := range keys {
 		var conj []string
@@ -232,6 +249,22 @@ func keyset(keys []orderKey, values []any, backward bool, a *Args) (string, erro
 		return "FALSE", nil
 	}
 	return "(" + strings.Join(ors, " OR ") + ")", nil
+}
+
+// rowComparable reports whether the keyset of keys can be the row
+// comparison (k1, k2, ..., id) > (v1, v2, ..., vid): at least two keys, all
+// in one direction, none of them ever null and no null in the cursor. With
+// mixed directions or nullable keys only the expanded form is correct.
+func rowComparable(keys []orderKey, binds []string) bool {
+	if len(keys) < 2 {
+		return false
+	}
+	for i, k := range keys {
+		if k.desc != keys[0].desc || !notNull(k.ref) || binds[i] == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // notNull reports whether the column can never be null.

@@ -162,6 +162,10 @@ type List struct {
 	// pagination over OrderBy plus id (GraphQL connections). Offset is
 	// applied after the seek.
 	Seek *Seek
+	// DistinctOn keeps the first record (in OrderBy) of each group of
+	// records with equal values of these fields; they must lead OrderBy,
+	// which defaults to them (see distinctOn). Not with Seek.
+	DistinctOn []string
 }
 
 // Seek is a decoded cursor: the values of the List's order keys followed by
@@ -208,4 +212,7 @@ type Statement struct {
 	// Setup lists statements (SET LOCAL ...) to run first in the same
 	// transaction; empty for most plans.
 	Setup []string
+	// Budgeted marks lists, counts and aggregates: statements whose cost
+	// grows with the table, which records checks against its row budget.
+	Budgeted bool
 }

@@ -68,6 +68,7 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 	if err != nil {
 		return Statement{}, err
 	}
+	where = andVisible(where, b.visible(e, "t", true))
 	src := b.source(v.Select)
 	cols, joins, err := b.record(e, v.Select, "t", src, "", "", 0)
 	if err != nil {

@@ -143,6 +143,8 @@ func checkSize(n int, what string) error {
 // BatchCreate validates and inserts items (objects of fields) atomically.
 // A rejected batch returns a result with failures and a nil error.
 func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items []any) (*BatchResult, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -160,6 +162,9 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		}
 		row, errs := Prepare(e, obj, Create)
 		if len(errs) > 0 {
+			if nestedKeys(sc.Schema.Def, e, obj) { // relationship fields: nested.go
+				return s.batchCreateNested(ctx, sc, e, items)
+			}
 			b.fieldFail(i, it, errs)
 			continue
 		}
@@ -169,26 +174,48 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		return b.done(nil, 0), nil
 	}
 
-	// Columns: id plus the union of the fields any item sets; an item that
-	// does not set a field binds NULL there, which is its column default
-	// (Prepare already applied declared defaults).
-	fields, used := unionFields(rows)
 	ids := make([]string, len(rows))
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7()).String()
+	}
+	var a query.Args
+	ins, err := insertCTE(sc, e, &a, "w", ids, rows)
+	if err != nil {
+		return nil, err
+	}
+	h, from := sc.actorCTE(e, &a)
+	q := fmt.Sprintf(`WITH %s,
+e AS (%s)%s
+SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
+		ins, outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"), h, from)
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
+	if err != nil {
+		return nil, err
+	}
+	return b.done(out, n), nil
+}
+
+// insertCTE renders the CTE name inserting rows of e with ids (UUIDv7,
+// made in item order, so ordering by id is item order): a multi-row
+// INSERT ... SELECT FROM unnest(...) WITH ORDINALITY returning every
+// column. Columns are id plus the union of the fields any row sets; a row
+// that does not set a field binds NULL there, which is its column default
+// (Prepare already applied declared defaults).
+func insertCTE(sc *Scope, e *schema.Entity, a *query.Args, name string, ids []string, rows []Row) (string, error) {
+	fields, used := unionFields(rows)
 	cols := make([][]pgtype.Text, len(fields))
 	for j := range cols {
 		cols[j] = make([]pgtype.Text, len(rows))
 	}
 	for i, r := range rows {
-		ids[i] = uuid.Must(uuid.NewV7()).String()
 		for k, f := range r.Fields {
 			t, ok, err := textValue(r.Values[k])
 			if err != nil {
-				return nil, apperr.Wrap(err, "encode batch value")
+				return "", apperr.Wrap(err, "encode batch value")
 			}
 			cols[used[f]][i] = pgtype.Text{String: t, Valid: ok}
 		}
 	}
-	var a query.Args
 	names := []string{`"id"`}
 	unnest := []string{a.Add(ids, "text[]")}
 	sel := []string{`u.c0::uuid`}
@@ -202,21 +229,16 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		aliases[j] = fmt.Sprintf("c%d", j)
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	q := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) ORDER BY u.ord RETURNING %s),
-e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.EventIDs+` FROM w`,
-		sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
-		strings.Join(aliases, ", "), strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
-	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
-	if err != nil {
-		return nil, err
-	}
-	return b.done(out, n), nil
+	return fmt.Sprintf(`%s AS (INSERT INTO %s AS t (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) ORDER BY u.ord RETURNING %s)`,
+		name, sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "),
+		strings.Join(aliases, ", "), strings.Join(ret, ", ")), nil
 }
 
 // BatchUpdate validates and patches items atomically: each item's data
 // changes only the fields it names (PATCH semantics).
 func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items []BatchUpdateItem) (*BatchResult, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -278,11 +300,13 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 		sets = append(sets, fmt.Sprintf("%s = CASE WHEN u.p%d THEN u.v%d::%s ELSE t.%s END", schema.Ident(f.Name), j, j, schema.ColumnType(f), schema.Ident(f.Name)))
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	q := fmt.Sprintf(`WITH w AS (UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) WHERE t."id" = u.id::uuid RETURNING %s),
-e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w`,
+	h, from := sc.actorCTE(e, &a)
+	q := fmt.Sprintf(`WITH w AS (UPDATE %s AS t SET %s FROM unnest(%s) AS u(%s) WHERE %s RETURNING %s),
+e AS (%s)%s
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
 		sc.compiler.Table(e.Name), strings.Join(sets, ", "), strings.Join(unnest, ", "), strings.Join(aliases, ", "),
-		strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), idArg)
+		andLive(`t."id" = u.id::uuid`, sc.compiler.Live(e.Name, "t")),
+		strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), h, idArg, from)
 	// No fileFields: the updated records still hold their files.
 	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws}, q, a.List())
 	if err != nil {
@@ -293,6 +317,8 @@ SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)),
 
 // BatchDelete deletes records by id atomically.
 func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawIDs []any) (*BatchResult, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -315,11 +341,19 @@ func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawID
 	var a query.Args
 	idArg := a.Add(ids, "text[]")
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	q := fmt.Sprintf(`WITH w AS (DELETE FROM %s AS t WHERE t."id" = ANY(%s::uuid[]) RETURNING %s),
-e AS (%s)
-SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w`,
-		sc.compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), idArg)
-	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: e.FileFields()}, q, a.List())
+	write := fmt.Sprintf(`DELETE FROM %s AS t WHERE t."id" = ANY(%s::uuid[])`, sc.compiler.Table(e.Name), idArg)
+	fileFields := e.FileFields()
+	if e.SoftDelete { // only marked: edges and files stay, for a restore
+		write = fmt.Sprintf(`UPDATE %s AS t SET %s = now() WHERE t."id" = ANY(%s::uuid[]) AND %s`, sc.compiler.Table(e.Name),
+			schema.Ident(schema.ColDeletedAt), idArg, sc.compiler.Live(e.Name, "t"))
+		fileFields = nil
+	}
+	h, from := sc.actorCTE(e, &a)
+	q := fmt.Sprintf(`WITH w AS (%s RETURNING %s),
+e AS (%s)%s
+SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
+		write, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), h, idArg, from)
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: fileFields}, q, a.List())
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +399,8 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 	defer tx.Rollback()
 	if lock != nil {
 		var found []string
-		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT "id"::text FROM %s WHERE "id" = ANY($1::uuid[]) ORDER BY "id" FOR UPDATE`, sc.compiler.Table(entity)), schema.ArrayLiteral(lock.ids)); err != nil {
+		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE %s ORDER BY t."id" FOR UPDATE`, sc.compiler.Table(entity),
+			andLive(`t."id" = ANY($1::uuid[])`, sc.compiler.Live(entity, "t"))), schema.ArrayLiteral(lock.ids)); err != nil {
 			return nil, 0, MapError(sc, entity, err)
 		}
 		have := make(map[string]bool, len(found))
@@ -400,8 +435,8 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 			return nil, 0, err
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, 0, MapError(sc, entity, err)
+	if err := s.commit(ctx, tx); err != nil {
+		return nil, 0, commitError(ctx, sc, entity, err)
 	}
 	s.announce(sc.TenantID, events.String)
 	if len(fileIDs) > 0 {

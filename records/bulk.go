@@ -38,6 +38,7 @@ func (s *Store) CountWhere(ctx context.Context, sc *Scope, entity string, where 
 		return 0, err
 	}
 	var n int64
+	w = andLive(w, sc.compiler.Live(entity, "t"))
 	if err := s.db.GetContext(ctx, &n, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, sc.compiler.Table(entity), w), a.List()...); err != nil {
 		return 0, MapError(sc, entity, err)
 	}
@@ -76,6 +77,7 @@ func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 		sets = append(sets, schema.Ident(f.Name)+" = "+a.Add(row.Values[i], schema.ColumnType(f)))
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
+	w = andLive(w, sc.compiler.Live(e.Name, "t"))
 	ctes := []string{"w AS (" + fmt.Sprintf(`UPDATE %s AS t SET %s WHERE %s RETURNING %s`, sc.compiler.Table(e.Name), strings.Join(sets, ", "), w, strings.Join(ret, ", ")) + ")"}
 	if events {
 		ctes = append(ctes, "e AS ("+outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w")+")")
@@ -98,11 +100,16 @@ func (s *Store) DeleteWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 		return Written{}, err
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	ctes := []string{"w AS (" + fmt.Sprintf(`DELETE FROM %s AS t WHERE %s RETURNING %s`, sc.compiler.Table(e.Name), w, strings.Join(ret, ", ")) + ")"}
+	write := fmt.Sprintf(`DELETE FROM %s AS t WHERE %s`, sc.compiler.Table(e.Name), w)
+	if e.SoftDelete { // only marked: edges and files stay, for a restore
+		write = fmt.Sprintf(`UPDATE %s AS t SET %s = now() WHERE %s`, sc.compiler.Table(e.Name), schema.Ident(schema.ColDeletedAt),
+			andLive(w, sc.compiler.Live(e.Name, "t")))
+	}
+	ctes := []string{"w AS (" + write + " RETURNING " + strings.Join(ret, ", ") + ")"}
 	if events {
 		ctes = append(ctes, "e AS ("+outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w")+")")
 	}
-	if held := heldFileIDs(e, "w"); held != "" {
+	if held := heldFileIDs(e, "w"); held != "" && !e.SoftDelete {
 		ctes = append(ctes, fmt.Sprintf(`fx AS (UPDATE dds.files SET status = 'deleted', deleted_at = coalesce(deleted_at, now())
   WHERE tenant_id = %s AND status <> 'deleted' AND id IN (%s))`, a.Add(sc.TenantID, "uuid"), held))
 	}
@@ -143,6 +150,12 @@ func (s *Store) InsertStaged(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity
 // span of its events.
 func written(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity, with string, events bool, args []any) (Written, error) {
 	var r Written
+	if e, _ := sc.compiler.Entity(entity); e != nil && e.History {
+		// The job's transaction tells the history trigger who wrote.
+		if _, err := tx.ExecContext(ctx, "SELECT set_config('"+schema.HistoryActorSetting+"', $1, true)", sc.actor()); err != nil {
+			return Written{}, MapError(sc, entity, err)
+		}
+	}
 	span := "NULL::bigint AS first_seq, NULL::bigint AS last_seq, NULL::timestamptz AS written_at"
 	if events {
 		span = outbox.Range

@@ -54,6 +54,11 @@ func (s *Store) runFunc(ctx context.Context, sc *Scope, entity string, st query.
 	if s.observe != nil {
 		s.observe(st)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.checkBudget(ctx, sc, entity, st); err != nil {
+		return err
+	}
 	var q sqlx.QueryerContext = s.db
 	var tx *sqlx.Tx
 	if len(st.Setup) > 0 {
@@ -91,7 +96,7 @@ func (s *Store) runFunc(ctx context.Context, sc *Scope, entity string, st query.
 	}
 	if tx != nil {
 		if err := tx.Commit(); err != nil {
-			return MapError(sc, entity, err)
+			return commitError(ctx, sc, entity, err)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,12 +43,14 @@ type Files interface {
 
 // Store reads and writes records.
 type Store struct {
-	db       *sqlx.DB
-	schemas  *schema.Service
-	files    Files
-	events   *pgnotify.Publisher
-	observe  func(query.Statement) // see Observed; nil in production
-	efSearch int                   // the connections' hnsw.ef_search; 0: db.DefaultVectorEfSearch
+	db        *sqlx.DB
+	schemas   *schema.Service
+	files     Files
+	events    *pgnotify.Publisher
+	observe   func(query.Statement) // see Observed; nil in production
+	efSearch  int                   // the connections' hnsw.ef_search; 0: db.DefaultVectorEfSearch
+	timeout   time.Duration         // each request statement's deadline (budget.go); 0: none
+	rowBudget int64                 // the row budget of lists and aggregates (budget.go); 0: none
 	// compilerKey names the scope's compiler among the schema version's
 	// memos, and stmtKey its statement cache; both depend on efSearch and
 	// are built once, not per request.
@@ -205,6 +208,8 @@ func (sc *Scope) Origin() outbox.Origin {
 
 // Get reads one record.
 func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query.Selection) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	var st query.Statement
 	key := ""
 	if len(sel.Nested) == 0 && len(sel.Files) == 0 { // the key names the fields, nothing else
@@ -241,11 +246,16 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 
 // Create inserts a record and its entity.created event in one statement.
 func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[string]any) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
 	}
 	row, errs := Prepare(e, input, Create)
+	if len(errs) > 0 && nestedKeys(sc.Schema.Def, e, input) { // relationship fields: nested.go
+		return s.createNested(ctx, sc, e, input)
+	}
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}
@@ -264,6 +274,9 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	args = append(args, uuid.Must(uuid.NewV7()).String(), eventID)
 	args = append(args, row.Values...)
 	args = append(args, tail...)
+	if e.History {
+		args = append(args, sc.actor())
+	}
 	// The text depends on the entity and the fields present: the key is
 	// built in a stack buffer and only copied into a string when the text is
 	// new.
@@ -306,14 +319,17 @@ func CreateSQL(sc *Scope, e *schema.Entity, fields []*schema.Field, a *query.Arg
 		vals = append(vals, a.Add(nil, schema.ColumnType(f)))
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	return fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "),
-		outbox.InsertOneCTE(a, eventArg, sc.Origin(), outbox.EntityCreated, e.Name, "w"))
+	ev := outbox.InsertOneCTE(a, eventArg, sc.Origin(), outbox.EntityCreated, e.Name, "w")
+	h, from := actorCTE(e, a, nil) // after the outbox's values: the actor binds last
+	return fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
+		sc.compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "), ev, h, from)
 }
 
 // Update replaces (PUT) or merges (PATCH) a record and writes its
 // entity.updated event in one statement.
 func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input map[string]any, mode Mode) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -345,9 +361,10 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 		}
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.compiler.Table(e.Name), strings.Join(sets, ", "), idArg, strings.Join(ret, ", "),
-		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"))
+	h, from := sc.actorCTE(e, &a)
+	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE %s RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
+		sc.compiler.Table(e.Name), strings.Join(sets, ", "), andLive(`t."id" = `+idArg, sc.compiler.Live(e.Name, "t")), strings.Join(ret, ", "),
+		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), h, from)
 	return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)
 }
 
@@ -369,6 +386,8 @@ func (s *Store) Delete(ctx context.Context, sc *Scope, entity, id string) error 
 
 // DeleteReturning is Delete that also returns the deleted record.
 func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id string) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -381,10 +400,16 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	eventID := outbox.NewEventID()
 	eventArg := a.Add(eventID, "uuid")
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	sqlText := fmt.Sprintf("WITH w AS (DELETE FROM %s AS t WHERE t.\"id\" = %s RETURNING %s),\ne AS (%s)\nSELECT row_to_json(w) FROM w",
-		sc.compiler.Table(e.Name), idArg, strings.Join(ret, ", "), outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityDeleted, e.Name, "w"))
+	write := fmt.Sprintf(`DELETE FROM %s AS t WHERE t."id" = %s`, sc.compiler.Table(e.Name), idArg)
+	if e.SoftDelete { // only marked: its edges and files stay, for a restore
+		write = fmt.Sprintf(`UPDATE %s AS t SET %s = now() WHERE t."id" = %s AND %s`, sc.compiler.Table(e.Name),
+			schema.Ident(schema.ColDeletedAt), idArg, sc.compiler.Live(e.Name, "t"))
+	}
+	h, from := sc.actorCTE(e, &a)
+	sqlText := fmt.Sprintf("WITH w AS (%s RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
+		write, strings.Join(ret, ", "), outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), h, from)
 	fileFields := e.FileFields()
-	if s.files == nil || len(fileFields) == 0 {
+	if s.files == nil || len(fileFields) == 0 || e.SoftDelete {
 		return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)
 	}
 	// The record holds files: they are marked deleted in the same
@@ -402,8 +427,8 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	if err := s.files.MarkDeleted(ctx, tx, sc.TenantID, ids); err != nil {
 		return nil, err
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, MapError(sc, entity, err)
+	if err := s.commit(ctx, tx); err != nil {
+		return nil, commitError(ctx, sc, entity, err)
 	}
 	s.announce(sc.TenantID, eventID)
 	s.files.PurgeDeleted(ctx, sc.TenantID, ids)
@@ -428,7 +453,11 @@ func FileIDs(record []byte, fields []string) []string {
 // one runs a single-record write (which commits by itself) and announces
 // its event, eventID, once the write has found its row.
 func (s *Store) one(ctx context.Context, sc *Scope, entity, id, sqlText string, args []any, eventID string) (json.RawMessage, error) {
-	out, err := s.oneIn(ctx, s.db, sc, entity, id, sqlText, args)
+	var out json.RawMessage
+	err := s.write(ctx, func(q sqlx.QueryerContext) (err error) {
+		out, err = s.oneIn(ctx, q, sc, entity, id, sqlText, args)
+		return err
+	})
 	if err == nil {
 		s.announce(sc.TenantID, eventID)
 	}
@@ -491,8 +520,11 @@ func limitError(e *schema.Entity, pe *pgconn.PgError, err error) error {
 func MapError(sc *Scope, entity string, err error) error {
 	pe, ok := db.PgError(err)
 	if !ok {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return &apperr.Error{Code: apperr.Unavailable, Message: "the request was cancelled or timed out", Err: err}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return timeoutError(err)
+		}
+		if errors.Is(err, context.Canceled) {
+			return &apperr.Error{Code: apperr.Unavailable, Message: "the request was cancelled", Err: err}
 		}
 		return apperr.Wrap(err, "database error")
 	}
@@ -513,8 +545,8 @@ func MapError(sc *Scope, entity string, err error) error {
 			Details: []apperr.FieldError{{Field: pe.ColumnName, Message: "is required"}}, Err: err}
 	case "54000": // program_limit_exceeded: a value too large for an index or the tsvector
 		return limitError(e, pe, err)
-	case "57014": // query_canceled (statement timeout)
-		return &apperr.Error{Code: apperr.Unavailable, Message: "the query took too long", Err: err}
+	case "57014": // query_canceled: the statement deadline's cancel request, or a statement_timeout
+		return timeoutError(err)
 	}
 	if strings.HasPrefix(pe.Code, "22") { // data exception: a value out of the column's range
 		return &apperr.Error{Code: apperr.Validation, Message: "a value is out of range: " + pe.Message, Err: err}

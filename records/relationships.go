@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/outbox"
@@ -144,6 +145,8 @@ func parseIDs(entity, id, target string, rel *schema.Relationship) (string, stri
 // CreateEdge creates an edge of rel from the entity record id to the
 // target record (of rel's target entity) with validated properties.
 func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, err := edgeSource(sc, entity, relName)
 	if err != nil {
 		return nil, err
@@ -160,17 +163,22 @@ func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, 
 		return nil, err
 	}
 	var a query.Args
-	q := fmt.Sprintf(`WITH s AS (SELECT "id" FROM %s WHERE "id" = %s), t AS (SELECT "id" FROM %s WHERE "id" = %s),
+	q := fmt.Sprintf(`WITH s AS (SELECT x."id" FROM %s x WHERE %s), t AS (SELECT x."id" FROM %s x WHERE %s),
 x AS (INSERT INTO %s ("id", "source_id", "target_id", "properties") SELECT %s, s."id", t."id", %s FROM s, t RETURNING *),
 e AS (%s)
 SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x), `+outbox.EventIDs,
-		sc.compiler.Table(e.Name), a.Add(sid, "uuid"), sc.compiler.Table(rel.To), a.Add(tid, "uuid"),
+		sc.compiler.Table(e.Name), andLive(`x."id" = `+a.Add(sid, "uuid"), sc.compiler.Live(e.Name, "x")),
+		sc.compiler.Table(rel.To), andLive(`x."id" = `+a.Add(tid, "uuid"), sc.compiler.Live(rel.To, "x")),
 		sc.compiler.Table(schema.RelTable(rel)), a.Add(uuid.Must(uuid.NewV7()).String(), "uuid"), a.Add(pj, "jsonb"),
 		outbox.InsertEdgeCTE(&a, sc.Origin(), outbox.RelationshipCreated, rel.Name, rel.From, rel.To, "x"), edgeJSON(rel, "x"))
 	var hasS, hasT bool
 	var out []byte
 	var events sql.NullString
-	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &hasT, &out, &events); err != nil {
+	// Without both ends the statement wrote nothing: the hook still commits
+	// with it, and the answer below is the 404 the retry will get too.
+	if err := s.write(ctx, func(qr sqlx.QueryerContext) error {
+		return qr.QueryRowxContext(ctx, q, a.List()...).Scan(&hasS, &hasT, &out, &events)
+	}); err != nil {
 		return nil, MapError(sc, entity, err)
 	}
 	s.announce(sc.TenantID, events.String)
@@ -197,6 +205,8 @@ func (s *Store) ListEdges(ctx context.Context, sc *Scope, entity, id string, n q
 // UpdateEdges merges properties into every edge of rel from the record id to
 // target (null removes a property) and returns {"items": [edges]}.
 func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
 	if err != nil {
 		return nil, err
@@ -212,6 +222,8 @@ func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName,
 // UpdateEdgeByID merges properties into one edge, which must touch the
 // record id (as source or target).
 func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string, props map[string]any) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)
 	if err != nil {
 		return nil, err
@@ -226,6 +238,8 @@ func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relNa
 
 // DeleteEdges deletes every edge of rel from the record id to target.
 func (s *Store) DeleteEdges(ctx context.Context, sc *Scope, entity, id, relName, target string) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
 	if err != nil {
 		return nil, err
@@ -253,6 +267,8 @@ func edgesBetween(sc *Scope, entity, id, relName, target string) (*schema.Entity
 
 // DeleteEdgeByID deletes one edge, which must touch the record id.
 func (s *Store) DeleteEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string) (json.RawMessage, error) {
+	ctx, cancel := s.bound(ctx) // budget.go
+	defer cancel()
 	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)
 	if err != nil {
 		return nil, err
@@ -316,13 +332,15 @@ func propertySet(rel *schema.Relationship, props map[string]any, a *query.Args) 
 // NOT_FOUND (naming the source when it is the source that is missing).
 func (s *Store) edgeWrite(ctx context.Context, sc *Scope, e *schema.Entity, rel *schema.Relationship, id, eventType, missing, stmt, sid string, a *query.Args) (json.RawMessage, error) {
 	q := fmt.Sprintf(`WITH x AS (%s), e AS (%s)
-SELECT EXISTS (SELECT 1 FROM %s WHERE "id" = %s), (SELECT json_agg(%s ORDER BY x."created_at", x."id") FROM x), `+outbox.EventIDs,
+SELECT EXISTS (SELECT 1 FROM %s y WHERE %s), (SELECT json_agg(%s ORDER BY x."created_at", x."id") FROM x), `+outbox.EventIDs,
 		stmt, outbox.InsertEdgeCTE(a, sc.Origin(), eventType, rel.Name, rel.From, rel.To, "x"),
-		sc.compiler.Table(e.Name), a.Add(sid, "uuid"), edgeJSON(rel, "x"))
+		sc.compiler.Table(e.Name), andLive(`y."id" = `+a.Add(sid, "uuid"), sc.compiler.Live(e.Name, "y")), edgeJSON(rel, "x"))
 	var hasS bool
 	var out []byte
 	var events sql.NullString
-	if err := s.db.QueryRowContext(ctx, q, a.List()...).Scan(&hasS, &out, &events); err != nil {
+	if err := s.write(ctx, func(qr sqlx.QueryerContext) error {
+		return qr.QueryRowxContext(ctx, q, a.List()...).Scan(&hasS, &out, &events)
+	}); err != nil {
 		return nil, MapError(sc, e.Name, err)
 	}
 	s.announce(sc.TenantID, events.String)

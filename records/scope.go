@@ -55,12 +55,25 @@ func (sc *Scope) Principal() *auth.Principal { return sc.principal }
 //
 // Invariant: every cache of compiled SQL in this package (stmtCache on the
 // schema version, the Kept memos callers hold, the compiler memo itself)
-// is keyed by everything the SQL depends on. Today that is the schema version and the compiler
-// (ef_search); the principal adds nothing, so this is "". When end-user
-// row rules compile into statements, this returns what they read of the
-// principal (roles, user id, claims the rules use), and every cache that
-// may hold a ruled statement includes it in its key.
-func (sc *Scope) ruleKey() string { return "" }
+// is keyed by everything the SQL depends on: the schema version, the
+// compiler (ef_search), and this. A principal's rules come from its roles
+// (auth.Principal.Roles), so two principals with the same roles at the same
+// role versions compile the same rules: ruleKey carries Principal.RoleSet
+// ("name@version,..."; "" without roles, as for keys, access tokens and
+// the system principal, whose statements are unchanged), plus
+// "withDeleted" when soft-deleted rows are shown (WithDeleted). The user id
+// and claims ($user.id, $user.claims.<path>) are NOT in the key: rule
+// compilation must bind them as values, never write them into SQL text,
+// and must compile a variable the principal lacks to the same text (a
+// bound NULL, which denies), so one statement serves every user of a role
+// set. A rule input that cannot be bound must join this key.
+func (sc *Scope) ruleKey() string {
+	k := sc.principal.RoleSet
+	if sc.compiler.ShowsDeleted() {
+		k += "\x00withDeleted"
+	}
+	return k
+}
 
 // Entity returns the active schema's entity name (NOT_FOUND if none).
 func (sc *Scope) Entity(name string) (*schema.Entity, error) { return sc.compiler.Entity(name) }
@@ -72,8 +85,8 @@ func (sc *Scope) Relationship(name string) (*schema.Relationship, error) {
 }
 
 // Keys returns the sort keys a list of entity with orderBy really uses, in
-// order (the given keys up to the first "id", then an ascending "id" when
-// none was given): the keys a cursor's values follow. A bad key is a
+// order (the given keys up to the first "id", then an "id" in the last
+// key's direction when none was given): the keys a cursor's values follow. A bad key is a
 // VALIDATION_ERROR.
 func (sc *Scope) Keys(entity string, orderBy []query.Order) ([]query.Order, error) {
 	return sc.compiler.Keys(entity, orderBy)

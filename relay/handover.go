@@ -36,8 +36,11 @@ func (r *Relay) kickHandOver() {
 // that fails (Temporal unreachable: the rest would fail too).
 func (r *Relay) HandOver(ctx context.Context) (int, error) {
 	refs, err := r.store.AwaitingHandOver(ctx, handOverBatch)
-	if err != nil || len(refs) == 0 {
-		return 0, err
+	if err != nil {
+		return 0, storeError{err}
+	}
+	if len(refs) == 0 {
+		return 0, nil
 	}
 	var handed []string
 	for len(refs) > 0 {
@@ -65,11 +68,33 @@ func (r *Relay) HandOver(ctx context.Context) (int, error) {
 		}
 		wg.Wait()
 		if len(errs) > 0 {
-			err = errors.Join(errs[0], r.store.MarkHandedOver(ctx, handed))
+			err = errs[0]
+			if merr := r.store.MarkHandedOver(ctx, handed); merr != nil {
+				err = errors.Join(err, storeError{merr})
+			}
 			return len(handed), err
 		}
 	}
-	return len(handed), r.store.MarkHandedOver(ctx, handed)
+	if err := r.store.MarkHandedOver(ctx, handed); err != nil {
+		return len(handed), storeError{err}
+	}
+	return len(handed), nil
+}
+
+// storeError is a hand-over failure of Postgres (reading or recording the
+// deliveries), as opposed to Temporal's refusal to start a workflow: the
+// log must name the engine that fails.
+type storeError struct{ err error }
+
+func (e storeError) Error() string { return "deliveries awaiting hand-over: " + e.err.Error() }
+func (e storeError) Unwrap() error { return e.err }
+
+// failureCause says which engine a hand-over failure comes from.
+func failureCause(err error) string {
+	if errors.As(err, new(storeError)) {
+		return "relay: cannot read or record the deliveries awaiting retry workflows: Postgres fails; they wait until it answers"
+	}
+	return "relay: cannot start retry workflows; the deliveries wait in Postgres until Temporal answers"
 }
 
 // handOverLoop runs HandOver when a batch left retrying deliveries and on
@@ -78,23 +103,23 @@ func (r *Relay) handOverLoop(ctx context.Context) {
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	backoff := time.Duration(0)
-	failing := false
+	failing := "" // the cause logged for the current run of failures
 	for {
 		n, err := r.HandOver(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			if !failing {
-				r.log.Warn("relay: cannot start retry workflows; the deliveries wait in Postgres until Temporal answers", "err", err)
+			if cause := failureCause(err); cause != failing {
+				r.log.Warn(cause, "err", err)
+				failing = cause
 			}
-			failing = true
 			backoff = min(max(2*backoff, r.cfg.PollInterval), 30*time.Second)
 		default:
-			if failing {
+			if failing != "" {
 				r.log.Info("relay: retry workflows start again")
 			}
-			failing, backoff = false, 0
+			failing, backoff = "", 0
 		}
 		if n > 0 {
 			r.log.Info("relay hand-over", "workflows_started", n)

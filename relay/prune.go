@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/dds-project/dds/idempotency"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/webhook"
 )
@@ -60,6 +61,12 @@ func (p *Pruner) Run(ctx context.Context, interval time.Duration) error {
 			p.Log.Warn("prune outbox and delivery log", "err", err)
 		} else if e+d > 0 {
 			p.Log.Info("pruned", "events", e, "deliveries", d)
+		}
+		// Answers kept for Idempotency-Key retries expire after 24 hours.
+		if n, err := idempotency.NewStore(p.DB).Prune(ctx); err != nil && ctx.Err() == nil {
+			p.Log.Warn("prune expired idempotency keys", "err", err)
+		} else if n > 0 {
+			p.Log.Info("pruned", "idempotency_keys", n)
 		}
 		select {
 		case <-ctx.Done():

@@ -32,9 +32,14 @@ type Config struct {
 	// BatchSize is how many events one claim takes (default 50). Small
 	// batches keep the work a crash can repeat small.
 	BatchSize int
-	// Lease is how long a claim lasts (default 2m). A relay that dies
-	// mid-batch leaves its events to be re-claimed after the lease.
+	// Lease is how long a claim lasts unless renewed (default 10s). A relay
+	// renews the claims of the batches it works on every third of the lease,
+	// so a dead relay's events are taken over within one lease while a slow
+	// batch is not taken over by another relay.
 	Lease time.Duration
+	// BatchTimeout bounds the work on one batch (default 60s), also on
+	// shutdown: a batch in flight is finished, not abandoned.
+	BatchTimeout time.Duration
 	// PollInterval is the safety net when no notification arrives (default 1s).
 	PollInterval time.Duration
 	// HTTPWorkers bounds concurrent first attempts (default 64).
@@ -56,7 +61,10 @@ func (c *Config) defaults() {
 		c.BatchSize = 50
 	}
 	if c.Lease <= 0 {
-		c.Lease = 2 * time.Minute
+		c.Lease = 10 * time.Second
+	}
+	if c.BatchTimeout <= 0 {
+		c.BatchTimeout = time.Minute
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
@@ -143,10 +151,14 @@ func (r *Relay) Run(ctx context.Context) error {
 				defer wg.Done()
 				defer func() { <-batches }()
 				// A batch in flight finishes on shutdown (bounded by the
-				// 5 s HTTP limit) rather than waiting out its claim.
-				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Lease/2)
+				// 5 s HTTP limit) rather than waiting out its claim; one
+				// that failed is released then, for another relay to take
+				// at once.
+				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.BatchTimeout)
 				defer cancel()
-				r.process(pctx, evs)
+				release := r.holdClaim(pctx, evs)
+				err := r.process(pctx, evs)
+				release(err != nil && ctx.Err() != nil)
 			}()
 			if len(evs) == r.cfg.BatchSize {
 				continue // more may be waiting: claim again at once
@@ -170,8 +182,51 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
-	r.process(ctx, evs)
+	release := r.holdClaim(ctx, evs)
+	_ = r.process(ctx, evs) // logged; a failed batch is taken again when its claim expires
+	release(false)
 	return len(evs), nil
+}
+
+// holdClaim renews the claim on evs every third of the lease until the
+// returned function is called; that function releases the claim when
+// asked (a failed batch on shutdown). A renewal that fails is logged: the
+// batch may then be taken over by another relay once the lease ends, which
+// repeats at most the deliveries in flight (docs/webhooks.md).
+func (r *Relay) holdClaim(ctx context.Context, evs []outbox.Event) (end func(release bool)) {
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+				if err := r.outbox.Extend(hctx, ids, r.cfg.Lease); err != nil && hctx.Err() == nil {
+					r.log.Warn("relay: could not renew a batch's claim; another relay may take it over when it expires", "events", len(ids), "err", err)
+				}
+			}
+		}
+	}()
+	return func(release bool) {
+		cancel()
+		<-done
+		if !release {
+			return
+		}
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		if err := r.outbox.Release(rctx, ids); err != nil {
+			r.log.Warn("relay: could not release a failed batch's claim; it is taken again when the claim expires", "events", len(ids), "err", err)
+		}
+	}
 }
 
 // batch is one claimed batch on its way through process's steps.
@@ -205,7 +260,7 @@ type attemptJob struct {
 // resume, not repeat. Failed first attempts are left `retrying` in
 // Postgres; the hand-over loop gives each to a Temporal workflow, so an
 // unreachable Temporal never holds a batch up.
-func (r *Relay) process(ctx context.Context, evs []outbox.Event) {
+func (r *Relay) process(ctx context.Context, evs []outbox.Event) error {
 	start := time.Now()
 	b, err := r.match(ctx, evs)
 	if err == nil {
@@ -218,13 +273,14 @@ func (r *Relay) process(ctx context.Context, evs []outbox.Event) {
 	r.metrics.batch(d, len(evs))
 	if err != nil {
 		r.log.Error("relay batch failed; its events are retried when their claim expires", "events", len(evs), "err", err, "duration", d)
-		return
+		return err
 	}
 	if b.retrying > 0 {
 		r.kickHandOver()
 	}
 	r.log.Info("relay batch", "events", len(evs), "deliveries", len(b.jobs), "succeeded", b.succeeded,
 		"retrying", b.retrying, "gone", b.gone, "unsubscribed", len(b.noMatch), "duration", d.Round(time.Microsecond))
+	return nil
 }
 
 // match loads the batch's tenants' active webhooks and pairs every event

@@ -305,3 +305,44 @@ func TestWebhookDeletedDuringDelivery(t *testing.T) {
 		t.Fatalf("kept webhook received %d deliveries, want 1", n)
 	}
 }
+
+// A batch that outlives its lease (here a receiver that takes three
+// leases to answer) is renewed by the relay working on it, so no other
+// relay takes it over and repeats its deliveries; claims can therefore be
+// short, and a dead relay's events are taken over within one lease.
+func TestASlowBatchKeepsItsClaim(t *testing.T) {
+	t.Parallel()
+	d := webhooktest.DB(t)
+	st := webhook.NewStore(d)
+	ctx, cancel := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	t.Cleanup(func() { cancel(); running.Wait() })
+	tn := webhooktest.Tenant(t, d, "slow batch")
+	var calls atomic.Int32
+	rc := webhooktest.NewReceiver(t, func(webhooktest.Request) int {
+		if calls.Add(1) == 1 {
+			time.Sleep(3500 * time.Millisecond) // a slow receiver, not a wait for a condition
+		}
+		return 200
+	})
+	if _, err := st.Create(ctx, tn, webhook.CreateInput{TargetURL: rc.URL, EventTypes: outbox.Types}, true); err != nil {
+		t.Fatal(err)
+	}
+	// Two more relays with the package relay's one-second lease, polling
+	// every 100 ms: without renewal one of them would take the batch over.
+	for range 2 {
+		r := relay.New(d, rc.Client(t), temporalClient, relay.Config{Lease: time.Second, PollInterval: 100 * time.Millisecond, TaskQueue: taskQueue},
+			slog.New(slog.NewTextHandler(io.Discard, nil)))
+		running.Add(1)
+		go func() { defer running.Done(); _ = r.Run(ctx) }()
+	}
+	ev := webhooktest.Event(t, d, tn, "shop", outbox.EntityCreated, "Product", nil)
+	webhooktest.Eventually(t, wait, "the slow event relayed", func() bool {
+		var ok bool
+		_ = d.Get(&ok, `SELECT relayed_at IS NOT NULL FROM dds.events WHERE id = $1`, ev)
+		return ok
+	})
+	if n := len(rc.Requests()); n != 1 {
+		t.Fatalf("the slow event was delivered %d times, want once", n)
+	}
+}

@@ -71,6 +71,9 @@ func Diff(pg string, old, new *Definition) (Plan, []string) {
 		oe := &old.Entities[i]
 		if _, keep := new.Entity(oe.Name); !keep {
 			add(true, fmt.Sprintf("drop entity %s and its records", oe.Name), "DROP TABLE %s CASCADE", QualifiedIdent(pg, oe.Name))
+			if oe.History {
+				p.Steps = append(p.Steps, dropHistory(pg, oe, "drop the history of entity "+oe.Name))
+			}
 		}
 	}
 	for i := range new.Entities {
@@ -109,6 +112,9 @@ func createEntity(pg string, e *Entity) []Step {
 		`"createdAt" timestamptz NOT NULL DEFAULT now()`,
 		`"updatedAt" timestamptz NOT NULL DEFAULT now()`,
 	}
+	if e.SoftDelete {
+		cols = append(cols, Ident(ColDeletedAt)+" timestamptz")
+	}
 	for i := range e.Fields {
 		cols = append(cols, columnDef(&e.Fields[i]))
 	}
@@ -129,7 +135,7 @@ func createEntity(pg string, e *Entity) []Step {
 	if len(e.SearchableFields()) > 0 {
 		steps = append(steps, searchIndex(pg, e.Name))
 	}
-	return steps
+	return append(steps, lifecycleSteps(pg, nil, e)...)
 }
 
 func columnDef(f *Field) string {
@@ -271,7 +277,7 @@ func alterEntity(pg string, oe, ne *Entity) ([]Step, []string) {
 			Step{SQL: fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", t, searchColumn(ne)), Description: "full-text column of " + ne.Name},
 			searchIndex(pg, ne.Name))
 	}
-	return steps, problems
+	return append(steps, lifecycleSteps(pg, oe, ne)...), problems
 }
 
 func sameSearch(a, b *Entity) bool {

@@ -54,6 +54,13 @@ type Definition struct {
 type Entity struct {
 	Name   string  `json:"name"`
 	Fields []Field `json:"fields"`
+	// SoftDelete makes a delete set the system field deletedAt instead of
+	// removing the row; reads hide such rows (docs/schemas.md, Soft delete).
+	SoftDelete bool `json:"softDelete,omitempty"`
+	// History keeps every version of every record in the Postgres
+	// schema's history table (HistoryTable), written by a trigger in the
+	// write's own transaction (docs/schemas.md, History).
+	History bool `json:"history,omitempty"`
 }
 
 // Field is one typed attribute; it becomes one column.
@@ -90,6 +97,14 @@ const (
 	// ColSearch is the generated tsvector over searchable fields. It starts
 	// with an underscore, which no user field name may.
 	ColSearch = "_search"
+	// ColDeletedAt is the system column of entities with SoftDelete: null
+	// while the record is live, the time of its delete afterwards.
+	ColDeletedAt = "deletedAt"
+	// HistoryTable is the one table per Postgres schema holding the
+	// versions of the records of entities with History. It starts with an
+	// underscore, which no entity or relationship name may, so it never
+	// collides with a user table.
+	HistoryTable = "_history"
 )
 
 // Reserved field names (case-insensitive).
@@ -110,7 +125,7 @@ func ValidIdent(s string) bool { return identRe.MatchString(s) }
 // not pass validation: reaching it with one is a programming error. It is
 // on every request's path, so it checks bytes rather than running identRe.
 func Ident(name string) string {
-	if !isIdent(name) && name != ColSearch {
+	if !isIdent(name) && name != ColSearch && name != HistoryTable {
 		panic("schema.Ident: unvalidated identifier " + name)
 	}
 	return `"` + name + `"`

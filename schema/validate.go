@@ -46,6 +46,9 @@ func Validate(d *Definition) *apperr.Error {
 			f := &e.Fields[j]
 			fp := fmt.Sprintf("%s.fields[%d]", p, j)
 			validateField(f, fp, false, add)
+			if e.SoftDelete && strings.EqualFold(f.Name, ColDeletedAt) {
+				add(fp+".name", "%q is the system field of softDelete; rename the field or leave softDelete off", f.Name)
+			}
 			if seen[strings.ToLower(f.Name)] {
 				add(fp+".name", "duplicate field %q", f.Name)
 			}
@@ -79,6 +82,8 @@ func Validate(d *Definition) *apperr.Error {
 				add(fp, "must match ^[A-Za-z][A-Za-z0-9_]{0,62}$")
 			case IsReserved(end.field):
 				add(fp, "%q is reserved", end.field)
+			case e.SoftDelete && strings.EqualFold(end.field, ColDeletedAt):
+				add(fp, "%q is the system field of softDelete on %s", end.field, e.Name)
 			case relFields[key]:
 				add(fp, "%q is already used on %s", end.field, e.Name)
 			default:

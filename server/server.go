@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -25,6 +26,7 @@ import (
 	"github.com/dds-project/dds/api/graphql"
 	apijobs "github.com/dds-project/dds/api/jobs"
 	"github.com/dds-project/dds/api/rest"
+	apitenants "github.com/dds-project/dds/api/tenants"
 	apiwebhooks "github.com/dds-project/dds/api/webhooks"
 	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/config"
@@ -32,13 +34,17 @@ import (
 	"github.com/dds-project/dds/files"
 	gql "github.com/dds-project/dds/graphql"
 	gqllive "github.com/dds-project/dds/graphql/live"
+	"github.com/dds-project/dds/idempotency"
+	"github.com/dds-project/dds/identity"
 	"github.com/dds-project/dds/jobs"
+	"github.com/dds-project/dds/lifecycle"
 	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/openapi"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/ratelimit"
 	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/roles"
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/tenant"
@@ -61,16 +67,22 @@ type Server struct {
 	Jobs    *jobs.Service
 	Handler http.Handler
 	gqlFeed *gqllive.Feed
+	limits  *ratelimit.Sync // shares the rate limits' counts with the other replicas
+	// draining is set once shutdown begins: /readyz answers 503 so that a
+	// balancer stops sending new requests before the listener closes.
+	draining atomic.Bool
 	// Registry is the server's Prometheus registry (served on /metrics).
 	Registry *prometheus.Registry
 	// JobProgress are the gauges long-running jobs report through.
 	JobProgress *obs.JobProgress
+	// Lifecycle is the operator's tenant API (list, delete, export, import).
+	Lifecycle *lifecycle.Service
 }
 
 // New builds the server: connects to Postgres and wires every surface.
 // Migrations are not applied here (`dds migrate` or `dds dev` do that).
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
-	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, db.WithVectorEfSearch(cfg.VectorEfSearch))
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, cfg.DBOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +91,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 			d.Close()
 		}
 	}()
-	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DatabaseURL, log), events: pgnotify.NewPublisher(d, log)}
+	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DirectURL(), log), events: pgnotify.NewPublisher(d, log)}
 	s.Schemas = schema.NewService(d)
-	s.authn = auth.NewAuthenticator(d, cfg.Env, []byte(cfg.JWTSecret), cfg.AuthCacheTTL, log)
+	roleStore := roles.NewStore(d, s.Schemas)
+	providers, err := identity.New(d, roleStore, identity.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
+		MinRefetch: cfg.IdentityJWKSMinRefetch, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	s.authn = auth.NewAuthenticator(d, cfg.Env, []byte(cfg.JWTSecret), cfg.AuthCacheTTL, log,
+		auth.WithRoles(roleStore), auth.WithProviders(providers))
 	keys := auth.NewKeys(d, cfg.Env)
 	s.Tenants = tenant.NewService(d, keys)
 	if err := s.hub.Subscribe("dds_keys", s.authn.Revoked); err != nil {
@@ -90,7 +109,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	if err := s.hub.Subscribe("dds_schemas", s.Schemas.Invalidate); err != nil {
 		return nil, err
 	}
+	if err := s.hub.Subscribe("dds_roles", roleStore.Invalidate); err != nil {
+		return nil, err
+	}
+	if err := s.hub.Subscribe("dds_providers", func(string) { providers.Invalidate() }); err != nil {
+		return nil, err
+	}
 	s.hub.OnReconnect(s.authn.Flush)
+	s.hub.OnReconnect(roleStore.Flush)
+	s.hub.OnReconnect(providers.Invalidate)
 	s.hub.OnReconnect(s.Schemas.Flush)
 
 	fileStore, err := storage.Open(ctx, storage.FromConfig(cfg))
@@ -110,12 +137,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	s.Files = files.New(d, fileStore, temporal, files.OptionsFrom(cfg, log))
 
 	s.Records = records.NewStore(d, s.Schemas, s.Files, records.WithEventNotifications(s.events),
-		records.WithVectorEfSearch(cfg.VectorEfSearch))
+		records.WithVectorEfSearch(cfg.VectorEfSearch),
+		records.WithStatementTimeout(cfg.StatementTimeout), records.WithRowBudget(cfg.QueryRowBudget))
 
-	router := api.NewRouter(s.authn, ratelimit.New(cfg.RateTenant, time.Minute), cfg.MaxBodyBytes)
+	perTenant, perIP, perIPAuth := ratelimit.New(cfg.RateTenant, time.Minute), ratelimit.New(cfg.RateGlobal, time.Minute), ratelimit.New(cfg.RateAuth, time.Minute)
+	s.limits = ratelimit.NewSync(d, cfg.RateSyncInterval, log, map[string]*ratelimit.Limiter{"tenant": perTenant, "ip": perIP, "auth": perIPAuth})
+	router := api.NewRouter(s.authn, perTenant, cfg.MaxBodyBytes).WithIdempotency(idempotency.NewStore(d))
 	restAPI := rest.New(s.Records, s.Files)
 	restAPI.Routes(router)
-	restAPI.QueryRoutes(router) // query, batch, vector search, relationships
+	restAPI.QueryRoutes(router)     // query, batch, vector search, relationships
+	restAPI.LifecycleRoutes(router) // restore (soft delete), history
 	connectapi.New(s.Records, s.Schemas).Routes(router)
 	// One GraphQL engine (one cache of prepared operations) serves both
 	// transports; the live feed dispatches the events outbox to the socket's
@@ -131,7 +162,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	s.Jobs = jobs.NewService(d, s.Records, &jobs.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
 	apijobs.New(s.Jobs).Routes(router)
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
-	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken).Routes(router)
+	s.Lifecycle = lifecycle.NewService(d, keys, s.authn.Revoked,
+		&lifecycle.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue}, fileStore)
+	operatorDoc, err := openapi.New(cfg.PublicURL).Operator()
+	if err != nil {
+		return nil, err
+	}
+	apitenants.New(s.Lifecycle, cfg.OperatorToken, operatorDoc).Routes(router)
+	admin.New(s.Tenants, keys, s.authn, s.Schemas, openapi.New(cfg.PublicURL), cfg.OperatorToken,
+		admin.Identity{Roles: roleStore, Providers: providers}).Routes(router)
 	// /livez: the process serves HTTP (restart it if not); /readyz (and the
 	// older /healthz): it can answer requests, i.e. Postgres is reachable.
 	router.Public("GET /livez", http.HandlerFunc(live))
@@ -150,13 +189,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	router.Public("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
 	s.Handler = api.CORS(cfg.CORSOrigins, api.Middleware(router, log, api.Limits{
-		Global:     ratelimit.New(cfg.RateGlobal, time.Minute),
-		Auth:       ratelimit.New(cfg.RateAuth, time.Minute),
+		Global:     perIP,
+		Auth:       perIPAuth,
 		AuthPaths:  map[string]bool{"POST /api/v1/auth/token": true, "POST /api/v1/tenants": true},
 		TrustProxy: cfg.TrustProxy,
 		Metrics:    api.NewMetrics(reg),
 
 		AccessLogSample: cfg.AccessLogSample,
+		Unlimited:       map[string]bool{"GET /livez": true, "GET /readyz": true, "GET /healthz": true, "GET /metrics": true},
+		Body:            cfg.BodyTimeout, Upload: cfg.UploadTimeout, UploadPrefix: storage.LocalRoute,
 	}))
 	if obs.Tracing() {
 		// A span per request (W3C traceparent continues a caller's trace),
@@ -171,6 +212,10 @@ func live(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		api.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.DB.PingContext(ctx); err != nil {
@@ -179,6 +224,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	}
 	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
+
+// SyncLimits shares the rate limits' counts with the other replicas now,
+// as the background loop does every DDS_RATE_SYNC_INTERVAL (tests pace
+// their requests with it).
+func (s *Server) SyncLimits(ctx context.Context) error { return s.limits.Once(ctx) }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -189,6 +239,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go s.hub.Run(ctx)
 	go func() { s.authn.Run(ctx, 30*time.Second); close(authDone) }()
 	go s.gqlFeed.Run(ctx)
+	go s.limits.Run(ctx)
 	// Event notifications outlive the HTTP shutdown below, so writes that
 	// finish during it are still announced.
 	pubCtx, pubStop := context.WithCancel(context.WithoutCancel(ctx))
@@ -208,6 +259,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if d := s.cfg.ShutdownDrain; d > 0 {
+		// Behind a balancer: fail /readyz and keep serving until it has
+		// noticed, so no request meets a closed port (a rolling restart
+		// then fails none).
+		s.draining.Store(true)
+		s.log.Info("shutting down: draining (readyz fails) before closing", "drain", d)
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(d):
+		}
 	}
 	s.log.Info("shutting down: finishing open requests", "timeout", "10s")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

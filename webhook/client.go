@@ -72,6 +72,35 @@ func (r Result) OK() bool { return r.Err == "" && r.StatusCode >= 200 && r.Statu
 
 // NewClient builds a Client.
 func NewClient(cfg ClientConfig) (*Client, error) {
+	cfg = cfg.withDefaults()
+	hc, err := NewHTTPClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{hc: hc, maxBody: cfg.MaxResponseBytes, timeout: cfg.Timeout}, nil
+}
+
+func (cfg ClientConfig) withDefaults() ClientConfig {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if cfg.MaxConnsPerHost <= 0 {
+		cfg.MaxConnsPerHost = 64
+	}
+	return cfg
+}
+
+// NewHTTPClient is the HTTP client of the webhook rules, for every request
+// DDS makes to a URL a tenant gave (webhook deliveries, identity
+// providers' discovery documents and JWKS): no redirects, no proxy, the
+// system's roots plus CAFile, and unless AllowPrivate no connection to a
+// non-public address (checked on the address dialled). Its Timeout bounds
+// a whole request.
+func NewHTTPClient(cfg ClientConfig) (*http.Client, error) {
+	cfg = cfg.withDefaults()
 	// x509.CertPool cannot be merged: an explicit pool replaces the system
 	// roots, and the CA file is added to whichever pool is used.
 	var roots *x509.CertPool
@@ -89,15 +118,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			return nil, fmt.Errorf("webhook CA file %s: no PEM certificates", cfg.CAFile)
 		}
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = DefaultMaxResponseBytes
-	}
-	if cfg.MaxConnsPerHost <= 0 {
-		cfg.MaxConnsPerHost = 64
-	}
 	dialer := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}
 	if !cfg.AllowPrivate {
 		dialer.Control = refusePrivate
@@ -114,16 +134,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     false,
 	}
-	return &Client{
-		hc: &http.Client{
-			Transport: tr,
-			Timeout:   cfg.Timeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
+	return &http.Client{
+		Transport: tr,
+		Timeout:   cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
 		},
-		maxBody: cfg.MaxResponseBytes,
-		timeout: cfg.Timeout,
 	}, nil
 }
 

@@ -2,8 +2,9 @@
 // and no workflow: it opens Postgres, Temporal and file storage, builds the
 // dependencies of each durable capability and calls its Register
 // (webhook: delivery retries; files: upload lifecycle and deletes; jobs:
-// batch jobs), runs the loops that sit beside the Temporal worker (the
-// outbox relay, the file sweeper, pruning), and serves the probes.
+// batch jobs; lifecycle: tenant delete, export and import), runs the loops
+// that sit beside the Temporal worker (the outbox relay, the file sweeper,
+// pruning), and serves the probes.
 package worker
 
 import (
@@ -22,10 +23,12 @@ import (
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 
+	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/jobs"
+	"github.com/dds-project/dds/lifecycle"
 	"github.com/dds-project/dds/obs"
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/records"
@@ -33,6 +36,7 @@ import (
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/storage"
+	"github.com/dds-project/dds/tenant"
 	"github.com/dds-project/dds/webhook"
 )
 
@@ -55,7 +59,7 @@ type Worker struct {
 // New connects to Postgres and Temporal and registers every capability's
 // workflows and activities.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, error) {
-	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, db.WithVectorEfSearch(cfg.VectorEfSearch))
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, cfg.DBOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +74,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 		d.Close()
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
 	}
-	w := &Worker{cfg: cfg, log: log, DB: d, Hub: pgnotify.New(cfg.DatabaseURL, log), Temporal: tc,
+	w := &Worker{cfg: cfg, log: log, DB: d, Hub: pgnotify.New(cfg.DirectURL(), log), Temporal: tc,
 		tw: tworker.New(tc, cfg.TemporalTaskQueue, tworker.Options{}), Registry: obs.NewRegistry(d.DB)}
 	w.JobProgress = obs.NewJobProgress(w.Registry)
 	if err := w.register(ctx); err != nil {
@@ -107,7 +111,12 @@ func (w *Worker) register(ctx context.Context) error {
 		return err
 	}
 	w.Hub.OnReconnect(schemas.Flush)
-	jobs.Register(w.tw, jobs.NewExecutor(d, records.NewStore(d, schemas, nil, records.WithVectorEfSearch(cfg.VectorEfSearch)), fileStore, w.JobProgress, log))
+	rs := records.NewStore(d, schemas, nil, records.WithVectorEfSearch(cfg.VectorEfSearch))
+	jobs.Register(w.tw, jobs.NewExecutor(d, rs, fileStore, w.JobProgress, log))
+	// Tenant lifecycle: delete, export, import.
+	keys := auth.NewKeys(d, cfg.Env)
+	lifecycle.Register(w.tw, &lifecycle.Deps{DB: d, Records: rs, Storage: fileStore, Schemas: schemas, Tenants: tenant.NewService(d, keys),
+		Temporal: tc, Log: log, Sections: lifecycle.DefaultSections(keys, webhook.NewStore(d), cfg.WebhookAllowPrivate)})
 	// Webhooks: the retry workflow, the outbox relay (first attempts), pruning.
 	deliverer, err := webhook.NewDeliverer(d, webhook.ClientConfig{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile,
 		MaxConnsPerHost: cfg.WebhookHTTPWorkers}, w.Registry)

@@ -1,5 +1,5 @@
 // Package admin serves the management API: tenants (operator token), API
-// keys, access tokens and schemas.
+// keys, access and user tokens, schemas, roles and identity providers.
 package admin
 
 import (
@@ -30,12 +30,13 @@ type Handler struct {
 	schemas       *schema.Service
 	openapi       OpenAPIGenerator
 	operatorToken string
+	id            Identity
 }
 
 // New returns the management handler. An empty operatorToken disables
 // POST /api/v1/tenants (use `dds tenant create`).
-func New(tenants *tenant.Service, keys *auth.Keys, authn *auth.Authenticator, schemas *schema.Service, openapi OpenAPIGenerator, operatorToken string) *Handler {
-	return &Handler{tenants: tenants, keys: keys, authn: authn, schemas: schemas, openapi: openapi, operatorToken: operatorToken}
+func New(tenants *tenant.Service, keys *auth.Keys, authn *auth.Authenticator, schemas *schema.Service, openapi OpenAPIGenerator, operatorToken string, id Identity) *Handler {
+	return &Handler{tenants: tenants, keys: keys, authn: authn, schemas: schemas, openapi: openapi, operatorToken: operatorToken, id: id}
 }
 
 // Routes registers the management routes.
@@ -52,6 +53,7 @@ func (h *Handler) Routes(r *api.Router) {
 	r.Handle("PUT /api/v1/schemas/{id}", api.Func(h.updateSchema))
 	r.Handle("POST /api/v1/schemas/{id}/activate", api.Func(h.activateSchema))
 	r.Handle("GET /api/v1/schemas/{id}/openapi.json", api.Func(h.openAPI))
+	h.identityRoutes(r)
 }
 
 func (h *Handler) createTenant(w http.ResponseWriter, r *http.Request) {
@@ -81,6 +83,7 @@ func (h *Handler) createKey(r *http.Request) (int, any, error) {
 	var body struct {
 		Name   string   `json:"name"`
 		Scopes []string `json:"scopes"`
+		Role   string   `json:"role"`
 	}
 	if err := api.DecodeJSON(r, &body); err != nil {
 		return 0, nil, err
@@ -91,6 +94,15 @@ func (h *Handler) createKey(r *http.Request) (int, any, error) {
 	}
 	if !p.Scopes.Covers(scopes) {
 		return 0, nil, apperr.New(apperr.Forbidden, "a key cannot grant scopes its creator lacks")
+	}
+	// A credential with a role (a user, a role-bound key) acts under the
+	// role's rules: a key it created would not, so it may create none.
+	if len(p.Roles) > 0 || p.UserID != "" {
+		return 0, nil, apperr.New(apperr.Forbidden, "a credential with a role cannot create API keys")
+	}
+	if body.Role != "" {
+		k, err := h.keys.CreateBound(r.Context(), p.TenantID, body.Name, scopes, body.Role)
+		return http.StatusCreated, k, err
 	}
 	k, err := h.keys.Create(r.Context(), p.TenantID, body.Name, scopes)
 	return http.StatusCreated, k, err
@@ -120,13 +132,22 @@ func (h *Handler) revokeKey(r *http.Request) (int, any, error) {
 func (h *Handler) token(r *http.Request) (int, any, error) {
 	p := api.Principal(r)
 	var body struct {
-		Scopes    []string `json:"scopes"`
-		ExpiresIn *int     `json:"expiresIn"`
+		Scopes    []string       `json:"scopes"`
+		ExpiresIn *int           `json:"expiresIn"`
+		UserID    *string        `json:"userId"`
+		Roles     []string       `json:"roles"`
+		Claims    map[string]any `json:"claims"`
 	}
 	if r.ContentLength != 0 {
 		if err := api.DecodeJSON(r, &body); err != nil {
 			return 0, nil, err
 		}
+	}
+	if body.UserID != nil || body.Roles != nil || body.Claims != nil {
+		if body.Scopes != nil {
+			return 0, nil, apperr.Field("scopes", "a user token's scopes are its roles' scopes; leave scopes out with userId")
+		}
+		return h.userToken(r, p, body.UserID, body.Roles, body.Claims, body.ExpiresIn)
 	}
 	scopes := p.Scopes
 	if body.Scopes != nil {
@@ -150,11 +171,20 @@ func (h *Handler) token(r *http.Request) (int, any, error) {
 // its scopes (a console shows only what these allow). Any credential may ask.
 func (h *Handler) whoami(r *http.Request) (int, any, error) {
 	p := api.Principal(r)
-	kind := "apiKey"
-	if p.Token {
-		kind = "accessToken"
+	out := map[string]any{"tenantId": p.TenantID, "keyId": p.KeyID, "credential": p.Credential(), "scopes": p.Scopes.Strings()}
+	if p.UserID != "" {
+		out["userId"] = p.UserID
 	}
-	return http.StatusOK, map[string]any{"tenantId": p.TenantID, "keyId": p.KeyID, "credential": kind, "scopes": p.Scopes.Strings()}, nil
+	if p.Roles != nil {
+		out["roles"] = p.Roles
+	}
+	if p.ProviderID != "" {
+		out["providerId"] = p.ProviderID
+	}
+	if p.UserID != "" {
+		out["expiresAt"] = p.Expires.UTC()
+	}
+	return http.StatusOK, out, nil
 }
 
 func (h *Handler) createSchema(r *http.Request) (int, any, error) {

@@ -333,8 +333,12 @@ func (errorInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) 
 // mapping is made.
 func Code(c apperr.Code) connect.Code {
 	switch c {
-	case apperr.Validation, apperr.BadRequest:
+	case apperr.Validation, apperr.BadRequest, apperr.QueryTooExpensive:
 		return connect.CodeInvalidArgument
+	case apperr.QueryTimeout:
+		return connect.CodeDeadlineExceeded
+	case apperr.IdempotencyKeyReused:
+		return connect.CodeFailedPrecondition
 	case apperr.Unauthenticated:
 		return connect.CodeUnauthenticated
 	case apperr.Forbidden:

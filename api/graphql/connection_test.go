@@ -1,6 +1,7 @@
 package graphql
 
 import (
+	"encoding/base64"
 	"fmt"
 	"reflect"
 	"testing"
@@ -111,6 +112,11 @@ func TestConnectionArgumentErrors(t *testing.T) {
 		"first: 1, last: 1", "first: 101", "last: 101", "first: -1",
 		`first: 1, after: "garbage"`,
 		fmt.Sprintf(`first: 1, after: %q, orderBy: [{field: "name"}]`, p.end), // a cursor of another order
+		// A cursor of a descending order made before the tie-breaking id
+		// followed the last key's direction (its keys end in an
+		// ascending id): refused, not read in the wrong direction.
+		fmt.Sprintf(`first: 1, after: %q, orderBy: [{field: "createdAt", direction: DESC}]`,
+			base64.RawURLEncoding.EncodeToString([]byte(`{"k":["createdAt:desc","id"],"v":["2025-01-01T00:00:00Z","00000000-0000-7000-8000-000000000001"]}`))),
 	} {
 		r := e.gql(t, tenant, key, fmt.Sprintf(`{ productsConnection(%s) { totalCount } }`, args), nil)
 		if r.Status != 200 || len(r.Errors) != 1 || r.code(0) != "VALIDATION_ERROR" || r.Data != nil {

@@ -47,6 +47,11 @@ func (h *Handler) scope(r *http.Request, op string) (*records.Scope, string, err
 	if _, err := sc.Entity(entity); err != nil {
 		return nil, "", err
 	}
+	if op == "read" {
+		if sc, err = withDeleted(r, sc, entity); err != nil {
+			return nil, "", err
+		}
+	}
 	return sc, entity, nil
 }
 

@@ -18,10 +18,12 @@ import (
 func (h *Handler) QueryRoutes(r *api.Router) {
 	r.Handle("POST /api/v1/dynamic/{entity}/query", api.Func(h.query))
 	r.Handle("POST /api/v1/dynamic/{entity}/vector-search", api.Func(h.vectorSearch))
+	r.Handle("POST /api/v1/dynamic/{entity}/aggregate", api.Func(h.aggregate))
 	r.Handle("POST /api/v1/dynamic/{entity}/batch", api.Func(h.batchCreate))
 	r.Handle("PATCH /api/v1/dynamic/{entity}/batch", api.Func(h.batchUpdate))
 	r.Handle("DELETE /api/v1/dynamic/{entity}/batch", api.Func(h.batchDelete))
 	h.relationshipRoutes(r)
+	h.writeRoutes(r)
 }
 
 // queryBody is the POST .../query body (docs/rest.md, Query). orderBy may be a field
@@ -36,6 +38,7 @@ type queryBody struct {
 	Limit          int             `json:"limit"`
 	IncludeCount   bool            `json:"includeCount"`
 	Traverse       []traverseSpec  `json:"traverse"`
+	DistinctOn     []string        `json:"distinctOn"`
 }
 
 // traverseSpec is one traversal: related records nested under the
@@ -73,7 +76,7 @@ func (h *Handler) query(r *http.Request) (int, any, error) {
 }
 
 func (b *queryBody) plan(entity string) (query.List, error) {
-	l := query.List{Entity: entity, Search: b.Search, Offset: b.Offset, Limit: b.Limit, IncludeCount: b.IncludeCount}
+	l := query.List{Entity: entity, Search: b.Search, Offset: b.Offset, Limit: b.Limit, IncludeCount: b.IncludeCount, DistinctOn: b.DistinctOn}
 	var err error
 	if l.Where, err = query.ParseWhere(b.Where); err != nil {
 		return l, err
@@ -180,7 +183,8 @@ func traversals(specs []traverseSpec) ([]query.Nested, error) {
 // includeCount and traverse (a JSON-encoded array as in the query body).
 // Unknown parameters are ignored.
 func ParseListQuery(q url.Values, entity string) (query.List, error) {
-	l := query.List{Entity: entity, Search: q.Get("search"), Select: query.Selection{Fields: splitList(q.Get("select"))}}
+	l := query.List{Entity: entity, Search: q.Get("search"), Select: query.Selection{Fields: splitList(q.Get("select"))},
+		DistinctOn: splitList(q.Get("distinctOn"))}
 	var err error
 	if l.Where, err = query.ParseWhereJSON(q.Get("where"), "where"); err != nil {
 		return l, err

@@ -49,6 +49,9 @@ func (h *Handler) relScope(r *http.Request, op string) (*records.Scope, error) {
 	if _, err := sc.Relationship(r.PathValue("rel")); err != nil {
 		return nil, err
 	}
+	if op == "read" {
+		return withDeleted(r, sc, r.PathValue("entity"))
+	}
 	return sc, nil
 }
 

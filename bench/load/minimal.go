@@ -23,6 +23,16 @@ type Minimal struct {
 // methods, 404 when no row, 400 when argsFn returns nil (it may read the
 // body), 500 on a database error. Stop it with Close.
 func MinimalServer(db *sql.DB, query string, argsFn func(r *http.Request) []any) (*Minimal, error) {
+	return MinimalServerOf(db, query, argsFn, func(row *sql.Row) ([]byte, error) {
+		var out []byte
+		err := row.Scan(&out)
+		return out, err
+	})
+}
+
+// MinimalServerOf is MinimalServer for a statement whose row holds more
+// than the JSON to write: scan reads the row and returns that JSON.
+func MinimalServerOf(db *sql.DB, query string, argsFn func(r *http.Request) []any, scan func(*sql.Row) ([]byte, error)) (*Minimal, error) {
 	// Binding a loopback port completes at once; the server's life is bounded by Close.
 	ln, err := net.Listen("tcp", "127.0.0.1:0") //nolint:noctx // nothing to cancel: see above
 	if err != nil {
@@ -34,8 +44,7 @@ func MinimalServer(db *sql.DB, query string, argsFn func(r *http.Request) []any)
 			http.Error(w, `{"error":"bad request"}`, http.StatusBadRequest)
 			return
 		}
-		var out []byte
-		err := db.QueryRowContext(r.Context(), query, args...).Scan(&out)
+		out, err := scan(db.QueryRowContext(r.Context(), query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			http.Error(w, `{"error":"not found"}`, http.StatusNotFound)
 			return

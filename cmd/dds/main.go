@@ -6,6 +6,7 @@
 //	dds tenant create --name NAME  create a tenant and print its admin key once
 //	dds dev                        migrate, ensure a dev tenant, run server and worker together
 //	dds job watch ID               a progress bar of a batch job, read from the API
+//	dds schema pull|diff|push      schemas as code, over the schema API
 //
 // Configuration comes from the environment (see config.Config).
 package main
@@ -46,6 +47,7 @@ commands:
   tenant create --name NAME     create a tenant; prints its admin key once (--json for JSON)
   dev                           migrate, ensure a "dev" tenant, run server + worker, print a fresh admin key
   job watch ID                  show a batch job's progress until it ends (--url/DDS_URL, --key/DDS_API_KEY)
+  schema pull|diff|push         schemas as code: a schema file against a server's schema API (--url, --key, --file)
 `
 
 func main() {
@@ -87,6 +89,18 @@ Creates a tenant and prints its admin API key once (--json prints
 Polls GET /api/v1/jobs/ID and draws a progress bar until the job ends; exits non-zero,
 printing the error and the first failed items, when it failed or was cancelled.
 The key needs job:*:read. --url defaults to DDS_URL or http://127.0.0.1:8080.
+`,
+	"schema": `usage: dds schema pull|diff|push [--url URL] [--key KEY] [--file schema.json] [flags]
+
+Schemas as code, over the schema API (docs/schemas.md). The file is a schema definition in
+JSON, or YAML when it ends in .yaml/.yml; the schema it stands for is the tenant's schema
+of the same name.
+  pull   write the active schema (or --name NAME) to the file
+  diff   print the plan of applying the file, destructive steps marked "!";
+         exits non-zero when the plan has destructive steps
+  push   apply the file: a new version of that schema, or a new schema
+         (--allow-data-loss to apply destructive steps, --activate to make it active)
+--url defaults to DDS_URL or http://127.0.0.1:8080, --key to DDS_API_KEY (schema scopes).
 `,
 	"dev": `usage: dds dev
 
@@ -131,6 +145,8 @@ func run(ctx context.Context, args []string) error {
 		return dev(ctx)
 	case "job":
 		return jobCmd(ctx, args[1:], os.Stdout)
+	case "schema":
+		return schemaCmd(ctx, args[1:], os.Stdout)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return nil
@@ -180,7 +196,7 @@ func newLogger(cfg *config.Config) *slog.Logger {
 // migrate applies the control-plane migrations, then gives the tables of
 // schemas made by an earlier DDS what today's DDL adds (schema.Upgrade).
 func migrate(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	d, err := db.Open(ctx, cfg.DatabaseURL, 2)
+	d, err := db.Open(ctx, cfg.DirectURL(), 2) // session locks: never through a transaction pooler
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,30 @@ func (x *execCtx) batch(rf model.RootField, cf *cfield, args map[string]any) ([]
 	if err := x.p.Require("entity", e.Name, op); err != nil {
 		return nil, err
 	}
+	return x.batchResult(e, cf, func() (*records.BatchResult, error) {
+		switch rf.Kind {
+		case model.KindBatchCreate:
+			items, _ := norm(args["input"]).([]any)
+			return x.e.store.BatchCreate(x.ctx, x.sc, e.Name, items)
+		case model.KindBatchUpdate:
+			list, _ := norm(args["input"]).([]any)
+			items := make([]records.BatchUpdateItem, len(list))
+			for i, it := range list {
+				m, _ := it.(map[string]any)
+				data, _ := m["data"].(map[string]any)
+				items[i] = records.BatchUpdateItem{ID: m["id"], Data: data, Raw: it}
+			}
+			return x.e.store.BatchUpdate(x.ctx, x.sc, e.Name, items)
+		default:
+			ids, _ := norm(args["ids"]).([]any)
+			return x.e.store.BatchDelete(x.ctx, x.sc, e.Name, ids)
+		}
+	})
+}
+
+// batchResult checks the selection of an <E>BatchResult, runs the batch
+// and writes its result.
+func (x *execCtx) batchResult(e *schema.Entity, cf *cfield, run func() (*records.BatchResult, error)) ([]byte, error) {
 	resT := e.Name + "BatchResult"
 	var sel query.Selection
 	type part struct {
@@ -51,25 +75,7 @@ func (x *execCtx) batch(rf model.RootField, cf *cfield, args map[string]any) ([]
 		}
 		parts = append(parts, p)
 	}
-	var res *records.BatchResult
-	var err error
-	switch rf.Kind {
-	case model.KindBatchCreate:
-		items, _ := norm(args["input"]).([]any)
-		res, err = x.e.store.BatchCreate(x.ctx, x.sc, e.Name, items)
-	case model.KindBatchUpdate:
-		list, _ := norm(args["input"]).([]any)
-		items := make([]records.BatchUpdateItem, len(list))
-		for i, it := range list {
-			m, _ := it.(map[string]any)
-			data, _ := m["data"].(map[string]any)
-			items[i] = records.BatchUpdateItem{ID: m["id"], Data: data, Raw: it}
-		}
-		res, err = x.e.store.BatchUpdate(x.ctx, x.sc, e.Name, items)
-	case model.KindBatchDelete:
-		ids, _ := norm(args["ids"]).([]any)
-		res, err = x.e.store.BatchDelete(x.ctx, x.sc, e.Name, ids)
-	}
+	res, err := run()
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,11 @@ const MaxPage = 100
 // resolveRoot writes the value of root field cf to b (on an error, what
 // it wrote is for the caller to cut).
 func (x *execCtx) resolveRoot(b *bytes.Buffer, root string, cf *cfield) error {
+	if back, err := x.withDeleted(cf); err != nil {
+		return err
+	} else if back != nil {
+		defer back()
+	}
 	rf, ok := x.m.Root(cf.field.Name)
 	if ok && rf.Kind == model.KindList { // written straight into b: the value may be large
 		if err := x.p.Require("entity", rf.Entity.Name, "read"); err != nil {
@@ -63,7 +68,7 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 	args := cf.field.ArgumentMap(x.vars)
 	e := rf.Entity
 	switch rf.Kind {
-	case model.KindCount, model.KindConnection, model.KindVectorSearch:
+	case model.KindCount, model.KindConnection, model.KindVectorSearch, model.KindAggregate:
 		if err := x.p.Require("entity", e.Name, "read"); err != nil {
 			return nil, err
 		}
@@ -80,10 +85,14 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 		return x.connection(e, cf, args)
 	case model.KindVectorSearch:
 		return x.vectorSearchField(e, cf, args)
-	case model.KindCreate, model.KindUpdate, model.KindDelete:
+	case model.KindAggregate:
+		return x.aggregateField(e, cf, args)
+	case model.KindCreate, model.KindUpdate, model.KindDelete, model.KindRestore:
 		return x.mutate(rf, cf, args)
 	case model.KindBatchCreate, model.KindBatchUpdate, model.KindBatchDelete:
 		return x.batch(rf, cf, args)
+	case model.KindUpsert, model.KindBatchUpsert:
+		return x.upsert(rf, cf, args)
 	case model.KindRelCreate, model.KindRelUpdate, model.KindRelDelete:
 		return x.edge(rf, cf, args)
 	}
@@ -124,6 +133,7 @@ func (x *execCtx) list(b *bytes.Buffer, e *schema.Entity, cf *cfield) error {
 		if l.OrderBy, err = orderBy(args["orderBy"]); err != nil {
 			return l, err
 		}
+		l.DistinctOn = stringList(args["distinctOn"])
 		if serr != nil {
 			return l, serr
 		}
@@ -568,7 +578,7 @@ func (x *execCtx) vectorSearchField(e *schema.Entity, cf *cfield, args map[strin
 // the outbox event in the same statement as the write).
 func (x *execCtx) mutate(rf model.RootField, cf *cfield, args map[string]any) ([]byte, error) {
 	e := rf.Entity
-	op := map[model.RootKind]string{model.KindCreate: "create", model.KindUpdate: "update", model.KindDelete: "delete"}[rf.Kind]
+	op := map[model.RootKind]string{model.KindCreate: "create", model.KindUpdate: "update", model.KindDelete: "delete", model.KindRestore: "delete"}[rf.Kind]
 	if err := x.p.Require("entity", e.Name, op); err != nil {
 		return nil, err
 	}
@@ -591,6 +601,9 @@ func (x *execCtx) mutate(rf model.RootField, cf *cfield, args map[string]any) ([
 		in, _ := norm(args["input"]).(map[string]any)
 		id, _ := args["id"].(string)
 		raw, err = x.e.store.Update(x.ctx, x.sc, e.Name, id, in, records.Patch)
+	case model.KindRestore:
+		id, _ := args["id"].(string)
+		raw, err = x.e.store.Restore(x.ctx, x.sc, e.Name, id)
 	case model.KindDelete:
 		id, _ := args["id"].(string)
 		if _, perr := uuid.Parse(id); perr != nil {

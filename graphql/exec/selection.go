@@ -328,3 +328,15 @@ func orderBy(v any) ([]query.Order, error) {
 	}
 	return out, nil
 }
+
+// stringList converts a list of strings (null items are left out: the
+// argument's type does not allow them).
+func stringList(v any) []string {
+	var out []string
+	for _, item := range asList(v) {
+		if s, ok := item.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

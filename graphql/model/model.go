@@ -48,7 +48,11 @@ const (
 	KindRelCreated
 	KindRelUpdated
 	KindRelDeleted
-	KindChanged // <singular>Changed: every change of an entity, with its cursor
+	KindChanged   // <singular>Changed: every change of an entity, with its cursor
+	KindRestore   // restore<E>: an entity with softDelete
+	KindAggregate // <plural>Aggregate (aggregate.go)
+	KindUpsert
+	KindBatchUpsert
 )
 
 // RootField is the meaning of one Query/Mutation/Subscription field.
@@ -496,6 +500,10 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		fieldNames[name] = true
 	}
 	obj := []string{"  id: ID!", "  createdAt: DateTime!", "  updatedAt: DateTime!"}
+	if e.SoftDelete {
+		claim(schema.ColDeletedAt)
+		obj = append(obj, "  \"When the record was deleted (softDelete); null while it is live.\"\n  deletedAt: DateTime")
+	}
 	for i := range e.Fields {
 		f := &e.Fields[i]
 		claim(f.Name)
@@ -535,6 +543,9 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 
 	// where
 	where := []string{"  id: IDFilter", "  createdAt: DateTimeFilter", "  updatedAt: DateTimeFilter"}
+	if e.SoftDelete {
+		where = append(where, "  deletedAt: DateTimeFilter")
+	}
 	for i := range e.Fields {
 		if ft := filterType(e.Name, &e.Fields[i]); ft != "" {
 			where = append(where, "  "+e.Fields[i].Name+": "+ft)
@@ -559,6 +570,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		create = append(create, "  "+f.Name+": "+inType(e.Name, f, f.Required && f.Default == nil))
 		update = append(update, "  "+f.Name+": "+inType(e.Name, f, false))
 	}
+	create = append(create, g.nestedInputs(e)...)
 	g.typ("input", n.CreateInput, "", create)
 	g.typ("input", n.UpdateInput, "Only the fields present change; null clears a field.", update)
 	g.typ("input", n.BatchUpdateInput, "", []string{"  id: ID!", "  data: " + n.UpdateInput + "!"})
@@ -568,7 +580,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		"  totalCount: Int!", "  successCount: Int!", "  failureCount: Int!"})
 
 	rf := RootField{Entity: e}
-	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!]", n.Where, n.OrderBy)
+	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!], distinctOn: [String!]", n.Where, n.OrderBy)
 	if hasVector(e) {
 		g.typ("input", n.VectorInput, "", []string{"  \"A VECTOR field of " + e.Name + ".\"", "  field: String!", "  vector: [Float!]!",
 			"  \"1 to 100.\"", "  topK: Int = 10",
@@ -595,18 +607,29 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 			g.root(&g.mut, m.name, with(rf, m.kind), m.decl)
 		}
 	}
+	if e.SoftDelete && g.can("entity", e.Name, "delete") {
+		g.root(&g.mut, "restore"+n.Type, with(rf, KindRestore), "(id: ID!): "+n.Type+"!")
+	}
+	g.writeRoots(e, n, rf)
 }
 
 // readRoots are the queries and subscriptions of an entity (its read scope).
 func (g *gen) readRoots(e *schema.Entity, n entityNames, rf RootField, page string) {
-	g.root(&g.query, n.List, with(rf, KindList), "("+page+"): ["+n.Type+"!]!")
-	g.root(&g.query, n.One, with(rf, KindOne), "(id: ID!): "+n.Type)
-	g.root(&g.query, n.Count, with(rf, KindCount), fmt.Sprintf("(where: %s, search: String): Int!", n.Where))
+	// withDeleted: soft-deleted records shown, to a credential that may
+	// delete them (the argument exists only for it).
+	wd := ""
+	if e.SoftDelete && g.can("entity", e.Name, "delete") {
+		wd = ", withDeleted: Boolean"
+	}
+	g.root(&g.query, n.List, with(rf, KindList), "("+page+wd+"): ["+n.Type+"!]!")
+	g.root(&g.query, n.One, with(rf, KindOne), "(id: ID!"+wd+"): "+n.Type)
+	g.root(&g.query, n.Count, with(rf, KindCount), fmt.Sprintf("(where: %s, search: String%s): Int!", n.Where, wd))
 	g.root(&g.query, n.ConnectionField, with(rf, KindConnection),
-		fmt.Sprintf("(first: Int, after: String, last: Int, before: String, where: %s, search: String, orderBy: [%s!]): %s!", n.Where, n.OrderBy, n.Connection))
+		fmt.Sprintf("(first: Int, after: String, last: Int, before: String, where: %s, search: String, orderBy: [%s!]%s): %s!", n.Where, n.OrderBy, wd, n.Connection))
 	if hasVector(e) {
 		g.root(&g.query, n.VectorSearch, with(rf, KindVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}
+	g.aggregateRoot(e, n, rf)
 	// after: resume after an event's cursor (frames carry it in
 	// extensions.cursor; <singular>Changed carries it as a field).
 	g.root(&g.sub, n.Created, with(rf, KindCreated), "(where: "+n.Where+", after: String): "+n.Type+"!")

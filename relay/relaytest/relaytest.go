@@ -86,6 +86,9 @@ func Start(taskQueue string, verbose bool) (*Stack, error) {
 	if err := searchattr.Ensure(ctx, s.Temporal, "default"); err != nil {
 		log.Warn("could not register the search attributes", "err", err)
 	}
+	// The default lease, as dds worker runs: a one-second lease here made
+	// a loaded machine's pauses re-claim batches in flight (the documented
+	// duplicate bound), which the no-crash tests count as repeats.
 	r, err := relay.Setup(d, s.Temporal, dl, relay.SetupOptions{TaskQueue: taskQueue, Hub: hub, Log: log})
 	if err != nil {
 		cancel()

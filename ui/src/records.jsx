@@ -6,6 +6,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { allows, api, ApiError, enc, errorAt } from './api.js';
 import { loadActive } from './schemas.jsx';
 import { FieldInput, fieldHint, fromText, toText } from './fields.jsx';
+import { Deleted, History } from './history.jsx';
 import { Empty, ErrorBox, fmtTime, Link, navigate, Row, useAction, useLoad } from './ui.jsx';
 
 const PAGE = 50;
@@ -309,7 +310,10 @@ function cell(v) {
 // ---- one record ----
 
 function RecordPage({ me, ent, def, id }) {
-  const { data, error } = useLoad((signal) => (id ? api.get(`/dynamic/${enc(ent.name)}/${enc(id)}`, { signal }) : Promise.resolve({})), [id]);
+  // A soft-deleted record opens too, for a credential that may restore it.
+  const canDelete = allows(me.scopes, 'entity', ent.name, 'delete');
+  const withDeleted = ent.softDelete && canDelete ? '?withDeleted=true' : '';
+  const { data, error, reload } = useLoad((signal) => (id ? api.get(`/dynamic/${enc(ent.name)}/${enc(id)}${withDeleted}`, { signal }) : Promise.resolve({})), [id]);
   if (error) return <ErrorBox error={error} />;
   if (!data) return <p>Loading…</p>;
   const rels = def ? (def.relationships || []).filter((r) => r.from === ent.name || r.to === ent.name) : [];
@@ -318,8 +322,10 @@ function RecordPage({ me, ent, def, id }) {
       <p>
         <Link to={'/records/' + ent.name}>← {ent.name}</Link>
       </p>
-      <RecordForm me={me} ent={ent} record={id ? data : null} />
-      {id
+      {id && data.deletedAt ? <Deleted ent={ent} record={data} canRestore={canDelete} onRestored={reload} /> : null}
+      <RecordForm key={data.deletedAt || 'live'} me={me} ent={ent} record={id ? data : null} />
+      {id && ent.history ? <History ent={ent} id={id} /> : null}
+      {id && !data.deletedAt // a deleted record's edges come back with it
         ? rels.map((r) =>
             allows(me.scopes, 'relationship', r.name, 'read') ? (
               <Edges key={r.name + (r.from === ent.name ? 'out' : 'in')} me={me} rel={r} ent={ent} def={def} id={id} direction={r.from === ent.name ? 'out' : 'in'} />
@@ -367,7 +373,8 @@ function RecordForm({ me, ent, record }) {
     }
   }
   async function remove() {
-    if (!window.confirm(`Delete this ${ent.name}? Its edges and files go with it.`)) return;
+    const what = ent.softDelete ? 'It can be restored afterwards.' : 'Its edges and files go with it.';
+    if (!window.confirm(`Delete this ${ent.name}? ${what}`)) return;
     try {
       await api.del(`/dynamic/${enc(ent.name)}/${enc(record.id)}`);
       navigate('/records/' + ent.name);

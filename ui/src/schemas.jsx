@@ -164,7 +164,7 @@ function toForm(def) {
   const f = (x) => ({ ...x, default: x.default === undefined ? '' : typeof x.default === 'string' ? x.default : JSON.stringify(x.default), values: (x.values || []).join(', ') });
   return {
     name: def.name,
-    entities: def.entities.map((e) => ({ name: e.name, fields: e.fields.map(f) })),
+    entities: def.entities.map((e) => ({ name: e.name, softDelete: !!e.softDelete, history: !!e.history, fields: e.fields.map(f) })),
     relationships: (def.relationships || []).map((r) => ({ ...r, properties: (r.properties || []).map(f) })),
   };
 }
@@ -196,7 +196,12 @@ function fromForm(form) {
   };
   return {
     name: form.name.trim(),
-    entities: form.entities.map((e) => ({ name: e.name.trim(), fields: e.fields.map(field) })),
+    entities: form.entities.map((e) => ({
+      name: e.name.trim(),
+      ...(e.softDelete ? { softDelete: true } : {}),
+      ...(e.history ? { history: true } : {}),
+      fields: e.fields.map(field),
+    })),
     relationships: form.relationships.map((r) => {
       const out = { name: r.name.trim(), from: r.from, to: r.to };
       if (r.fromField) out.fromField = r.fromField.trim();
@@ -333,6 +338,12 @@ function SchemaEditor({ me, existing, onDone }) {
             <Row label="Entity name" error={errs[`entities[${i}].name`] || errs[`entities[${i}]`]} hint="PascalCase">
               <input value={ent.name} onChange={(e) => update((f) => (f.entities[i].name = e.target.value))} required aria-label={`Entity ${i + 1} name`} />
             </Row>
+            <label className="check" title="DELETE sets deletedAt; reads hide the record; it can be restored">
+              <input type="checkbox" checked={!!ent.softDelete} onChange={(e) => update((f) => (f.entities[i].softDelete = e.target.checked))} aria-label={`Entity ${i + 1} soft delete`} /> soft delete
+            </label>
+            <label className="check" title="keep every version of every record">
+              <input type="checkbox" checked={!!ent.history} onChange={(e) => update((f) => (f.entities[i].history = e.target.checked))} aria-label={`Entity ${i + 1} history`} /> history
+            </label>
             <button type="button" className="danger" onClick={() => update((f) => f.entities.splice(i, 1))}>
               Remove entity
             </button>

@@ -115,6 +115,8 @@ try {
     await setField('Product', 7, 'embedding', 'VECTOR', { dims: 3 });
     await page.getByRole('button', { name: 'Add entity' }).click();
     await page.getByLabel('Entity 2 name', { exact: true }).fill('Category');
+    await page.getByLabel('Entity 2 soft delete', { exact: true }).check();
+    await page.getByLabel('Entity 2 history', { exact: true }).check();
     await setField('Category', 1, 'title', 'STRING', { required: true, unique: true });
     await page.getByRole('button', { name: 'Add relationship' }).click();
     await page.getByLabel('Relationship 1 name', { exact: true }).fill('IN_CATEGORY');
@@ -172,6 +174,36 @@ try {
       await page.getByRole('link', { name: '← Category' }).click();
     }
     await expectText(page.getByRole('table', { name: 'Category records' }).locator('td'), 'Desks');
+  });
+
+  await step('record-history', async () => {
+    // Category keeps history and soft-deletes (ticked when the schema was made).
+    await page.getByRole('button', { name: 'New Category' }).click();
+    await page.locator('form[aria-label="New Category"] [name=title]').fill('Shelves');
+    await page.getByRole('button', { name: 'Create' }).click();
+    const form = page.locator('form[aria-label="Edit Category"]');
+    await form.locator('[name=title]').fill('Bookshelves');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    await page.getByLabel('History', { exact: true }).getByRole('button', { name: 'Show history' }).click();
+    const versions = page.getByRole('table', { name: 'Versions' });
+    await expectText(versions.locator('td'), 'update');
+    await expectText(versions.locator('td'), 'create');
+    await versions.getByRole('button', { name: 'Record' }).first().click();
+    await expectText(versions.locator('pre'), 'Bookshelves');
+    // A soft delete hides it from the table; its page offers Restore.
+    const url = page.url();
+    page.once('dialog', (d) => d.accept());
+    await form.getByRole('button', { name: 'Delete' }).click();
+    const table = page.getByRole('table', { name: 'Category records' });
+    await expectText(table.locator('td'), 'Desks');
+    if (await table.locator('td', { hasText: 'Bookshelves' }).count()) throw new Error('the deleted record is still listed');
+    await page.goto(url);
+    const banner = page.getByLabel('Deleted record', { exact: true });
+    await banner.getByRole('button', { name: 'Restore' }).click();
+    await banner.waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: '← Category' }).click();
+    await expectText(page.getByRole('table', { name: 'Category records' }).locator('td'), 'Bookshelves');
   });
 
   await step('record-new', async () => {

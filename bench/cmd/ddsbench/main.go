@@ -12,7 +12,9 @@
 //     the same work;
 //   - DDS: the real routes with auth, validation, outbox and logging on.
 //
-// Sections (-only): get, list, flat, create, nested, vector, batch. Before
+// Sections (-only): get, list, flat, create, nested, vector, batch,
+// aggregate, upsert, nestedwrite, history (a create with history: true
+// against the same create without). Before
 // the timed runs each section checks its contenders return the same
 // records. It prints req/s, p50/p99, server CPU, Postgres time
 // (pg_stat_statements) and Postgres CPU per request, each target as PASS
@@ -80,7 +82,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration of each contender (split into -rounds; capped at 2m)")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each run")
 	flag.IntVar(&o.concurrency, "concurrency", 0, "concurrent clients (default 32 with -load wrk, 16 with go)")
-	flag.StringVar(&only, "only", "", "sections to run: get, list, flat, create, nested, vector, batch (-load wrk; default all), get, create (-load go; default both)")
+	flag.StringVar(&only, "only", "", "sections to run: get, list, flat, create, nested, vector, batch, aggregate, upsert, nestedwrite, history (-load wrk; default all), get, create (-load go; default both)")
 	flag.StringVar(&o.driver, "load", "wrk", "load generator: wrk (its own process; what users see) or go (in-process, for profiling)")
 	flag.IntVar(&o.records, "records", 100000, "records seeded before the sections")
 	flag.IntVar(&o.vectors, "vectors", 100000, "vectors of the vector section (128 dimensions)")
@@ -118,7 +120,7 @@ func main() {
 			}
 		}
 		o.rounds = min(max(o.rounds, 1), 100)
-		sections := map[string][]string{"wrk": {"get", "list", "flat", "create", "nested", "vector", "batch"}, "go": {"get", "create"}}[o.driver]
+		sections := map[string][]string{"wrk": {"get", "list", "flat", "create", "nested", "vector", "batch", "aggregate", "upsert", "nestedwrite", "history"}, "go": {"get", "create"}}[o.driver]
 		if sections == nil {
 			err = fmt.Errorf("-load: %q is neither wrk nor go", o.driver)
 		}
@@ -232,6 +234,12 @@ func run(ctx context.Context, o options) error {
 	if slices.Contains(o.only, "nested") {
 		step("seeding categories")
 		if err := b.seedNested(ctx, ids); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(o.only, "nestedwrite") {
+		step("seeding the categories nested creates connect")
+		if b.writeCats, err = b.seedWriteCategories(ctx); err != nil {
 			return err
 		}
 	}
@@ -446,8 +454,14 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 		m, err = load.MinimalServer(pool.DB, st.SQL, func(*http.Request) []any { return append([]any{}, st.Args...) })
 	case "vector":
 		m, err = load.MinimalServer(pool.DB, rawVectorSQL(b.scope.Table(vectorEntity)), vectorArgs)
+	case "aggregate":
+		m, err = load.MinimalServer(pool.DB, aggregateSQL(b.scope.Table(entity)), func(*http.Request) []any { return []any{} })
 	case "batch":
 		m, err = load.MinimalServer(pool.DB, b.batch.sql, b.batch.args)
+	case "upsert":
+		m, err = load.MinimalServer(pool.DB, b.upsert.sql, b.upsert.args)
+	case "nestedwrite":
+		m, err = b.nestedWrite.serve(pool.DB)
 	case "nested":
 		st, lerr := b.scope.ListStatement(nestedPlan)
 		if lerr != nil {

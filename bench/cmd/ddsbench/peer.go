@@ -29,7 +29,7 @@ const (
 	peerGetQuery = `query($id: UUID!) { productByRowId(rowId: $id) { ` + peerFields + ` } }`
 	// The list section's range filter comes from the connection-filter plugin;
 	// ties of createdAt are broken by id ascending, as DDS does.
-	peerListQuery   = `query($n: Float!) { allProducts(first: 20, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_ASC], filter: {price: {greaterThanOrEqualTo: $n}}) { nodes { ` + peerFields + ` } } }`
+	peerListQuery   = `query($n: Float!) { allProducts(first: 20, orderBy: [CREATED_AT_DESC, PRIMARY_KEY_DESC], filter: {price: {greaterThanOrEqualTo: $n}}) { nodes { ` + peerFields + ` } } }`
 	peerCreateQuery = `mutation($p: ProductInput!) { createProduct(input: {product: $p}) { product { ` + peerFields + ` } } }`
 )
 

@@ -46,7 +46,7 @@ var schemaDef = map[string]any{
 			map[string]any{"name": "title", "type": "STRING"},
 			map[string]any{"name": "embedding", "type": "VECTOR", "vectorDimensions": vectorDims},
 		},
-	}},
+	}, accountDef},
 	"relationships": []any{map[string]any{"name": "IN_CATEGORY", "from": entity, "to": "Category", "fromField": "categories", "toField": "products"}},
 }
 
@@ -89,6 +89,11 @@ type bench struct {
 	getSQL string
 	create createStmt
 	batch  batchStmt
+	// upsert and nestedWrite are the upsert and nestedwrite sections'
+	// statements (writes.go).
+	upsert      upsertStmt
+	nestedWrite nestedWriteStmt
+	writeCats   []string // the categories nestedwrite connects (nil unless it runs)
 	// vectors is the vector section's corpus (nil unless it runs).
 	vectors *vectorSet
 }
@@ -118,7 +123,15 @@ func resolve(ctx context.Context, db *sqlx.DB, tenantID string) (*bench, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &bench{db: db, scope: sc, entity: e, getSQL: st.SQL, create: cs, batch: compileBatch(sc)}, nil
+	us, err := compileUpsert(sc)
+	if err != nil {
+		return nil, err
+	}
+	nw, err := compileNestedWrite(sc)
+	if err != nil {
+		return nil, err
+	}
+	return &bench{db: db, scope: sc, entity: e, getSQL: st.SQL, create: cs, batch: compileBatch(sc), upsert: us, nestedWrite: nw}, nil
 }
 
 // createStmt is the INSERT + outbox statement of records.Store.Create for

@@ -1,0 +1,327 @@
+// Command tenants benchmarks the tenant lifecycle against Postgres
+// itself, in one run over the same Postgres and table: the export of a
+// tenant of N records (a zip archive written by the worker and stored)
+// against `COPY … TO` of the same table, and the import of that archive as
+// a new tenant against `COPY … FROM` of the same rows. It runs `dds serve`
+// and `dds worker` as child processes (built from this tree) and prints
+// rows/s, the ratios, and the peak RSS of both processes.
+//
+// Raw SQL on the tenant's tables here is deliberate (seeding, the
+// baselines DDS is measured against); DDS itself reaches them only through
+// package records.
+//
+//	make bench BENCHES=tenants
+//	DATABASE_URL=... DDS_TEMPORAL_CLI=... go run ./bench/tenants -rows 200000
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/dds-project/dds/bench/load"
+)
+
+func main() {
+	rows := flag.Int("rows", 200_000, "records of the exported tenant")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if err := run(ctx, *rows); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/tenants:", err)
+		os.Exit(1)
+	}
+}
+
+func freeAddr() (string, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+type bench struct {
+	base, operator string
+	c              *http.Client
+}
+
+func (b *bench) call(ctx context.Context, method, path string, body any, want int, dst any) error {
+	_, err := load.Call(ctx, b.c, method, b.base+path, b.operator, body, want, dst)
+	return err
+}
+
+type job struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	TenantID string `json:"tenantId"`
+	Result   struct {
+		Archive struct {
+			DownloadURL string `json:"downloadUrl"`
+			SizeBytes   int64  `json:"sizeBytes"`
+		} `json:"archive"`
+		TenantID string `json:"tenantId"`
+	} `json:"result"`
+	Error any `json:"error"`
+}
+
+// wait polls a tenant job until it ends; it returns the job and how long
+// it took since start.
+func (b *bench) wait(ctx context.Context, id string, start time.Time) (job, time.Duration, error) {
+	for {
+		var j job
+		if err := b.call(ctx, "GET", "/api/v1/tenant-jobs/"+id, nil, http.StatusOK, &j); err != nil {
+			return j, 0, err
+		}
+		switch j.Status {
+		case "succeeded":
+			return j, time.Since(start), nil
+		case "failed", "cancelled":
+			return j, 0, fmt.Errorf("tenant job %s %s: %v", id, j.Status, j.Error)
+		}
+		select {
+		case <-ctx.Done():
+			return j, 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func run(ctx context.Context, n int) error {
+	dbURL, cli := os.Getenv("DATABASE_URL"), os.Getenv("DDS_TEMPORAL_CLI")
+	if dbURL == "" || cli == "" {
+		return errors.New("DATABASE_URL and DDS_TEMPORAL_CLI must be set (run through make bench)")
+	}
+	work, err := os.MkdirTemp("", "dds-bench-tenants-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	bin := filepath.Join(work, "dds")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dds").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	d, created, drop, err := load.Tenant(ctx, dbURL, "bench-tenants", 4)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	tAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{ExistingPath: cli,
+		ClientOptions: &client.Options{HostPort: tAddr, Logger: quiet}, LogLevel: "error", Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		return fmt.Errorf("temporal dev server: %w", err)
+	}
+	defer dev.Stop() //nolint:errcheck // best-effort shutdown after the results are printed
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	probeAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	b := &bench{base: "http://" + httpAddr, operator: randHex(24), c: &http.Client{Timeout: 5 * time.Minute}}
+	env := append(os.Environ(), "DDS_HTTP_ADDR="+httpAddr, "DDS_PUBLIC_URL="+b.base, "DDS_ENV=live", "DDS_OPERATOR_TOKEN="+b.operator,
+		"DDS_JWT_SECRET="+randHex(32), "DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
+		"TEMPORAL_ADDRESS="+tAddr, "DDS_TASK_QUEUE=bench-tenants", "DDS_LOG_LEVEL=warn", "DDS_WORKER_HTTP_ADDR="+probeAddr,
+		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+filepath.Join(work, "store"))
+	var procs []*exec.Cmd
+	for _, cmd := range []string{"serve", "worker"} {
+		p := exec.CommandContext(ctx, bin, cmd)
+		p.Env, p.Stdout, p.Stderr = env, os.Stderr, os.Stderr
+		if err := p.Start(); err != nil {
+			return err
+		}
+		procs = append(procs, p)
+	}
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Signal(syscall.SIGTERM)
+			_ = p.Wait()
+		}
+	}()
+	if err := load.WaitHealthy(ctx, b.base+"/livez", 30*time.Second); err != nil {
+		return err
+	}
+	def := map[string]any{"name": "bench", "entities": []any{map[string]any{"name": "Product", "fields": []any{
+		map[string]any{"name": "name", "type": "STRING", "required": true},
+		map[string]any{"name": "price", "type": "NUMBER", "indexed": true},
+		map[string]any{"name": "stock", "type": "INTEGER"},
+		map[string]any{"name": "tags", "type": "STRING", "list": true}}}}}
+	if _, err := load.Call(ctx, b.c, "POST", b.base+"/api/v1/schemas", created.APIKey, def, http.StatusCreated, nil); err != nil {
+		return err
+	}
+	var pg string
+	if err := d.GetContext(ctx, &pg, `SELECT pg_schema FROM dds.schemas WHERE tenant_id = $1 AND active`, created.TenantID); err != nil {
+		return err
+	}
+	table := fmt.Sprintf(`%q."Product"`, pg)
+	var csv bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&csv, "%s,Product %07d,%d.%02d,%d,\"{t%d,bench}\"\n", uuid.Must(uuid.NewV7()), i, i%1000, i%100, i%50, i%7)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	cols := `("id", "name", "price", "stock", "tags")`
+	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(csv.Bytes()), `COPY `+table+` `+cols+` FROM STDIN (FORMAT csv)`); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
+		return err
+	}
+	fmt.Printf("records: %d\n", n)
+
+	// Baselines: COPY the table out, and the same rows into a copy of it.
+	t0 := time.Now()
+	if _, err := conn.PgConn().CopyTo(ctx, io.Discard, `COPY `+table+` TO STDOUT`); err != nil {
+		return err
+	}
+	copyTo := time.Since(t0)
+	if _, err := conn.Exec(ctx, `CREATE TABLE `+fmt.Sprintf(`%q."CopyBaseline"`, pg)+` (LIKE `+table+` INCLUDING ALL)`); err != nil {
+		return err
+	}
+	t0 = time.Now()
+	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(csv.Bytes()), fmt.Sprintf(`COPY %q."CopyBaseline" %s FROM STDIN (FORMAT csv)`, pg, cols)); err != nil {
+		return err
+	}
+	copyFrom := time.Since(t0)
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP TABLE %q."CopyBaseline"`, pg)); err != nil {
+		return err
+	}
+	csv = bytes.Buffer{}
+
+	samplers := []*load.RSSSampler{load.SampleRSS(procs[0].Process.Pid, 100*time.Millisecond), load.SampleRSS(procs[1].Process.Pid, 100*time.Millisecond)}
+	// Export, as the operator sees it: POST until the job has succeeded.
+	var j job
+	t0 = time.Now()
+	if err := b.call(ctx, "POST", "/api/v1/tenants/"+created.TenantID+"/export", nil, http.StatusAccepted, &j); err != nil {
+		return err
+	}
+	j, exportT, err := b.wait(ctx, j.ID, t0)
+	if err != nil {
+		return err
+	}
+	archive, err := download(ctx, b.c, j.Result.Archive.DownloadURL)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("archive: %.1f MB\n", float64(len(archive))/(1<<20))
+	// Import of that archive: upload it, then POST until succeeded.
+	var up struct {
+		FileID    string            `json:"fileId"`
+		UploadURL string            `json:"uploadUrl"`
+		Headers   map[string]string `json:"headers"`
+	}
+	if err := b.call(ctx, "POST", "/api/v1/tenant-archives", map[string]any{"sizeBytes": len(archive)}, http.StatusCreated, &up); err != nil {
+		return err
+	}
+	if err := upload(ctx, b.c, up.UploadURL, up.Headers, archive); err != nil {
+		return err
+	}
+	t0 = time.Now()
+	if err := b.call(ctx, "POST", "/api/v1/tenants/import", map[string]any{"fileId": up.FileID, "name": "bench-tenants-imported"}, http.StatusAccepted, &j); err != nil {
+		return err
+	}
+	j, importT, err := b.wait(ctx, j.ID, t0)
+	if err != nil {
+		return err
+	}
+	// Delete the imported tenant through the API (and time it).
+	t0 = time.Now()
+	var del job
+	if err := b.call(ctx, "DELETE", "/api/v1/tenants/"+j.TenantID, nil, http.StatusAccepted, &del); err != nil {
+		return err
+	}
+	_, deleteT, err := b.wait(ctx, del.ID, t0)
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("\n%-26s %12s %12s %14s %12s %8s\n", "", "DDS job", "records/s", "Postgres COPY", "records/s", "ratio")
+	for _, l := range []struct {
+		what     string
+		dds, sql time.Duration
+	}{{"export (zip, stored)", exportT, copyTo}, {"import (new tenant)", importT, copyFrom}} {
+		fmt.Printf("%-26s %12s %12.0f %14s %12.0f %7.2f\n", l.what, l.dds.Round(time.Millisecond), float64(n)/l.dds.Seconds(),
+			l.sql.Round(time.Millisecond), float64(n)/l.sql.Seconds(), l.sql.Seconds()/l.dds.Seconds())
+	}
+	fmt.Printf("%-26s %12s\n", "delete (imported tenant)", deleteT.Round(time.Millisecond))
+	for i, name := range []string{"dds serve", "dds worker"} {
+		peak, err := samplers[i].Stop()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s peak RSS: %s\n", name, load.MB(peak))
+	}
+	return nil
+}
+
+func download(ctx context.Context, c *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download the archive: %d", resp.StatusCode)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+func upload(ctx context.Context, c *http.Client, url string, headers map[string]string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("upload the archive: %d", resp.StatusCode)
+	}
+	return nil
+}

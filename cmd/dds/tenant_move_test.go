@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/internal/testenv/teststack"
+)
+
+// deployment is a `dds serve` and a `dds worker` on their own database,
+// task queue and file storage.
+type deployment struct {
+	t        *testing.T
+	url      string
+	operator string
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startDeployment(t *testing.T, bin, dbURL string, storageEnv []string) *deployment {
+	t.Helper()
+	addr := freeAddr(t)
+	op := "operator-" + uuid.NewString()
+	env := append(os.Environ(), "DATABASE_URL="+dbURL, "DDS_ENV=test", "DDS_JWT_SECRET=test-jwt-secret-0123456789abcdef0123456789",
+		"DDS_OPERATOR_TOKEN="+op, "DDS_HTTP_ADDR="+addr, "DDS_PUBLIC_URL=http://"+addr, "DDS_TASK_QUEUE=move-"+uuid.NewString(),
+		"DDS_LOG_LEVEL=warn", "DDS_WORKER_HTTP_ADDR=127.0.0.1:0")
+	env = append(env, storageEnv...)
+	if out, err := (&exec.Cmd{Path: bin, Args: []string{bin, "migrate"}, Env: env}).CombinedOutput(); err != nil {
+		t.Fatalf("dds migrate: %v\n%s", err, out)
+	}
+	for _, cmd := range []string{"serve", "worker"} {
+		c := exec.Command(bin, cmd)
+		c.Env, c.Stderr = env, os.Stderr
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	}
+	d := &deployment{t: t, url: "http://" + addr, operator: op}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if resp, err := http.Get(d.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return d
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dds serve on %s did not become ready", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// do sends a request and decodes the JSON answer into out (when not nil).
+func (d *deployment) do(want int, method, path, cred string, body any, out any) {
+	d.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, d.url+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+cred)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		d.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			d.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
+type moveJob struct {
+	ID       string          `json:"id"`
+	Status   string          `json:"status"`
+	TenantID string          `json:"tenantId"`
+	Result   json.RawMessage `json:"result"`
+	Error    *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (d *deployment) wait(id string) moveJob {
+	d.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var j moveJob
+		d.do(http.StatusOK, "GET", "/api/v1/tenant-jobs/"+id, d.operator, nil, &j)
+		if j.Status == "succeeded" || j.Status == "failed" {
+			if j.Status != "succeeded" {
+				d.t.Fatalf("tenant job %s failed: %+v", id, j.Error)
+			}
+			return j
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("tenant job %s did not end", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type exported struct {
+	Archive struct {
+		DownloadURL string `json:"downloadUrl"`
+		SizeBytes   int64  `json:"sizeBytes"`
+	} `json:"archive"`
+	Counts    map[string]int64  `json:"counts"`
+	Checksums map[string]string `json:"checksums"`
+}
+
+func (d *deployment) export(tenant string) (exported, []byte) {
+	d.t.Helper()
+	var j moveJob
+	d.do(http.StatusAccepted, "POST", "/api/v1/tenants/"+tenant+"/export", d.operator, nil, &j)
+	j = d.wait(j.ID)
+	var res exported
+	if err := json.Unmarshal(j.Result, &res); err != nil {
+		d.t.Fatal(err)
+	}
+	resp, err := http.Get(res.Archive.DownloadURL)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || int64(len(b)) != res.Archive.SizeBytes {
+		d.t.Fatalf("download the archive: %d, %d bytes of %d", resp.StatusCode, len(b), res.Archive.SizeBytes)
+	}
+	return res, b
+}
+
+// secondDatabase is a second, empty database on the test server.
+func secondDatabase(t *testing.T) string {
+	t.Helper()
+	u, err := url.Parse(testenv.DatabaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/") + "_2"
+	d := testenv.DB(t)
+	var exists bool
+	if err := d.Get(&exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name); err != nil {
+		t.Fatal(err)
+	}
+	if !exists {
+		if _, err := d.Exec(fmt.Sprintf(`CREATE DATABASE %q`, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// TestTenantMovesBetweenDeployments exports a tenant from one deployment
+// (dds serve + dds worker, local file storage) and imports it into another
+// (its own database, S3 storage when the stack has it): the new tenant
+// answers with new keys, serves its records and files, and exports with the
+// same record and file checksums.
+func TestTenantMovesBetweenDeployments(t *testing.T) {
+	teststack.Need(t, "TEMPORAL_ADDRESS")
+	bin := filepath.Join(t.TempDir(), "dds")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	src := startDeployment(t, bin, testenv.DatabaseURL(t), []string{"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR=" + t.TempDir()})
+	dstStorage := []string{"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR=" + t.TempDir()}
+	if os.Getenv("FILE_STORAGE_S3_ENDPOINT") != "" {
+		dstStorage = []string{"FILE_STORAGE_DRIVER=s3", "FILE_STORAGE_S3_BUCKET=dds-move-test"}
+	}
+	dst := startDeployment(t, bin, secondDatabase(t), dstStorage)
+
+	var created struct {
+		TenantID string `json:"tenantId"`
+		APIKey   string `json:"apiKey"`
+	}
+	src.do(http.StatusCreated, "POST", "/api/v1/tenants", src.operator, map[string]any{"name": "moving"}, &created)
+	key := created.APIKey
+	src.do(http.StatusCreated, "POST", "/api/v1/schemas", key, map[string]any{"name": "shop", "entities": []any{
+		map[string]any{"name": "Product", "fields": []any{map[string]any{"name": "name", "type": "STRING", "required": true},
+			map[string]any{"name": "price", "type": "NUMBER"}, map[string]any{"name": "manual", "type": "FILE"}}},
+		map[string]any{"name": "Category", "fields": []any{map[string]any{"name": "title", "type": "STRING"}}}},
+		"relationships": []any{map[string]any{"name": "IN_CATEGORY", "from": "Product", "to": "Category"}}}, nil)
+	var ticket struct {
+		FileID    string            `json:"fileId"`
+		UploadURL string            `json:"uploadUrl"`
+		Headers   map[string]string `json:"headers"`
+	}
+	manual := []byte("the manual, moved byte for byte")
+	src.do(http.StatusCreated, "POST", "/api/v1/files/upload-url", key, map[string]any{"fileName": "m.txt", "mimeType": "text/plain", "sizeBytes": len(manual)}, &ticket)
+	put(t, ticket.UploadURL, ticket.Headers, manual)
+	src.do(http.StatusOK, "POST", "/api/v1/files/"+ticket.FileID+"/confirm", key, nil, nil)
+	var cat struct {
+		ID string `json:"id"`
+	}
+	src.do(http.StatusCreated, "POST", "/api/v1/dynamic/Category", key, map[string]any{"title": "tools"}, &cat)
+	for i := range 30 {
+		var p struct {
+			ID string `json:"id"`
+		}
+		src.do(http.StatusCreated, "POST", "/api/v1/dynamic/Product", key, map[string]any{"name": fmt.Sprint("p", i), "price": float64(i) + 0.1, "manual": ticket.FileID}, &p)
+		src.do(http.StatusCreated, "POST", "/api/v1/dynamic/Product/"+p.ID+"/relationships/IN_CATEGORY", key, map[string]any{"targetId": cat.ID}, nil)
+	}
+
+	first, archive := src.export(created.TenantID)
+	var up struct {
+		FileID    string            `json:"fileId"`
+		UploadURL string            `json:"uploadUrl"`
+		Headers   map[string]string `json:"headers"`
+	}
+	dst.do(http.StatusCreated, "POST", "/api/v1/tenant-archives", dst.operator, map[string]any{"sizeBytes": len(archive)}, &up)
+	put(t, up.UploadURL, up.Headers, archive)
+	var j moveJob
+	dst.do(http.StatusAccepted, "POST", "/api/v1/tenants/import", dst.operator, map[string]any{"fileId": up.FileID}, &j)
+	j = dst.wait(j.ID)
+	var res struct {
+		TenantID string `json:"tenantId"`
+		APIKeys  []struct {
+			Key string `json:"key"`
+		} `json:"apiKeys"`
+	}
+	if err := json.Unmarshal(j.Result, &res); err != nil || len(res.APIKeys) != 1 || res.APIKeys[0].Key == "" || res.APIKeys[0].Key == key {
+		t.Fatalf("import result: %s", j.Result)
+	}
+	newKey := res.APIKeys[0].Key
+	var page struct {
+		Count float64 `json:"count"`
+	}
+	dst.do(http.StatusOK, "GET", "/api/v1/dynamic/Product?includeCount=true&limit=1", newKey, nil, &page)
+	if page.Count != 30 {
+		t.Fatalf("the moved tenant has %v products", page.Count)
+	}
+	var dl struct {
+		URL string `json:"url"`
+	}
+	dst.do(http.StatusOK, "GET", "/api/v1/files/"+ticket.FileID+"/download-url", newKey, nil, &dl)
+	if got := get(t, dl.URL); !bytes.Equal(got, manual) {
+		t.Fatalf("the moved file reads %q", got)
+	}
+	// The old key is unknown to the new deployment.
+	dst.do(http.StatusUnauthorized, "GET", "/api/v1/dynamic/Product", key, nil, nil)
+	second, _ := dst.export(res.TenantID)
+	if !reflect.DeepEqual(first.Checksums, second.Checksums) || !reflect.DeepEqual(first.Counts, second.Counts) {
+		t.Fatalf("the tenant changed on the way:\n%+v\n%+v", first, second)
+	}
+}
+
+func put(t *testing.T, u string, headers map[string]string, body []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, u, bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT: %d", resp.StatusCode)
+	}
+}
+
+func get(t *testing.T, u string) []byte {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}

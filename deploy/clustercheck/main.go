@@ -1,0 +1,491 @@
+// Command clustercheck runs the production topology on this machine and
+// breaks it on purpose (make cluster-check). It starts two `dds serve`
+// behind HAProxy (health-checked on /readyz, DDS_SHUTDOWN_DRAIN set) and
+// two `dds worker`, over the stack's Postgres (through PgBouncer in
+// transaction mode when the stack runs it) and Temporal, each node its own
+// process. Every scenario drives creates and reads through HAProxy while a
+// fault happens, then checks that every acknowledged write is readable and
+// that its entity.created event reached a webhook receiver at least once,
+// and prints one line of the fault table: the fault window (from the fault
+// to the last failed request; no request may fail before the fault),
+// requests failed, writes lost, events lost.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dds-project/dds/db"
+	"github.com/dds-project/dds/webhook"
+)
+
+const operatorToken = "cluster-operator-token-0123456789abcdef"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "clustercheck:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	bin, haproxy string
+	base         int
+	load         time.Duration
+}
+
+func run() error {
+	var o options
+	flag.StringVar(&o.bin, "bin", "bin/dds", "the dds binary")
+	flag.StringVar(&o.haproxy, "haproxy", "haproxy", "the HAProxy binary")
+	flag.IntVar(&o.base, "port", 18080, "HAProxy's port; servers, workers and the stats socket use the next ones")
+	flag.DurationVar(&o.load, "load", 6*time.Second, "how long each scenario's load runs")
+	flag.Parse()
+	for _, v := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS"} {
+		if os.Getenv(v) == "" {
+			return fmt.Errorf("%s is not set: run it with `make cluster-check`, which starts the stack", v)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "dds-cluster-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	c, err := startCluster(o, tmp)
+	if c != nil {
+		defer c.stop()
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.setup(); err != nil {
+		return err
+	}
+	scenarios := []struct {
+		name  string
+		fault func(c *cluster) error
+	}{
+		{"kill -9 one server mid-load (restarted 2 s later)", func(c *cluster) error {
+			if err := c.servers[0].kill(); err != nil {
+				return err
+			}
+			time.Sleep(2 * time.Second) // the server stays dead for a while: the fault itself
+			return c.servers[0].start()
+		}},
+		{"rolling restart of every server under load", func(c *cluster) error {
+			for _, s := range c.servers {
+				if err := s.terminate(); err != nil {
+					return err
+				}
+				if err := s.start(); err != nil {
+					return err
+				}
+				if err := c.awaitUp(s.name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"kill -9 one worker mid-backlog (restarted 2 s later)", func(c *cluster) error {
+			if err := c.workers[0].kill(); err != nil {
+				return err
+			}
+			time.Sleep(2 * time.Second)
+			return c.workers[0].start()
+		}},
+	}
+	fmt.Printf("\n%-55s %12s %8s %8s %11s %11s\n", "scenario", "fault window", "requests", "failed", "writes lost", "events lost")
+	failed := false
+	for _, sc := range scenarios {
+		res, err := c.scenario(sc.fault, o.load)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		fmt.Printf("%-55s %12s %8d %8d %11d %11d\n", sc.name, res.window.Round(time.Millisecond), res.requests, res.failed, res.writesLost, res.eventsLost)
+		if res.writesLost > 0 || res.eventsLost > 0 || strings.HasPrefix(sc.name, "rolling") && res.failed > 0 {
+			failed = true
+			for _, e := range res.samples {
+				fmt.Println("   ", e)
+			}
+		}
+	}
+	if failed {
+		return errors.New("a scenario lost writes or events, or a rolling restart failed requests")
+	}
+	fmt.Println("\nclustercheck: every scenario kept every acknowledged write and delivered every event")
+	return nil
+}
+
+// node is one process of the topology, restartable.
+type node struct {
+	name string
+	args []string
+	env  []string
+	log  string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (n *node) start() error {
+	f, err := os.OpenFile(n.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(context.Background(), n.args[0], n.args[1:]...) //nolint:gosec // G204: the dds binary and HAProxy the operator named, by design
+	cmd.Env, cmd.Stdout, cmd.Stderr = n.env, f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("start %s: %w", n.name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
+	n.mu.Lock()
+	n.cmd, n.done = cmd, done
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *node) signal(sig syscall.Signal) error {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("%s did not stop within 30 s of %v", n.name, sig)
+	}
+}
+
+func (n *node) kill() error      { return n.signal(syscall.SIGKILL) }
+func (n *node) terminate() error { return n.signal(syscall.SIGTERM) }
+
+type cluster struct {
+	o                options
+	url              string // HAProxy
+	stats            string // HAProxy's stats socket
+	servers, workers []*node
+	haproxy          *node
+	key              string
+	mu               sync.Mutex
+	delivered        map[string]bool // entity ids whose entity.created arrived
+	receiver         *httptest.Server
+	client           *http.Client
+}
+
+func startCluster(o options, tmp string) (*cluster, error) {
+	ctx := context.Background()
+	direct, err := db.EnsureDatabase(ctx, os.Getenv("DATABASE_URL"), "dds_cluster")
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{o: o, url: fmt.Sprintf("http://127.0.0.1:%d", o.base), stats: filepath.Join(tmp, "haproxy.sock"),
+		delivered: map[string]bool{}, client: &http.Client{Timeout: 30 * time.Second}}
+	c.receiver = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p webhook.Payload
+		b, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(b, &p) == nil && p.Type == "entity.created" {
+			c.mu.Lock()
+			c.delivered[p.Data.EntityID] = true
+			c.mu.Unlock()
+		}
+	}))
+	ca := filepath.Join(tmp, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.receiver.Certificate().Raw}), 0o600); err != nil {
+		return c, err
+	}
+	env := append(os.Environ(),
+		"DATABASE_URL="+direct, "DDS_JWT_SECRET=cluster-jwt-secret-0123456789abcdef0123", "DDS_OPERATOR_TOKEN="+operatorToken,
+		"DDS_ENV=test", "DDS_TASK_QUEUE=dds-cluster-"+randomHex(4), "DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
+		"DDS_WEBHOOK_ALLOW_PRIVATE=true", "DDS_WEBHOOK_CA_FILE="+ca, "DDS_SHUTDOWN_DRAIN=1500ms",
+		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+filepath.Join(tmp, "files"),
+		"FILE_STORAGE_LOCAL_SECRET=cluster-local-storage-secret-0123456789", "DDS_PUBLIC_URL="+c.url)
+	if pooled := os.Getenv("DDS_TEST_PGBOUNCER_URL"); pooled != "" {
+		u, err := url.Parse(pooled)
+		if err != nil {
+			return c, err
+		}
+		u.Path = "/dds_cluster"
+		env = append(env, "DATABASE_URL="+u.String(), "DATABASE_DIRECT_URL="+direct, "DDS_DB_POOL_MODE=transaction")
+	}
+	mig := exec.CommandContext(context.Background(), o.bin, "migrate") //nolint:gosec // G204: the dds binary the operator named, by design
+	mig.Env = env
+	if out, err := mig.CombinedOutput(); err != nil {
+		return c, fmt.Errorf("dds migrate: %w\n%s", err, out)
+	}
+	for i := range 2 {
+		s := &node{name: fmt.Sprintf("s%d", i+1), args: []string{o.bin, "serve"}, log: filepath.Join(tmp, fmt.Sprintf("serve-%d.log", i+1)),
+			env: append(append([]string{}, env...), fmt.Sprintf("DDS_HTTP_ADDR=127.0.0.1:%d", o.base+1+i))}
+		w := &node{name: fmt.Sprintf("w%d", i+1), args: []string{o.bin, "worker"}, log: filepath.Join(tmp, fmt.Sprintf("worker-%d.log", i+1)),
+			env: append(append([]string{}, env...), fmt.Sprintf("DDS_WORKER_HTTP_ADDR=127.0.0.1:%d", o.base+11+i))}
+		c.servers, c.workers = append(c.servers, s), append(c.workers, w)
+	}
+	cfg := fmt.Sprintf(`global
+    maxconn 4096
+    stats socket %s mode 600 level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    retries 3
+    option redispatch
+    retry-on conn-failure
+frontend api
+    bind 127.0.0.1:%d
+    default_backend dds
+backend dds
+    balance roundrobin
+    option httpchk GET /readyz
+    http-check expect status 200
+    default-server inter 300ms fall 2 rise 2
+    server s1 127.0.0.1:%d check
+    server s2 127.0.0.1:%d check
+`, c.stats, o.base, o.base+1, o.base+2)
+	hcfg := filepath.Join(tmp, "haproxy.cfg")
+	if err := os.WriteFile(hcfg, []byte(cfg), 0o600); err != nil {
+		return c, err
+	}
+	c.haproxy = &node{name: "haproxy", args: []string{o.haproxy, "-db", "-f", hcfg}, env: os.Environ(), log: filepath.Join(tmp, "haproxy.log")}
+	for _, n := range append(append([]*node{c.haproxy}, c.servers...), c.workers...) {
+		if err := n.start(); err != nil {
+			return c, err
+		}
+	}
+	for _, s := range c.servers {
+		if err := c.awaitUp(s.name); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func (c *cluster) stop() {
+	for _, n := range append(append(append([]*node{}, c.servers...), c.workers...), c.haproxy) {
+		if n != nil {
+			_ = n.terminate()
+		}
+	}
+	c.receiver.Close()
+}
+
+// awaitUp waits until HAProxy reports the server UP (its stats socket).
+func (c *cluster) awaitUp(name string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := c.serverStatus(name); err == nil && st == "UP" {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond) // polling HAProxy's state: there is nothing to wait on
+	}
+	return fmt.Errorf("HAProxy did not see %s up within 60 s", name)
+}
+
+func (c *cluster) serverStatus(name string) (string, error) {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(context.Background(), "unix", c.stats)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "show stat\n"); err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(conn)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), ",")
+		if len(f) > 17 && f[0] == "dds" && f[1] == name {
+			return f[17], nil
+		}
+	}
+	return "", fmt.Errorf("no %s in HAProxy's stats", name)
+}
+
+func (c *cluster) do(method, path, key string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, c.url+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+func (c *cluster) setup() error {
+	code, b, err := c.do("POST", "/api/v1/tenants", operatorToken, map[string]any{"name": "cluster-" + randomHex(3)})
+	if err != nil || code != http.StatusCreated {
+		return fmt.Errorf("create tenant: %d %s: %w", code, b, err)
+	}
+	var t struct{ APIKey string }
+	if err := json.Unmarshal(b, &t); err != nil {
+		return err
+	}
+	c.key = t.APIKey
+	schema := map[string]any{"name": "cluster", "entities": []any{map[string]any{"name": "Note", "fields": []any{
+		map[string]any{"name": "n", "type": "INTEGER"}}}}}
+	if code, b, err := c.do("POST", "/api/v1/schemas", c.key, schema); err != nil || code != http.StatusCreated {
+		return fmt.Errorf("create schema: %d %s: %w", code, b, err)
+	}
+	if code, b, err := c.do("POST", "/api/v1/webhooks", c.key, map[string]any{"targetUrl": c.receiver.URL + "/hook", "eventTypes": []string{"entity.created"}}); err != nil || code != http.StatusCreated {
+		return fmt.Errorf("create webhook: %d %s: %w", code, b, err)
+	}
+	return nil
+}
+
+type result struct {
+	window                 time.Duration
+	requests, failed       int
+	writesLost, eventsLost int
+	samples                []string
+}
+
+// scenario runs 8 clients of creates and reads for load; the fault starts
+// after a third of it.
+func (c *cluster) scenario(fault func(*cluster) error, load time.Duration) (*result, error) {
+	var (
+		mu            sync.Mutex
+		acked         []string
+		first, last   time.Time
+		requests, bad atomic.Int64
+		samples       []string
+	)
+	fail := func(what string) {
+		bad.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		last = now
+		if len(samples) < 5 {
+			samples = append(samples, what)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				requests.Add(1)
+				code, b, err := c.do("POST", "/api/v1/dynamic/Note", c.key, map[string]any{"n": i*1_000_000 + n})
+				if err != nil || code != http.StatusCreated {
+					fail(fmt.Sprintf("create: %d %.120s %v", code, b, err))
+					continue
+				}
+				var rec struct{ ID string }
+				_ = json.Unmarshal(b, &rec)
+				mu.Lock()
+				acked = append(acked, rec.ID)
+				mu.Unlock()
+				requests.Add(1)
+				if code, b, err := c.do("GET", "/api/v1/dynamic/Note/"+rec.ID, c.key, nil); err != nil || code != http.StatusOK {
+					fail(fmt.Sprintf("read: %d %.120s %v", code, b, err))
+				}
+			}
+		}()
+	}
+	time.Sleep(load / 3) // load before the fault: the scenario's shape, not a wait for a condition
+	mu.Lock()
+	early := bad.Load()
+	faultStart := time.Now()
+	mu.Unlock()
+	faultErr := fault(c)
+	time.Sleep(load / 3)
+	close(stop)
+	wg.Wait()
+	if faultErr != nil {
+		return nil, faultErr
+	}
+	for _, s := range c.servers {
+		if err := c.awaitUp(s.name); err != nil {
+			return nil, err
+		}
+	}
+	if early > 0 {
+		return nil, fmt.Errorf("%d requests failed before the fault: %v", early, samples)
+	}
+	res := &result{requests: int(requests.Load()), failed: int(bad.Load()), samples: samples}
+	if !first.IsZero() {
+		res.window = last.Sub(faultStart) // from the fault to the last failed request
+	}
+	for _, id := range acked {
+		if code, b, err := c.do("GET", "/api/v1/dynamic/Note/"+id, c.key, nil); err != nil || code != http.StatusOK {
+			res.writesLost++
+			res.samples = append(res.samples, fmt.Sprintf("lost write %s: %d %.80s %v", id, code, b, err))
+		}
+	}
+	// Every acknowledged write's event reaches the receiver, at least once.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		missing := 0
+		c.mu.Lock()
+		for _, id := range acked {
+			if !c.delivered[id] {
+				missing++
+			}
+		}
+		c.mu.Unlock()
+		if missing == 0 || time.Now().After(deadline) {
+			res.eventsLost = missing
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // deliveries arrive on their own schedule
+	}
+	return res, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,67 @@
+package model
+
+import (
+	"github.com/dds-project/dds/schema"
+)
+
+// AggregateFunc names the members of <E>Aggregate and <E>AggregateGroup
+// holding one aggregate function per field, with the type holding them.
+var AggregateFuncs = []string{"countDistinct", "sum", "avg", "min", "max"}
+
+// aggregateRoot declares <plural>Aggregate(where, groupBy) and its types
+// (docs/graphql.md, Aggregates):
+//
+//	<E>Aggregate      { count, countDistinct {f}, sum {f}, avg {f}, min {f}, max {f}, groups(limit, offset) }
+//	<E>AggregateGroup { key {f}, count, countDistinct {f}, ... }
+//
+// Each per-function type lists the fields that function takes; a function
+// no field takes is left out.
+func (g *gen) aggregateRoot(e *schema.Entity, n entityNames, rf RootField) {
+	t := e.Name + "Aggregate"
+	fields := []*schema.Field{
+		{Name: schema.ColCreatedAt, Type: schema.Timestamp, Required: true},
+		{Name: schema.ColUpdatedAt, Type: schema.Timestamp, Required: true},
+	}
+	for i := range e.Fields {
+		fields = append(fields, &e.Fields[i])
+	}
+	members := map[string][]string{}
+	var key []string
+	for _, f := range fields {
+		if f.List || f.Type == schema.JSON || f.Type == schema.Vector {
+			continue
+		}
+		out := elemType(e.Name, f)
+		if f.Type != schema.File {
+			key = append(key, "  "+f.Name+": "+out)
+		}
+		members["countDistinct"] = append(members["countDistinct"], "  "+f.Name+": Int!")
+		if f.Type == schema.Integer || f.Type == schema.Number {
+			members["sum"] = append(members["sum"], "  "+f.Name+": "+out)
+			members["avg"] = append(members["avg"], "  "+f.Name+": Float")
+		}
+		if f.Ordered() {
+			members["min"] = append(members["min"], "  "+f.Name+": "+out)
+			members["max"] = append(members["max"], "  "+f.Name+": "+out)
+		}
+	}
+	var agg, group []string
+	agg = append(agg, "  \"Records matching where.\"", "  count: Int!")
+	group = append(group, "  \"The group's groupBy values.\"", "  key: "+t+"Key!", "  count: Int!")
+	for _, fn := range AggregateFuncs {
+		if len(members[fn]) == 0 {
+			continue
+		}
+		tn := t + upperFirst(fn)
+		g.typ("type", tn, "", members[fn])
+		agg = append(agg, "  "+fn+": "+tn+"!")
+		group = append(group, "  "+fn+": "+tn+"!")
+	}
+	agg = append(agg, "  \"One entry per distinct groupBy value, ordered by them (null last).\"",
+		"  groups(limit: Int, offset: Int): ["+t+"Group!]!")
+	g.typ("type", t+"Key", "", key)
+	g.typ("type", t+"Group", "", group)
+	g.typ("type", t, "", agg)
+	g.root(&g.query, n.List+"Aggregate", with(rf, KindAggregate),
+		"(where: "+n.Where+", \"Fields to group by (groups).\" groupBy: [String!]): "+t+"!")
+}

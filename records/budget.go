@@ -1,0 +1,179 @@
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/query"
+)
+
+// The cost budget of a request's statements (docs/configuration.md):
+//
+//   - Every statement a request runs through records runs under a deadline
+//     (WithStatementTimeout). The deadline is the request context's, so it
+//     holds through a connection pooler in transaction mode, where a
+//     session's statement_timeout would not; when it passes, the driver
+//     sends Postgres a cancel request (db.Open), which a pooler forwards,
+//     and the request answers QUERY_TIMEOUT. Batch jobs' statements
+//     (bulk.go) take their own time and are not bounded.
+//   - A list or aggregate whose plan Postgres estimates to read more rows
+//     than the row budget (WithRowBudget) is refused with 400
+//     QUERY_TOO_EXPENSIVE before it runs. The estimate is an EXPLAIN of the
+//     statement with its values, one extra round trip; to keep it off cheap
+//     requests, a statement text whose estimate was below a tenth of the
+//     budget is not explained again for a minute (its values rarely move
+//     the estimate that far; the deadline still bounds it), while texts
+//     estimated near or above the budget are explained on every request,
+//     since there their values decide.
+
+// WithStatementTimeout bounds each statement a request runs through the
+// store (0: no bound).
+func WithStatementTimeout(d time.Duration) Option {
+	return func(s *Store) { s.timeout = d }
+}
+
+// WithRowBudget refuses lists and aggregates whose plan Postgres estimates
+// to read more than n rows (0: no budget).
+func WithRowBudget(n int64) Option {
+	return func(s *Store) { s.rowBudget = n }
+}
+
+// bound returns ctx with the statement deadline, unless ctx already ends
+// sooner.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return ctx, func() {}
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= s.timeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// timeoutError is QUERY_TIMEOUT: Postgres cancelled a statement that ran
+// past its deadline (or a statement_timeout set on the database).
+func timeoutError(err error) error {
+	return &apperr.Error{Code: apperr.QueryTimeout, Err: err,
+		Message: "the statement ran past the statement timeout (DDS_STATEMENT_TIMEOUT); narrow where or search, or lower limit"}
+}
+
+// commitError maps the failure of a commit: a transaction whose statement
+// deadline passed was rolled back by database/sql (nothing was written),
+// which is QUERY_TIMEOUT, not a database error.
+func commitError(ctx context.Context, sc *Scope, entity string, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return timeoutError(err)
+	}
+	return MapError(sc, entity, err)
+}
+
+// budgetMemo remembers, per statement text, until when its estimate need
+// not be taken again. It lives on the schema version (Scope.Schema.Memo),
+// so a schema change starts afresh.
+//
+// Invariant: an entry is keyed by everything its estimate depends on but
+// the bound values: the statement text (which names the tenant's Postgres
+// schema, the tables, the filter's shape, order and limit) within one
+// schema version. The budget is the store's, fixed for its life.
+type budgetMemo struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+const (
+	budgetMemoMax = 4096
+	budgetMemoTTL = time.Minute
+)
+
+func (s *Store) budgetMemo(sc *Scope) *budgetMemo {
+	return sc.Schema.Memo("records.budget", func() any { return &budgetMemo{m: map[string]time.Time{}} }).(*budgetMemo)
+}
+
+// checkBudget refuses st when its plan's estimate is above the row budget.
+func (s *Store) checkBudget(ctx context.Context, sc *Scope, entity string, st query.Statement) error {
+	if s.rowBudget <= 0 || !st.Budgeted || len(st.Setup) > 0 {
+		return nil
+	}
+	memo := s.budgetMemo(sc)
+	now := time.Now()
+	memo.mu.Lock()
+	until, ok := memo.m[st.SQL]
+	memo.mu.Unlock()
+	if ok && now.Before(until) {
+		return nil
+	}
+	var plan []byte
+	if err := s.db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+st.SQL, st.Args...).Scan(&plan); err != nil {
+		return MapError(sc, entity, err)
+	}
+	rows, err := EstimatedRows(plan)
+	if err != nil {
+		return apperr.Wrap(err, "read the plan's estimate")
+	}
+	if rows > float64(s.rowBudget) {
+		return &apperr.Error{Code: apperr.QueryTooExpensive,
+			Message: fmt.Sprintf("Postgres estimates this query reads about %.0f rows, above the row budget of %d; narrow where (an indexed field), or lower limit", rows, s.rowBudget),
+			Extra:   map[string]any{"budget": s.rowBudget, "estimate": int64(rows)}}
+	}
+	if rows < float64(s.rowBudget)/10 {
+		memo.mu.Lock()
+		if len(memo.m) >= budgetMemoMax {
+			clear(memo.m)
+		}
+		memo.m[st.SQL] = now.Add(budgetMemoTTL)
+		memo.mu.Unlock()
+	}
+	return nil
+}
+
+// planNode is a node of EXPLAIN (FORMAT JSON).
+type planNode struct {
+	NodeType string     `json:"Node Type"`
+	Rows     float64    `json:"Plan Rows"`
+	Plans    []planNode `json:"Plans"`
+}
+
+// EstimatedRows reads the rows a plan (EXPLAIN (FORMAT JSON) output) is
+// estimated to read: the largest row estimate of any of its nodes, where a
+// node below a Limit that streams into it counts only the fraction the
+// Limit takes (a newest-first page of 20 reads 20 index entries, not the
+// table), a node below a blocking node (Sort, Aggregate, Hash, ...) counts
+// whole, and the inner side of a nested loop counts once per outer row.
+// Postgres estimates a filtered scan by the rows it returns, not those it
+// reads, so a scan whose filter rejects most rows under a Limit can read
+// more than this; the statement timeout bounds those.
+func EstimatedRows(explain []byte) (float64, error) {
+	var out []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(explain, &out); err != nil || len(out) == 0 {
+		return 0, fmt.Errorf("not an EXPLAIN (FORMAT JSON) result: %w", err)
+	}
+	return nodeRows(&out[0].Plan, 1), nil
+}
+
+func nodeRows(n *planNode, frac float64) float64 {
+	most := n.Rows * frac
+	childFrac := frac
+	switch n.NodeType {
+	case "Limit":
+		if len(n.Plans) > 0 && n.Plans[0].Rows > 0 {
+			childFrac = frac * min(1, n.Rows/n.Plans[0].Rows)
+		}
+	case "Sort", "Aggregate", "Hash", "Materialize", "WindowAgg", "SetOp", "Gather", "Gather Merge":
+		childFrac = 1
+	}
+	for i := range n.Plans {
+		f := childFrac
+		if n.NodeType == "Nested Loop" && i == 1 { // once per outer row
+			f = max(n.Plans[0].Rows*childFrac, 1)
+		}
+		most = max(most, nodeRows(&n.Plans[i], f))
+	}
+	return most
+}

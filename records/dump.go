@@ -1,0 +1,218 @@
+package records
+
+// Whole-table reads and writes for tenant export and import. They serve
+// no principal (the operator exports or imports a whole tenant), so they
+// take the Postgres schema and table of a DDS schema the caller resolved
+// from the tenant's own dds.schemas rows and validated definition; each
+// checks that the table exists in that schema before naming it in SQL.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/schema"
+)
+
+// columns are the stored (not generated) columns of table pg.table, in
+// order; none means there is no such table.
+func columns(ctx context.Context, q sqlx.QueryerContext, pg, table string) ([]string, error) {
+	var cols []string
+	err := sqlx.SelectContext(ctx, q, &cols, `SELECT column_name FROM information_schema.columns
+		WHERE table_schema = $1 AND table_name = $2 AND is_generated = 'NEVER' ORDER BY ordinal_position`, pg, table)
+	if err != nil {
+		return nil, apperr.Wrap(err, "read columns of %s", table)
+	}
+	if len(cols) == 0 {
+		return nil, apperr.New(apperr.NotFound, "no table %s in schema %s", table, pg)
+	}
+	return cols, nil
+}
+
+func quoted(cols []string) string {
+	s := ""
+	for i, c := range cols {
+		if i > 0 {
+			s += ", "
+		}
+		s += schema.Ident(c)
+	}
+	return s
+}
+
+// CountTable is the number of rows of pg.table, read in q.
+func (s *Store) CountTable(ctx context.Context, q sqlx.QueryerContext, pg, table string) (int64, error) {
+	if _, err := columns(ctx, q, pg, table); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := sqlx.GetContext(ctx, q, &n, fmt.Sprintf(`SELECT count(*) FROM %s`, schema.QualifiedIdent(pg, table)))
+	if err != nil {
+		return 0, apperr.Wrap(err, "count %s", table)
+	}
+	return n, nil
+}
+
+// DumpTable writes every row of pg.table to w, by id, as one JSON object
+// of its stored columns per line (Postgres renders it; generated columns
+// such as the full-text one are left out). It reads in the snapshot an
+// export's transaction exported (pg_export_snapshot), so every table of an
+// archive is of the same instant, and with COPY … TO STDOUT, so rows
+// stream at COPY's speed and memory stays bounded whatever the table's
+// size. It returns the rows written.
+//
+// CSV with a delimiter and a quote character that Postgres never leaves
+// raw in JSON text (control characters are \u-escaped) makes COPY emit
+// each JSON text as is, one per line.
+func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.Writer) (int64, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return 0, apperr.Wrap(err, "dump %s", table)
+	}
+	defer conn.Close()
+	var n int64
+	err = conn.Raw(func(dc any) error {
+		pc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("dumping needs the pgx driver, got %T", dc)
+		}
+		c := pc.Conn()
+		tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // read-only
+		if _, err := tx.Exec(ctx, `SET TRANSACTION SNAPSHOT `+pq.QuoteLiteral(snapshot)); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT column_name FROM information_schema.columns
+			WHERE table_schema = $1 AND table_name = $2 AND is_generated = 'NEVER' ORDER BY ordinal_position`, pg, table)
+		if err != nil {
+			return err
+		}
+		cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if len(cols) == 0 {
+			return apperr.New(apperr.NotFound, "no table %s in schema %s", table, pg)
+		}
+		args := ""
+		for i, col := range cols {
+			if i > 0 {
+				args += ", "
+			}
+			args += pq.QuoteLiteral(col) + ", t." + schema.Ident(col)
+		}
+		tag, err := c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT jsonb_build_object(%s)::text FROM %s t ORDER BY t.%s) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
+			args, schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		return tx.Commit(ctx)
+	})
+	if err != nil {
+		return n, apperr.Wrap(err, "dump %s", table)
+	}
+	return n, nil
+}
+
+// LoadTable inserts rows into pg.table in one transaction: each line from
+// next (nil at the end) is one JSON object of column values as DumpTable
+// wrote them. Lines are copied (COPY, streamed) into a temporary table and
+// inserted from there in one statement, each value converted by its
+// column's type, so a value of the wrong type fails the load and nothing
+// is written. Unknown members are ignored; missing ones are NULL. It
+// returns the rows inserted.
+func (s *Store) LoadTable(ctx context.Context, pg, table string, next func() ([]byte, error), progress func(int64)) (int64, error) {
+	cols, err := columns(ctx, s.db, pg, table)
+	if err != nil {
+		return 0, err
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return 0, apperr.Wrap(err, "load %s", table)
+	}
+	defer conn.Close()
+	var inserted int64
+	err = conn.Raw(func(dc any) error {
+		pc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("loading needs the pgx driver, got %T", dc)
+		}
+		tx, err := pc.Conn().Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE dds_load (line jsonb) ON COMMIT DROP`); err != nil {
+			return err
+		}
+		var n int64
+		var lineErr error
+		src := pgx.CopyFromFunc(func() ([]any, error) {
+			b, err := next()
+			if err != nil || b == nil {
+				lineErr = err
+				return nil, err
+			}
+			n++
+			if progress != nil && n%10_000 == 0 {
+				progress(n)
+			}
+			return []any{string(b)}, nil
+		})
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dds_load"}, []string{"line"}, src); err != nil {
+			if lineErr != nil {
+				return lineErr
+			}
+			return loadError(table, n-1, err)
+		}
+		qt := schema.QualifiedIdent(pg, table)
+		tag, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM dds_load l, jsonb_populate_record(NULL::%s, l.line) r`,
+			qt, quoted(cols), "r."+joinWith(cols, ", r."), qt))
+		if err != nil {
+			return loadError(table, -1, err)
+		}
+		inserted = tag.RowsAffected()
+		return tx.Commit(ctx)
+	})
+	return inserted, err
+}
+
+func joinWith(cols []string, sep string) string {
+	s := ""
+	for i, c := range cols {
+		if i > 0 {
+			s += sep
+		}
+		s += schema.Ident(c)
+	}
+	return s
+}
+
+// loadError names the table (and line, when known) a load failed on, with
+// Postgres' reason, which names the value and type, never SQL.
+func loadError(table string, line int64, err error) error {
+	msg := err.Error()
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		msg = pe.Message
+		if pe.Detail != "" {
+			msg += " (" + pe.Detail + ")"
+		}
+	}
+	if line >= 0 {
+		return apperr.New(apperr.Validation, "%s, line %d: %s", table, line+1, msg)
+	}
+	return apperr.New(apperr.Validation, "%s: %s", table, msg)
+}
