@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -26,24 +26,37 @@ import (
 // computes horizons from the same database, so a cursor taken on one is
 // good on every other.
 //
-// How a horizon is proven (Horizon.Advance): read Q, the sequence's last
-// value; then, in a new transaction, take a transaction id B (so B is
-// assigned after Q was read). Every seq <= Q was taken by a transaction
-// that already had a transaction id when it took it, since each event row
-// is produced from a row its statement has just written (InsertCTE's src
-// is a data-modifying CTE; writing a row assigns the transaction id before
-// the outer INSERT evaluates the seq default). Ids are assigned in
-// increasing order, so every transaction that holds a seq <= Q has an id
-// < B. Once a later snapshot's xmin (its oldest running transaction) is
-// >= B, all of them have ended, and Q is safe. (A snapshot's xmax is not
-// such a bound: it is one past the latest *completed* id, and a running
-// transaction may hold a larger one; the first version of this proof used
-// it and skipped events.) The sampling transaction costs one transaction
-// id per sample and commits without waiting for a WAL flush; samples are
-// taken only while a server has subscribers and events are arriving, at
-// most every provePoll. Under load the proof of one sample is complete at
-// the next, so the horizon trails commits by one poll plus the longest
-// write transaction in flight, and no event is ever skipped.
+// How a horizon is proven (Horizon.Advance). Every event's seq is drawn by
+// dds.next_event_seq() (the column's default, migration 00040), which
+// first takes a shared transaction-level advisory lock (eventWriterLockClass, eventWriterLockObj)
+// and only then calls nextval: a transaction holds that lock from before
+// it takes its first seq until it ends. A sample reads Q, the sequence's
+// last value, and then the set H of transactions holding the lock
+// (pg_locks, by virtual transaction id, which is never reused). Any
+// transaction holding a seq <= Q took the lock before Q was read, so when H
+// was read it was either in H or had ended. Once none of H holds the lock
+// any more, every seq <= Q is committed (and visible to a later snapshot)
+// or aborted: Q is safe. A sample with an empty H is safe at once.
+//
+// Only transactions that write events hold the horizon. The first version
+// waited for every write transaction of the database (pg_stat_activity),
+// so one long transaction that wrote no event at all (a bulk job, a
+// migration, a client's open transaction) stalled every live feed and
+// change feed of every tenant. A long transaction that does write events
+// still holds the horizon, as it must: its events come first in outbox
+// order. The lock is never taken exclusively, so it never blocks a writer;
+// the sample costs two cheap reads and no transaction id. Samples are taken
+// only while a server has subscribers and events are arriving, at most
+// every provePoll. Under load the proof of one sample is complete at the
+// next, so the horizon trails commits by one poll plus the longest event-
+// writing transaction in flight, and no event is ever skipped.
+
+// The advisory lock key pair (classid, objid) that dds.next_event_seq()
+// takes in shared mode (migration 00040).
+const (
+	eventWriterLockClass = 1145324288 // "DDS\0"
+	eventWriterLockObj   = 1
+)
 
 // Horizon proves safe horizons from samples (see above). It is used by one
 // goroutine at a time.
@@ -53,8 +66,8 @@ type Horizon struct {
 }
 
 type horizonSample struct {
-	q int64
-	b uint64
+	q       int64
+	holders []string // virtual transaction ids holding the writer lock after q was read
 }
 
 // Safe is the last proven horizon (0 before the first).
@@ -63,56 +76,35 @@ func (h *Horizon) Safe() int64 { return h.safe }
 // Pending reports whether samples wait for their proof (poll again soon).
 func (h *Horizon) Pending() bool { return len(h.pending) > 0 }
 
-// Advance proves the samples it can with the write transactions running
-// now in this database, takes a new sample and returns the newest proven
-// horizon.
+// Advance proves the samples it can with the event-writing transactions
+// running now, takes a new sample and returns the newest proven horizon.
 func (h *Horizon) Advance(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
-	var row struct {
-		Running pq.StringArray `db:"running"`
-		Last    sql.NullInt64  `db:"last"`
-	}
-	// The running transactions of this database only (a long transaction
-	// in another database of the cluster cannot write this outbox, so it
-	// must not hold the horizon, as a snapshot's xmin would). Their ids
-	// are 32-bit here; the sequence is read in the same statement.
-	if err := sqlx.GetContext(ctx, q, &row, `SELECT coalesce(array_agg(backend_xid::text), '{}') AS running,
-		pg_sequence_last_value('dds.events_seq_seq') AS last
-		FROM pg_stat_activity WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()`); err != nil {
+	var last sql.NullInt64
+	if err := sqlx.GetContext(ctx, q, &last, `SELECT pg_sequence_last_value('dds.events_seq_seq')`); err != nil {
 		return h.safe, err
 	}
-	var b string
-	// A transaction of its own, after the sequence read: its id bounds
-	// every id assigned before.
-	if err := sqlx.GetContext(ctx, q, &b, `SELECT pg_current_xact_id()::text FROM (SELECT set_config('synchronous_commit', 'off', true)) c`); err != nil {
+	// A second statement, so the holders are read after Q (the order of
+	// two reads within one statement is not defined).
+	var holders pq.StringArray
+	if err := sqlx.GetContext(ctx, q, &holders, `SELECT coalesce(array_agg(virtualtransaction), '{}') FROM pg_locks
+		WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted`, eventWriterLockClass, eventWriterLockObj); err != nil {
 		return h.safe, err
 	}
-	bound, err := strconv.ParseUint(b, 10, 64)
-	if err != nil {
-		return h.safe, err
-	}
-	running := make([]uint32, 0, len(row.Running))
-	for _, x := range row.Running {
-		v, err := strconv.ParseUint(x, 10, 32)
-		if err != nil {
-			return h.safe, err
-		}
-		running = append(running, uint32(v))
-	}
-	h.Prove(running)
-	h.pending = append(h.pending, horizonSample{q: row.Last.Int64, b: bound})
+	h.pending = append(h.pending, horizonSample{q: last.Int64, holders: holders})
+	h.Prove(holders) // the new sample too: one no transaction held is safe at once
 	return h.safe, nil
 }
 
-// Prove settles the samples none of whose transactions is among running
-// (the 32-bit ids of the write transactions running now; exported for
-// tests of the proof).
-func (h *Horizon) Prove(running []uint32) {
+// Prove settles the samples none of whose holders is among running (the
+// virtual transaction ids holding the writer lock now; exported for tests
+// of the proof). A sample whose own holders are running stays pending.
+func (h *Horizon) Prove(running []string) {
 	kept := h.pending[:0]
 	for _, s := range h.pending {
-		b32 := uint32(s.b)
 		done := true
-		for _, x := range running {
-			if int32(x-b32) < 0 { // x was assigned before b (modulo wraparound)
+		for _, x := range s.holders {
+			if slices.Contains(running, x) {
 				done = false
 				break
 			}
@@ -124,8 +116,8 @@ func (h *Horizon) Prove(running []uint32) {
 		}
 	}
 	h.pending = kept
-	// Samples are taken in order, so later ones have larger b and q; a
-	// burst of unproven samples is bounded by keeping the newest few.
+	// Samples are taken in order, so later ones have larger q; a burst of
+	// unproven samples is bounded by keeping the newest few.
 	if len(h.pending) > 64 {
 		h.pending = append(h.pending[:0], h.pending[len(h.pending)-64:]...)
 	}

@@ -134,7 +134,8 @@ func TestChangedWaitsForSlowCommitters(t *testing.T) {
 				name := fmt.Sprint("slow", g, "-", i)
 				rec, _ := json.Marshal(map[string]any{"id": recID, "name": name, "price": 1})
 				// A write first, as every DDS write statement writes its
-				// record before its event.
+				// record before its event (the horizon does not need it:
+				// the event's seq default takes the writer lock first).
 				if _, err = tx.Exec(`SELECT pg_current_xact_id()`); err == nil {
 					_, err = tx.Exec(`INSERT INTO dds.events (id, tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
 						VALUES ($1, $2, $3, $4, 'entity.created', 'Product', $5, $6)`, id, origin.TenantID, origin.SchemaID, origin.SchemaName, recID, string(rec))
@@ -186,6 +187,30 @@ func TestChangedWaitsForSlowCommitters(t *testing.T) {
 		if !slices.Contains(got, id) {
 			t.Fatalf("slow event %s never delivered", id)
 		}
+	}
+}
+
+// TestChangedIsNotHeldByTransactionsWithoutEvents: a transaction that
+// writes but writes no event (a bulk job's other work, a migration, a
+// client's open transaction) stays open while a record is created: the
+// subscriber still gets the create at once, not when that transaction ends.
+func TestChangedIsNotHeldByTransactionsWithoutEvents(t *testing.T) {
+	t.Parallel()
+	e := testEnv(t)
+	s := newShop(t)
+	w := subscribeChanged(t, e, s.key, "")
+	tx, err := e.DB.Beginx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec(`SELECT pg_current_xact_id()`); err != nil { // a write transaction, with an id
+		t.Fatal(err)
+	}
+	id := e.create(t, s.tenant, "Product", map[string]any{"name": "while-open", "price": 1})
+	c := readChange(t, w) // fails at the socket's read deadline if the open transaction held the horizon
+	if c.RecID != id || c.Type != "CREATED" {
+		t.Fatalf("got %+v, want the create of %s", c, id)
 	}
 }
 
