@@ -10,6 +10,7 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,6 +76,24 @@ type Event struct {
 	CreatedAt  time.Time       `db:"created_at"`
 	// Seq is the event's position in the outbox (read by ReadMany only).
 	Seq int64 `db:"seq"`
+
+	fields map[string]any // Record decoded by Fields
+}
+
+// Fields is the event's record decoded with UseNumber, decoded once however
+// many subscribers test it (an event is handled by one goroutine at a
+// time: it is not safe for concurrent use).
+func (e *Event) Fields() (map[string]any, error) {
+	if e.fields == nil {
+		d := json.NewDecoder(bytes.NewReader(e.Record))
+		d.UseNumber()
+		var m map[string]any
+		if err := d.Decode(&m); err != nil {
+			return nil, err
+		}
+		e.fields = m
+	}
+	return e.fields, nil
 }
 
 // Edge is the record of a relationship event.

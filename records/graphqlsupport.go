@@ -59,8 +59,9 @@ func (s *Store) EventsHighWater(ctx context.Context, tenantID string) (int64, er
 // Match is a where filter compiled once to test records of an entity that
 // are not rows of its table (an event's record), bound as JSON.
 type Match struct {
-	sql  string
-	args []any // args[0] is the record's placeholder
+	sql   string
+	args  []any             // args[0] is the record's placeholder
+	local *query.LocalMatch // nil: only SQL can evaluate it
 }
 
 // CompileMatch compiles where on entity for Matches; a bad filter is a
@@ -72,10 +73,22 @@ func CompileMatch(sc *Scope, entity string, where query.Filter) (*Match, error) 
 	if err != nil {
 		return nil, err
 	}
+	local, _ := sc.compiler.Local(entity, where)
 	return &Match{
-		sql:  fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`, sc.compiler.Table(entity), rec, w),
-		args: a.List(),
+		sql:   fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`, sc.compiler.Table(entity), rec, w),
+		args:  a.List(),
+		local: local,
 	}, nil
+}
+
+// MatchesLocally evaluates m in Go on fields (a record decoded with
+// UseNumber) when it can (query.Local): ok is false when only Matches can
+// answer.
+func (m *Match) MatchesLocally(fields map[string]any) (match, ok bool) {
+	if m.local == nil {
+		return false, false
+	}
+	return m.local.Eval(fields)
 }
 
 // Matches evaluates m on record (a JSON object of the entity's fields) in

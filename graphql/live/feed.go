@@ -86,6 +86,8 @@ type Feed struct {
 	// horizon is the outbox position up to which batches were handed out.
 	horizon atomic.Int64
 
+	localMatches, sqlMatches atomic.Uint64 // filter evaluations, in Go and in Postgres
+
 	mu      sync.Mutex
 	tenants map[string]*tenantFeed
 	ctx     context.Context // Run's, for the tenant goroutines
@@ -451,7 +453,7 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
 		return true
 	}
 	ctx := r.ctx
-	ok, err := s.matches(ctx, r, ev.Record)
+	ok, err := s.matches(ctx, r, ev)
 	if err != nil {
 		s.log.Warn("graphql subscriptions: filter", "err", err)
 		return ctx.Err() == nil
@@ -565,13 +567,26 @@ func (s *Feed) read(ctx context.Context, sub *Subscriber, record []byte) ([]byte
 	return items[0], nil
 }
 
-// matches evaluates the subscriber's where on the event's record.
-func (s *Feed) matches(ctx context.Context, sub *Subscriber, record []byte) (bool, error) {
+// matches evaluates the subscriber's where on the event's record: in Go
+// when the filter allows it (no database round trip per subscriber), else
+// in Postgres.
+func (s *Feed) matches(ctx context.Context, sub *Subscriber, ev *outbox.Event) (bool, error) {
 	if sub.Match == nil {
 		return true, nil
 	}
-	return s.store.Matches(ctx, sub.Match, record)
+	if fields, err := ev.Fields(); err == nil {
+		if match, ok := sub.Match.MatchesLocally(fields); ok {
+			s.localMatches.Add(1)
+			return match, nil
+		}
+	}
+	s.sqlMatches.Add(1)
+	return s.store.Matches(ctx, sub.Match, ev.Record)
 }
+
+// Matches reports how many filter evaluations ran in Go and in Postgres
+// (for tests and the metrics).
+func (s *Feed) Matches() (local, sql uint64) { return s.localMatches.Load(), s.sqlMatches.Load() }
 
 // Polls is how many times the feed has read the outbox (for tests that
 // must let it run past a moment).
