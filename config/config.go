@@ -74,6 +74,13 @@ type Config struct {
 	// 0 keeps every replica counting alone.
 	RateSyncInterval time.Duration `env:"DDS_RATE_SYNC_INTERVAL" envDefault:"250ms"`
 
+	// SubscriptionsPerSocket and SubscriptionsPerTenant cap GraphQL
+	// subscriptions on one server: per WebSocket, and per tenant across
+	// its sockets (0: no cap). Past either, subscribe is refused with a
+	// RATE_LIMITED error naming the cap.
+	SubscriptionsPerSocket int `env:"DDS_SUBSCRIPTIONS_PER_SOCKET" envDefault:"100"`
+	SubscriptionsPerTenant int `env:"DDS_SUBSCRIPTIONS_PER_TENANT" envDefault:"10000"`
+
 	// CORSOrigins are the browser origins allowed to call the API
 	// (comma-separated, "*" for any); empty turns CORS off.
 	CORSOrigins []string `env:"DDS_CORS_ORIGINS" envSeparator:","`

@@ -153,10 +153,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	// subscriptions.
 	gqlEngine := gql.NewEngine(s.Records, gql.Limits{MaxDocumentBytes: cfg.GraphQLMaxDocumentBytes, MaxDepth: cfg.GraphQLMaxDepth, MaxAliases: cfg.GraphQLMaxAliases, MaxComplexity: cfg.GraphQLMaxComplexity}, log)
 	s.gqlFeed = gqllive.NewFeed(s.Records, gqlEngine.Executor(), log)
+	s.gqlFeed.SetLimits(gqllive.Limits{PerTenant: cfg.SubscriptionsPerTenant})
 	if err := s.hub.Subscribe(outbox.Channel, s.gqlFeed.Notify); err != nil {
 		return nil, err
 	}
-	graphql.NewHandler(gqlEngine, s.Records, graphql.NewSocket(s.authn, s.Records, gqlEngine, s.gqlFeed), log).Routes(router)
+	socket := graphql.NewSocket(s.authn, s.Records, gqlEngine, s.gqlFeed)
+	socket.MaxPerSocket = cfg.SubscriptionsPerSocket
+	graphql.NewHandler(gqlEngine, s.Records, socket, log).Routes(router)
 	apievents.New(s.Records).Routes(router) // the HTTP change feed
 	apifiles.New(s.Files, fileStore).Routes(router)
 	s.Jobs = jobs.NewService(d, s.Records, &jobs.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})

@@ -336,7 +336,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 	c.mu.Unlock()
 	if s.MaxPerSocket > 0 && n >= s.MaxPerSocket {
 		s.errorMsg(c, id, protocol.ErrorResult(ctx, apperr.New(apperr.RateLimited,
-			"this socket already runs %d subscriptions, the most allowed: open another socket or complete one", s.MaxPerSocket)))
+			"this socket already runs %d subscriptions, the most allowed (DDS_SUBSCRIPTIONS_PER_SOCKET): open another socket or complete one", s.MaxPerSocket)))
 		return
 	}
 	sub, err := s.feed.Add(ctx, plan, subSink{c: c, id: id})

@@ -135,7 +135,7 @@ func (s *Feed) Add(ctx context.Context, sub *exec.Subscription, sink Sink) (*Sub
 	tf := s.tenants[tenant]
 	if s.limits.PerTenant > 0 && tf != nil && tf.count >= s.limits.PerTenant {
 		s.mu.Unlock()
-		return nil, apperr.New(apperr.RateLimited, "this tenant already runs %d subscriptions on this server, the most allowed (events.subscriptionsPerTenant)", s.limits.PerTenant)
+		return nil, apperr.New(apperr.RateLimited, "this tenant already runs %d subscriptions on this server, the most allowed (DDS_SUBSCRIPTIONS_PER_TENANT)", s.limits.PerTenant)
 	}
 	if tf == nil {
 		tf = &tenantFeed{id: tenant, subs: map[*Subscriber]struct{}{}, wake: make(chan struct{}, 1)}
@@ -273,9 +273,18 @@ func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (b
 	from := s.horizon.Load()
 	if from == 0 || safe <= from {
 		// The first proof only sets where batches start: subscribers
-		// keep their own positions and catch up from there.
+		// keep their own positions and catch up to it from the outbox
+		// (those that joined before it saw no horizon to catch up to).
 		if safe > from {
 			s.horizon.Store(safe)
+			s.mu.Lock()
+			for _, tf := range s.tenants {
+				tf.mu.Lock()
+				tf.behind = max(tf.behind, safe)
+				tf.mu.Unlock()
+				tf.poke()
+			}
+			s.mu.Unlock()
 		}
 		return false, nil
 	}
