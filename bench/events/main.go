@@ -1,0 +1,355 @@
+// Command events benchmarks the two ways clients follow a tenant's events,
+// against one `dds serve` run as a child process (built from this tree):
+//
+//   - fan-out: S GraphQL subscriptions over C WebSockets, each filtered on
+//     one of B buckets (`noteCreated(where: {bucket: {equals: k}})`, a filter
+//     the server evaluates in Go), while a writer creates notes at R/s
+//     through REST. Each note carries the time it was sent; every frame's
+//     arrival minus that time is the write-to-frame latency (it includes
+//     the create's own round trip). Frames expected = writes × subscribers
+//     of their bucket; lost = expected − received once the feed is idle.
+//     The server's peak RSS is printed.
+//   - replay: N events written to the outbox (directly, in one statement),
+//     then read back through the SSE change feed from the first cursor, as
+//     a consumer catching up would; against `COPY (SELECT … FROM dds.events)
+//     TO STDOUT` of the same rows in the same run.
+//
+// Raw SQL on dds.events here is deliberate (seeding, the baseline).
+//
+//	make bench BENCHES=events
+//	DATABASE_URL=... DDS_TEMPORAL_CLI=... go run ./bench/events -subs 10000 -sockets 1000 -rate 200
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/dds-project/dds/bench/load"
+)
+
+type options struct {
+	subs, sockets, buckets, rate int
+	duration                     time.Duration
+	replay                       int
+	only                         string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.subs, "subs", 10000, "subscriptions (fan-out)")
+	flag.IntVar(&o.sockets, "sockets", 1000, "WebSockets they are spread over")
+	flag.IntVar(&o.buckets, "buckets", 100, "distinct filters (each write matches subs/buckets subscriptions)")
+	flag.IntVar(&o.rate, "rate", 200, "writes per second")
+	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the writer writes")
+	flag.IntVar(&o.replay, "replay", 1_000_000, "events the replay section reads back")
+	flag.StringVar(&o.only, "only", "fanout,replay", "sections: fanout, replay")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/events:", err)
+		os.Exit(1)
+	}
+}
+
+func freeAddr() (string, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func run(ctx context.Context, o options) error {
+	dbURL, cli := os.Getenv("DATABASE_URL"), os.Getenv("DDS_TEMPORAL_CLI")
+	if dbURL == "" || cli == "" {
+		return errors.New("DATABASE_URL and DDS_TEMPORAL_CLI must be set (run through make bench)")
+	}
+	work, err := os.MkdirTemp("", "dds-bench-events-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	bin := filepath.Join(work, "dds")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dds").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	_, created, drop, err := load.Tenant(ctx, dbURL, "bench-events", 4)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	tAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{ExistingPath: cli,
+		ClientOptions: &client.Options{HostPort: tAddr, Logger: quiet}, LogLevel: "error", Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		return fmt.Errorf("temporal dev server: %w", err)
+	}
+	defer dev.Stop() //nolint:errcheck // best-effort shutdown after the results are printed
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	base := "http://" + httpAddr
+	env := append(os.Environ(), "DDS_HTTP_ADDR="+httpAddr, "DDS_PUBLIC_URL="+base, "DDS_ENV=live",
+		"DDS_JWT_SECRET="+randHex(32), "DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
+		"DDS_SUBSCRIPTIONS_PER_SOCKET=0", "DDS_SUBSCRIPTIONS_PER_TENANT=0",
+		"TEMPORAL_ADDRESS="+tAddr, "DDS_TASK_QUEUE=bench-events", "DDS_LOG_LEVEL=warn")
+	serve := exec.CommandContext(ctx, bin, "serve")
+	serve.Env, serve.Stdout, serve.Stderr = env, os.Stderr, os.Stderr
+	if err := serve.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = serve.Process.Signal(syscall.SIGTERM); _ = serve.Wait() }()
+	if err := load.WaitHealthy(ctx, base+"/livez", 30*time.Second); err != nil {
+		return err
+	}
+	c := load.Client(64)
+	def := map[string]any{"name": "bench", "entities": []any{map[string]any{"name": "Note", "fields": []any{
+		map[string]any{"name": "title", "type": "STRING"},
+		map[string]any{"name": "bucket", "type": "INTEGER"},
+		map[string]any{"name": "sentAt", "type": "INTEGER"}}}}}
+	if _, err := load.Call(ctx, c, "POST", base+"/api/v1/schemas", created.APIKey, def, http.StatusCreated, nil); err != nil {
+		return err
+	}
+	if strings.Contains(o.only, "fanout") {
+		if err := fanout(ctx, o, base, created.APIKey, c, serve.Process.Pid); err != nil {
+			return fmt.Errorf("fanout: %w", err)
+		}
+	}
+	if strings.Contains(o.only, "replay") {
+		if err := replay(ctx, o, base, created.APIKey, created.TenantID, dbURL); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+	}
+	return nil
+}
+
+// fanout runs the fan-out section and prints its line.
+func fanout(ctx context.Context, o options, base, key string, c *http.Client, pid int) error {
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/v1/dynamic-gql/ws"
+	per := (o.subs + o.sockets - 1) / o.sockets
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		received  atomic.Int64
+		wg        sync.WaitGroup
+	)
+	subsOf := make([]int, o.buckets) // subscriptions per bucket
+	conns := make([]*websocket.Conn, 0, o.sockets)
+	defer func() {
+		for _, conn := range conns {
+			_ = conn.Close()
+		}
+		wg.Wait()
+	}()
+	dialer := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 30 * time.Second}
+	n := 0
+	for s := 0; s < o.sockets && n < o.subs; s++ {
+		conn, _, err := dialer.DialContext(ctx, ws, nil)
+		if err != nil {
+			return fmt.Errorf("socket %d: %w", s, err)
+		}
+		conns = append(conns, conn)
+		if err := conn.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"authorization": "Bearer " + key}}); err != nil {
+			return err
+		}
+		var ack map[string]any
+		if err := conn.ReadJSON(&ack); err != nil || ack["type"] != "connection_ack" {
+			return fmt.Errorf("socket %d: connection_init: %v %v", s, ack, err)
+		}
+		for i := 0; i < per && n < o.subs; i++ {
+			b := n % o.buckets
+			subsOf[b]++
+			q := fmt.Sprintf(`subscription { noteCreated(where: {bucket: {equals: %d}}) { sentAt } }`, b)
+			if err := conn.WriteJSON(map[string]any{"id": fmt.Sprint(i), "type": "subscribe", "payload": map[string]any{"query": q}}); err != nil {
+				return err
+			}
+			n++
+		}
+		if err := conn.WriteJSON(map[string]any{"type": "ping"}); err != nil {
+			return err
+		}
+		var pong map[string]any
+		if err := conn.ReadJSON(&pong); err != nil || pong["type"] != "pong" {
+			return fmt.Errorf("socket %d: subscribe: %v %v", s, pong, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				_, msg, err := conn.ReadMessage()
+				if err != nil {
+					return
+				}
+				at := time.Now()
+				var m struct {
+					Type    string
+					Payload struct {
+						Data struct{ NoteCreated struct{ SentAt int64 } }
+					}
+				}
+				if json.Unmarshal(msg, &m) != nil || m.Type != "next" {
+					continue
+				}
+				received.Add(1)
+				l := at.Sub(time.UnixMicro(m.Payload.Data.NoteCreated.SentAt))
+				mu.Lock()
+				latencies = append(latencies, l)
+				mu.Unlock()
+			}
+		}()
+	}
+	fmt.Fprintf(os.Stderr, "bench/events: %d subscriptions over %d sockets set up\n", n, len(conns))
+	// The writer: R creates a second, paced, each its own request.
+	var expected, writes, failed atomic.Int64
+	tick := time.NewTicker(time.Second / time.Duration(o.rate))
+	end := time.Now().Add(o.duration)
+	var ww sync.WaitGroup
+	for i := 0; time.Now().Before(end); i++ {
+		<-tick.C
+		ww.Add(1)
+		go func() {
+			defer ww.Done()
+			b := i % o.buckets
+			body := map[string]any{"title": "n", "bucket": b, "sentAt": time.Now().UnixMicro()}
+			if _, err := load.Call(ctx, c, "POST", base+"/api/v1/dynamic/Note", key, body, http.StatusCreated, nil); err != nil {
+				failed.Add(1)
+				return
+			}
+			writes.Add(1)
+			expected.Add(int64(subsOf[b]))
+		}()
+	}
+	tick.Stop()
+	ww.Wait()
+	// Wait for the feed to go idle: no new frame for 3 s, or all arrived.
+	last, lastAt := received.Load(), time.Now()
+	for received.Load() < expected.Load() && time.Since(lastAt) < 3*time.Second {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if r := received.Load(); r != last {
+			last, lastAt = r, time.Now()
+		}
+	}
+	_, hwm, err := load.ReadRSS(pid)
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	slices.Sort(latencies)
+	p50, p99 := load.Percentile(latencies, 50), load.Percentile(latencies, 99)
+	mu.Unlock()
+	fmt.Printf("fan-out  %d subs / %d sockets, %d writes at %d/s (%d failed): frames %d of %d expected (lost %d); write-to-frame p50 %.1f ms p99 %.1f ms; server peak RSS %d MB\n",
+		n, len(conns), writes.Load(), o.rate, failed.Load(), received.Load(), expected.Load(), expected.Load()-received.Load(),
+		float64(p50.Microseconds())/1000, float64(p99.Microseconds())/1000, hwm>>20)
+	return nil
+}
+
+// replay seeds the outbox with N events of the tenant and reads them back
+// through the SSE change feed, against COPY of the same rows.
+func replay(ctx context.Context, o options, base, key, tenantID, dbURL string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var schemaID, schemaName string
+	if err := conn.QueryRow(ctx, `SELECT id, name FROM dds.schemas WHERE tenant_id = $1 AND active`, tenantID).Scan(&schemaID, &schemaName); err != nil {
+		return err
+	}
+	var first int64
+	if err := conn.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM dds.events`).Scan(&first); err != nil {
+		return err
+	}
+	step(fmt.Sprintf("seeding %d events", o.replay))
+	if _, err := conn.Exec(ctx, `INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record, relayed_at)
+		SELECT $1, $2, $3, 'entity.created', 'Note', gen_random_uuid(), jsonb_build_object('title', 'note ' || g, 'bucket', g % 100, 'sentAt', g), now()
+		FROM generate_series(1, $4) g`, tenantID, schemaID, schemaName, o.replay); err != nil {
+		return err
+	}
+	var cursor string
+	if err := conn.QueryRow(ctx, `SELECT id FROM dds.events WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT 1`, tenantID, first).Scan(&cursor); err != nil {
+		return err
+	}
+	// Baseline: COPY of the same rows, as JSON lines.
+	start := time.Now()
+	tag, err := conn.PgConn().CopyTo(ctx, io.Discard, fmt.Sprintf(`COPY (SELECT row_to_json(e) FROM (SELECT id, type, entity_name, entity_id, record, created_at FROM dds.events
+		WHERE tenant_id = '%s' AND seq > %d ORDER BY seq) e) TO STDOUT`, tenantID, first))
+	if err != nil {
+		return err
+	}
+	copyRate := float64(tag.RowsAffected()) / time.Since(start).Seconds()
+	// The SSE feed from the first cursor (it is itself skipped: after).
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/api/v1/events?after="+cursor, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Accept", "text/event-stream")
+	start = time.Now()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /api/v1/events: %s", res.Status)
+	}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	want, got := o.replay-1, 0
+	for got < want && sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "id:") {
+			got++
+		}
+	}
+	if got < want {
+		return fmt.Errorf("the feed ended after %d of %d events: %v", got, want, sc.Err())
+	}
+	sseRate := float64(got) / time.Since(start).Seconds()
+	fmt.Printf("replay   %d events through SSE: %.0f events/s; COPY TO of the same rows %.0f rows/s; ratio %.2f\n", got, sseRate, copyRate, sseRate/copyRate)
+	return nil
+}
+
+func step(s string) { fmt.Fprintln(os.Stderr, "bench/events:", s) }
