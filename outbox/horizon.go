@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -138,6 +139,17 @@ func CursorSeq(ctx context.Context, q sqlx.QueryerContext, tenantID, cursor, fie
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, apperr.New(apperr.CursorExpired, "%s: cursor %s is past the events retention (or not an event of this tenant): start again without it", field, cursor)
 	}
+	return seq, err
+}
+
+// SinceSeq is the outbox position just before tenant's first event
+// written at or after since (in outbox order): reading after it starts
+// there. With no such event it is the tenant's newest position.
+func SinceSeq(ctx context.Context, q sqlx.QueryerContext, tenantID string, since time.Time) (int64, error) {
+	var seq int64
+	err := sqlx.GetContext(ctx, q, &seq, `SELECT coalesce(
+		(SELECT seq - 1 FROM dds.events WHERE tenant_id = $1 AND created_at >= $2 ORDER BY seq LIMIT 1),
+		(SELECT max(seq) FROM dds.events WHERE tenant_id = $1), 0)`, tenantID, since)
 	return seq, err
 }
 

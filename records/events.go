@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"time"
 
 	"github.com/dds-project/dds/outbox"
 )
@@ -26,6 +27,12 @@ func (s *Store) EventsRange(ctx context.Context, tenantIDs []string, after, upto
 // (CURSOR_EXPIRED when it names no kept event; field names the input).
 func (s *Store) EventCursor(ctx context.Context, tenantID, cursor, field string) (int64, error) {
 	return outbox.CursorSeq(ctx, s.db, tenantID, cursor, field)
+}
+
+// EventsSince is the outbox position just before tenant's first event
+// written at or after since.
+func (s *Store) EventsSince(ctx context.Context, tenantID string, since time.Time) (int64, error) {
+	return outbox.SinceSeq(ctx, s.db, tenantID, since)
 }
 
 // PreviousEventRecord is the record of ev's subject before ev (nil when not kept).

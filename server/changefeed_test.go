@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 type feedEvent struct {
 	ID, Type, EntityName, EntityID string
 	Record                         map[string]any
+	Timestamp                      time.Time
 }
 
 // sse reads the change feed at url as Server-Sent Events (Accept:
@@ -77,7 +79,9 @@ func sse(t *testing.T, url, key string, count int, after string) []feedEvent {
 func TestChangeFeed(t *testing.T) {
 	t.Parallel()
 	app := testenv.Server(t)
-	replica := testenv.NewServer(t, testenv.Config(t))
+	rcfg := testenv.Config(t)
+	rcfg.EventRetention = 7 * 24 * time.Hour
+	replica := testenv.NewServer(t, rcfg)
 	_, key := app.Tenant(t)
 	app.Schema(t, key, notes)
 	var ids []string
@@ -104,11 +108,23 @@ func TestChangeFeed(t *testing.T) {
 		t.Fatalf("nextCursor %s, want the last event %s", *p2.NextCursor, all[5].ID)
 	}
 
+	// since: from the first event written at or after a time.
+	var fromTime page
+	since := all[3].Timestamp.Format(time.RFC3339Nano)
+	app.Must(t, http.StatusOK, "GET", "/api/v1/events?entities=Note&since="+url.QueryEscape(since), key, nil).Decode(t, &fromTime)
+	if len(fromTime.Events) != 3 || fromTime.Events[0].ID != all[3].ID {
+		t.Fatalf("since %s: %+v, want the last three creations", since, fromTime.Events)
+	}
+	old := time.Now().Add(-30 * 24 * time.Hour).Format(time.RFC3339)
+	if b := replica.Must(t, http.StatusGone, "GET", "/api/v1/events?since="+url.QueryEscape(old), key, nil).Body; !strings.Contains(string(b), `"CURSOR_EXPIRED"`) {
+		t.Fatalf("since past retention: %s", b)
+	}
+
 	gone := app.Must(t, http.StatusGone, "GET", "/api/v1/events?after="+uuid.Must(uuid.NewV7()).String(), key, nil)
 	if !strings.Contains(string(gone.Body), `"CURSOR_EXPIRED"`) {
 		t.Fatalf("expired cursor: %s", gone.Body)
 	}
-	for q, field := range map[string]string{"limit=0": "limit", "types=entity.nope": "types", "after=%FF": "after", "after=x": "after"} {
+	for q, field := range map[string]string{"limit=0": "limit", "types=entity.nope": "types", "after=%FF": "after", "after=x": "after", "since=yesterday": "since", "since=2026-01-01T00:00:00Z&after=" + all[0].ID: "since"} {
 		if b := app.Must(t, http.StatusBadRequest, "GET", "/api/v1/events?"+q, key, nil).Body; !strings.Contains(string(b), field) {
 			t.Errorf("%s: %s", q, b)
 		}

@@ -160,7 +160,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	socket := graphql.NewSocket(s.authn, s.Records, gqlEngine, s.gqlFeed)
 	socket.MaxPerSocket = cfg.SubscriptionsPerSocket
 	graphql.NewHandler(gqlEngine, s.Records, socket, log).Routes(router)
-	apievents.New(s.Records).Routes(router) // the HTTP change feed
+	feed := apievents.New(s.Records) // the HTTP change feed
+	feed.Retention = cfg.EventRetention
+	feed.Routes(router)
 	apifiles.New(s.Files, fileStore).Routes(router)
 	s.Jobs = jobs.NewService(d, s.Records, &jobs.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
 	apijobs.New(s.Jobs).Routes(router)

@@ -34,6 +34,9 @@ type Handler struct {
 	// Heartbeat is how often an idle stream sends a comment, so proxies
 	// keep it open.
 	Heartbeat time.Duration
+	// Retention is how long relayed events are kept (DDS_EVENT_RETENTION):
+	// a since older than it is CURSOR_EXPIRED (0: not checked).
+	Retention time.Duration
 
 	mu      sync.Mutex
 	horizon outbox.Horizon
@@ -67,6 +70,7 @@ type Page struct {
 
 type request struct {
 	after  string
+	since  time.Time
 	filter outbox.FeedFilter
 	limit  int
 }
@@ -78,6 +82,16 @@ func parse(r *http.Request) (request, error) {
 	req := request{after: q.Get("after"), limit: 100}
 	if req.after == "" {
 		req.after = r.Header.Get("Last-Event-ID")
+	}
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return req, apperr.Field("since", "must be an RFC 3339 time (2026-11-26T12:00:00Z)")
+		}
+		if req.after != "" {
+			return req, apperr.Field("since", "give since or after (or Last-Event-ID), not both")
+		}
+		req.since = t
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -132,6 +146,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case req.after != "":
 		pos, err = h.store.EventCursor(r.Context(), p.TenantID, req.after, "after")
+	case !req.since.IsZero():
+		if h.Retention > 0 && time.Since(req.since) > h.Retention {
+			err = apperr.New(apperr.CursorExpired, "since: %s is older than the events retention (%s): events from then may have been pruned; start from a fresh read", req.since.Format(time.RFC3339), h.Retention)
+			break
+		}
+		pos, err = h.store.EventsSince(r.Context(), p.TenantID, req.since)
 	case stream:
 		// A new stream follows what happens from now on.
 		pos, err = h.store.EventsHighWater(r.Context(), p.TenantID)
