@@ -51,16 +51,16 @@ run: ## Install, start the stack, migrate, then server + worker in one process (
 	@bash deploy/with-stack.sh $(RUN_MINIO) --profile run -- bin/dds dev
 
 .PHONY: test
-test: ## Install, start the stack (with MinIO, PgBouncer and Hydra), run every test incl. fuzz seed corpora
+test: ## Install, start the stack (with MinIO, PgBouncer, Hydra and a read replica), run every test incl. fuzz seed corpora
 	@bash deploy/install.sh --with-hydra
-	@bash deploy/with-stack.sh --with-minio --with-pgbouncer --with-hydra --profile test --db dds_test -- \
+	@bash deploy/with-stack.sh --with-minio --with-pgbouncer --with-hydra --with-replica --profile test --db dds_test -- \
 		go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: cluster-check
-cluster-check: ## Run the production topology (2 servers behind HAProxy, 2 workers, PgBouncer) and break it on purpose
+cluster-check: ## Run the production topology (2 servers behind HAProxy, 2 workers, PgBouncer, a read replica) and break it on purpose
 	@bash deploy/install.sh --no-browser --no-minio --with-cluster
 	@mkdir -p bin && go build -o bin/dds ./cmd/dds
-	@bash deploy/with-stack.sh --with-pgbouncer --profile test -- go run ./deploy/clustercheck -bin bin/dds
+	@bash deploy/with-stack.sh --with-pgbouncer --with-replica --profile test -- go run ./deploy/clustercheck -bin bin/dds
 
 .PHONY: fresh-check
 fresh-check: ## As root: run `make run`, the README's first calls and `make test` in a fresh Debian root

@@ -400,7 +400,9 @@ func (s *sampler) sample(ctx context.Context) (uint64, error) {
 	rd.asks++
 	if !s.running {
 		s.running = true
-		go s.loop()
+		// Not the read's context: the query serves every read of its round,
+		// and one read going away must not cancel it for the others.
+		go s.loop() //nolint:gosec // G118: see above
 	}
 	s.mu.Unlock()
 	select {

@@ -84,7 +84,7 @@ func (s *sampler) waiting() int {
 	if s.pending == nil {
 		return 0
 	}
-	return int(s.pending.asks)
+	return s.pending.asks
 }
 
 // A replica's lag is the age of the newest primary position it has
