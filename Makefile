@@ -70,11 +70,11 @@ fresh-check: ## As root: run `make run`, the README's first calls and `make test
 # Each program measures one capability next to its baselines, in the same run,
 # over the same Postgres; each bounds its own time. BENCHES=files runs just one.
 # bench/rest and bench/graphql (in-process load, for profiling) run only when named.
-BENCHES ?= cmd/ddsbench files webhooks jobs tenants
+BENCHES ?= cmd/ddsbench files webhooks jobs tenants replicas
 
 bench: ## Install, start the stack, run the benchmarks (BENCHES=files for one); prints ratios to baselines
 	@bash deploy/install.sh --no-minio --with-bench
-	@bash deploy/with-stack.sh --profile run --db dds_bench -- bash -c 'set -e; \
+	@bash deploy/with-stack.sh --with-replica --profile run --db dds_bench -- bash -c 'set -e; \
 		for b in $(BENCHES); do echo; echo "=== bench/$$b"; go run ./bench/$$b $(BENCH_ARGS); done'
 
 .PHONY: stack-up
