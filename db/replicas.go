@@ -262,6 +262,9 @@ func (rd Read) Retry(ctx context.Context, err error) bool {
 		return false
 	}
 	if Unavailable(err) {
+		// Its replay position is forgotten too: a standby restarted from an
+		// older restart point may answer again before it has replayed as far.
+		rd.rep.replay.Store(0)
 		rd.r.setState(rd.rep, "down", err)
 		rd.r.reads.WithLabelValues("primary").Inc()
 		return true

@@ -31,6 +31,14 @@ func replicaURL(name string) (string, error) {
 		return "", fmt.Errorf("DDS_TEST_REPLICA_URL: %w", err)
 	}
 	u.Path = "/" + name
+	if os.Getenv("DDS_TEST_PGBOUNCER_URL") != "" {
+		// The servers' pools then run in transaction mode (no settings sent
+		// at connection, for PgBouncer's sake); the replica is reached
+		// directly, so its URL carries what the pooler's connect_query sets.
+		q := u.Query()
+		q.Set("options", "-c jit=off -c hnsw.ef_search=400")
+		u.RawQuery = q.Encode()
+	}
 	return u.String(), nil
 }
 
