@@ -50,7 +50,7 @@ type Replicas struct {
 	n       int        // samples taken (the ring holds the last min(n, 64))
 }
 
-// ReplicaOptions tune Replicas; zero values take the defaults.
+// ReplicaOptions tune Replicas; zero PollInterval and MaxLag take the defaults.
 type ReplicaOptions struct {
 	// PollInterval is how often each replica's replay position is read
 	// (default 50 ms).
@@ -59,7 +59,8 @@ type ReplicaOptions struct {
 	// used (default 1 s).
 	MaxLag time.Duration
 	// Wait is how long a read waits for a usable replica to replay up to
-	// its barrier before it runs on the primary (default 10 ms).
+	// its barrier before it runs on the primary (0: not at all;
+	// DDS_DB_REPLICA_WAIT's default is 10 ms).
 	Wait time.Duration
 	Log  *slog.Logger
 }
@@ -92,9 +93,7 @@ func OpenReplicas(ctx context.Context, primary *sqlx.DB, urls []string, maxConns
 	if o.MaxLag <= 0 {
 		o.MaxLag = time.Second
 	}
-	if o.Wait <= 0 {
-		o.Wait = 10 * time.Millisecond
-	}
+	o.Wait = max(o.Wait, 0)
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
