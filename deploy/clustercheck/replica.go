@@ -35,9 +35,8 @@ func replicaURL(name string) (string, error) {
 		// The servers' pools then run in transaction mode (no settings sent
 		// at connection, for PgBouncer's sake); the replica is reached
 		// directly, so its URL carries what the pooler's connect_query sets.
-		q := u.Query()
-		q.Set("options", "-c jit=off -c hnsw.ef_search=400")
-		u.RawQuery = q.Encode()
+		// Spaces as %20: the driver does not read "+" as a space.
+		u.RawQuery += "&options=" + strings.ReplaceAll(url.QueryEscape("-c jit=off -c hnsw.ef_search=400"), "+", "%20")
 	}
 	return u.String(), nil
 }
