@@ -283,6 +283,9 @@ func (r *Replicas) poll(ctx context.Context, rep *replica) {
 	defer cancel()
 	var s sql.NullString
 	err := rep.db.QueryRowContext(pctx, `SELECT pg_last_wal_replay_lsn()::text`).Scan(&s)
+	if ctx.Err() != nil { // shutting down: nothing to decide, nor to log
+		return
+	}
 	switch {
 	case err != nil:
 		rep.replay.Store(0)
