@@ -51,16 +51,16 @@ run: ## Install, start the stack, migrate, then server + worker in one process (
 	@bash deploy/with-stack.sh $(RUN_MINIO) --profile run -- bin/dds dev
 
 .PHONY: test
-test: ## Install, start the stack (with MinIO, PgBouncer and Hydra), run every test incl. fuzz seed corpora
+test: ## Install, start the stack (with MinIO, PgBouncer, Hydra and a read replica), run every test incl. fuzz seed corpora
 	@bash deploy/install.sh --with-hydra
-	@bash deploy/with-stack.sh --with-minio --with-pgbouncer --with-hydra --profile test --db dds_test -- \
+	@bash deploy/with-stack.sh --with-minio --with-pgbouncer --with-hydra --with-replica --profile test --db dds_test -- \
 		go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: cluster-check
-cluster-check: ## Run the production topology (2 servers behind HAProxy, 2 workers, PgBouncer) and break it on purpose
+cluster-check: ## Run the production topology (2 servers behind HAProxy, 2 workers, PgBouncer, a read replica) and break it on purpose
 	@bash deploy/install.sh --no-browser --no-minio --with-cluster
 	@mkdir -p bin && go build -o bin/dds ./cmd/dds
-	@bash deploy/with-stack.sh --with-pgbouncer --profile test -- go run ./deploy/clustercheck -bin bin/dds
+	@bash deploy/with-stack.sh --with-pgbouncer --with-replica --profile test -- go run ./deploy/clustercheck -bin bin/dds
 
 .PHONY: fresh-check
 fresh-check: ## As root: run `make run`, the README's first calls and `make test` in a fresh Debian root
@@ -70,11 +70,11 @@ fresh-check: ## As root: run `make run`, the README's first calls and `make test
 # Each program measures one capability next to its baselines, in the same run,
 # over the same Postgres; each bounds its own time. BENCHES=files runs just one.
 # bench/rest and bench/graphql (in-process load, for profiling) run only when named.
-BENCHES ?= cmd/ddsbench files webhooks jobs tenants events
+BENCHES ?= cmd/ddsbench files webhooks jobs tenants events replicas
 
 bench: ## Install, start the stack, run the benchmarks (BENCHES=files for one); prints ratios to baselines
 	@bash deploy/install.sh --no-minio --with-bench
-	@bash deploy/with-stack.sh --profile run --db dds_bench -- bash -c 'set -e; \
+	@bash deploy/with-stack.sh --with-replica --profile run --db dds_bench -- bash -c 'set -e; \
 		for b in $(BENCHES); do echo; echo "=== bench/$$b"; go run ./bench/$$b $(BENCH_ARGS); done'
 
 .PHONY: stack-up

@@ -26,7 +26,16 @@ type Config struct {
 	// session mode) or "transaction" (a pooler in transaction mode, such as
 	// PgBouncer: see db.ThroughTransactionPooler).
 	DBPoolMode string `env:"DDS_DB_POOL_MODE" envDefault:"session"`
-	HTTPAddr   string `env:"DDS_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	// DatabaseReplicaURLs are streaming replicas of DatabaseURL's primary
+	// that `dds serve` sends reads of tenant data to, behind the LSN
+	// barrier (db.Replicas); opened with the same pool mode and size.
+	DatabaseReplicaURLs []string `env:"DATABASE_REPLICA_URLS" envSeparator:","`
+	// ReplicaMaxLag is how far behind the primary a replica may be and
+	// still serve reads; ReplicaWait how long a read waits for a replica to
+	// replay up to its barrier before it runs on the primary.
+	ReplicaMaxLag time.Duration `env:"DDS_DB_REPLICA_MAX_LAG" envDefault:"1s"`
+	ReplicaWait   time.Duration `env:"DDS_DB_REPLICA_WAIT" envDefault:"10ms"`
+	HTTPAddr      string        `env:"DDS_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	// PublicURL is the base URL clients reach the server at (OpenAPI
 	// servers, local presigned file URLs). Unset, it follows HTTPAddr.
 	PublicURL string `env:"DDS_PUBLIC_URL"`
@@ -189,6 +198,22 @@ func Load() (*Config, error) {
 	}
 	if c.DBPoolMode == "transaction" && c.DatabaseDirectURL == "" {
 		problems = append(problems, errors.New("DDS_DB_POOL_MODE=transaction needs DATABASE_DIRECT_URL: LISTEN and the migrations' locks cannot go through a transaction pooler"))
+	}
+	replicas := c.DatabaseReplicaURLs[:0]
+	for i, u := range c.DatabaseReplicaURLs {
+		if u = strings.TrimSpace(u); u == "" {
+			continue
+		}
+		// The URL is not quoted back: it may hold a password.
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "postgres" && p.Scheme != "postgresql") || p.Host == "" {
+			problems = append(problems, fmt.Errorf("DATABASE_REPLICA_URLS: entry %d is not a postgres:// URL with a host", i+1))
+			continue
+		}
+		replicas = append(replicas, u)
+	}
+	c.DatabaseReplicaURLs = replicas
+	if c.ReplicaMaxLag <= 0 || c.ReplicaWait < 0 {
+		problems = append(problems, fmt.Errorf("DDS_DB_REPLICA_MAX_LAG must be positive and DDS_DB_REPLICA_WAIT not negative, got %s and %s", c.ReplicaMaxLag, c.ReplicaWait))
 	}
 	if c.DBMaxConns < 1 {
 		problems = append(problems, fmt.Errorf("DDS_DB_MAX_CONNS must be at least 1, got %d", c.DBMaxConns))

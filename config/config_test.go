@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -161,6 +162,46 @@ func TestPoolMode(t *testing.T) {
 			}
 			if got := cfg.DirectURL(); got != c.wantDirect {
 				t.Fatalf("direct URL %q, want %q", got, c.wantDirect)
+			}
+		})
+	}
+}
+
+// DATABASE_REPLICA_URLS: entries trimmed, empty ones dropped; a bad entry is
+// named by its position and never quoted (it may hold a password); the lag
+// bound must be positive.
+func TestReplicaURLs(t *testing.T) {
+	cases := []struct {
+		urls, maxLag string
+		want         []string
+		wantErr      string
+	}{
+		{"", "", nil, ""},
+		{" postgres://r1/dds , postgresql://u:pw@r2:5433/dds,", "", []string{"postgres://r1/dds", "postgresql://u:pw@r2:5433/dds"}, ""},
+		{"postgres://r1/dds,mysql://u:secret@r2/dds", "", nil, "entry 2"},
+		{"postgres:///dds", "", nil, "entry 1"},
+		{"postgres://r1/dds", "0s", nil, "DDS_DB_REPLICA_MAX_LAG"},
+	}
+	for _, c := range cases {
+		t.Run(c.urls+"/"+c.maxLag, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", "postgres://pg/dds")
+			t.Setenv("DDS_JWT_SECRET", strings.Repeat("s", 32))
+			t.Setenv("DATABASE_REPLICA_URLS", c.urls)
+			if c.maxLag != "" {
+				t.Setenv("DDS_DB_REPLICA_MAX_LAG", c.maxLag)
+			}
+			cfg, err := Load()
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || strings.Contains(err.Error(), "secret") {
+					t.Fatalf("got %v, want an error naming %s without the URL", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(cfg.DatabaseReplicaURLs) != fmt.Sprint(c.want) {
+				t.Fatalf("replica URLs %q, want %q", cfg.DatabaseReplicaURLs, c.want)
 			}
 		})
 	}

@@ -87,6 +87,21 @@ func WithVectorEfSearch(ef int) Option {
 // (otelsql, whatever the driver): each statement of a traced request is a
 // span of its trace.
 func Open(ctx context.Context, url string, maxConns int, opts ...Option) (*sqlx.DB, error) {
+	d, err := openLazy(url, maxConns, opts...)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := d.PingContext(pctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return d, nil
+}
+
+// openLazy is Open without the first connection.
+func openLazy(url string, maxConns int, opts ...Option) (*sqlx.DB, error) {
 	o := openOptions{efSearch: DefaultVectorEfSearch}
 	for _, opt := range opts {
 		opt(&o)
@@ -130,12 +145,6 @@ func Open(ctx context.Context, url string, maxConns int, opts ...Option) (*sqlx.
 	d.SetMaxOpenConns(maxConns)
 	d.SetMaxIdleConns(maxConns)
 	d.SetConnMaxIdleTime(5 * time.Minute)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := d.PingContext(pctx); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
-	}
 	return d, nil
 }
 

@@ -2,12 +2,16 @@
 # deploy/stack.sh — run the services DDS needs, from binaries deploy/install.sh put in place,
 # with their state under .dds/ in the repository (kept between runs).
 #
-#   deploy/stack.sh up [--with-minio] [--with-pgbouncer] [--with-hydra] [--profile run|test] [--started-file FILE]
+#   deploy/stack.sh up [--with-minio] [--with-pgbouncer] [--with-hydra] [--with-replica] [--no-temporal]
+#                      [--profile run|test] [--started-file FILE]
 #       Start PostgreSQL 15 (+ pgvector), the Temporal dev server and, with --with-minio or
 #       FILE_STORAGE_DRIVER=s3, MinIO; with --with-pgbouncer, PgBouncer in transaction mode in
 #       front of Postgres (as production runs it; see docs/operations.md); with --with-hydra, Ory
 #       Hydra (an OpenID Connect provider for the identity tests: in-memory, HTTPS with a
-#       certificate made here, JWT access tokens). A service already running (pid file + health check) is
+#       certificate made here, JWT access tokens); with --with-replica, a streaming replica of
+#       that Postgres (pg_basebackup -R, hot standby; ready once it has replayed what the primary
+#       had when it started); --no-temporal leaves the Temporal dev server out (a caller that
+#       brings its own, or needs none). A service already running (pid file + health check) is
 #       left alone. Waits until each one answers. Writes .dds/env. With --started-file, appends
 #       the names of the services this call started to FILE (so a caller can stop only those).
 #       Profile "test" turns Postgres fsync off (fast, not crash-safe); "run" (default) keeps it.
@@ -16,7 +20,7 @@
 #   deploy/stack.sh status     One line per service.
 #   deploy/stack.sh env        Print the `export` lines for the stack (same as .dds/env).
 #
-# Ports (all on 127.0.0.1): DDS_PG_PORT (54329), DDS_TEMPORAL_PORT (7233), DDS_TEMPORAL_UI_PORT
+# Ports (all on 127.0.0.1): DDS_PG_PORT (54329), DDS_PG_REPLICA_PORT (54330), DDS_TEMPORAL_PORT (7233), DDS_TEMPORAL_UI_PORT
 # (8233), DDS_MINIO_PORT (9100), DDS_MINIO_CONSOLE_PORT (9101), DDS_PGBOUNCER_PORT (64329),
 # DDS_HYDRA_PUBLIC_PORT (4444), DDS_HYDRA_ADMIN_PORT (4445). Logs in .dds/logs/.
 set -euo pipefail
@@ -30,6 +34,7 @@ RUN=$STATE/run
 PG_MAJOR=15
 PGBIN=/usr/lib/postgresql/$PG_MAJOR/bin
 PG_PORT=${DDS_PG_PORT:-54329}
+REPLICA_PORT=${DDS_PG_REPLICA_PORT:-54330}
 TEMPORAL_PORT=${DDS_TEMPORAL_PORT:-7233}
 TEMPORAL_UI_PORT=${DDS_TEMPORAL_UI_PORT:-8233}
 MINIO_PORT=${DDS_MINIO_PORT:-9100}
@@ -189,6 +194,25 @@ as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; 
 pg_ready() { "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -t 1; }
 psql_() { PGOPTIONS='-c client_min_messages=warning' psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres "$@"; }
 
+# pg_opts PORT SOCKET_DIR sets opts, the server settings of the primary and of its replica (a hot
+# standby needs max_connections and the other limits at least as high as its primary's).
+pg_opts() {
+	opts=(
+		-c listen_addresses=127.0.0.1 -c port="$1" -c unix_socket_directories="$2"
+		-c timezone=UTC -c log_timezone=UTC -c max_connections=300
+		-c shared_buffers=256MB -c log_min_messages=warning
+		# pg_stat_statements lets `make bench` report database time per request.
+		-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top
+		# Streaming replication (--with-replica): Postgres 15's defaults, said here because
+		# the replica depends on them; initdb's pg_hba.conf trusts replication from loopback.
+		-c wal_level=replica -c max_wal_senders=10
+	)
+	if [ "$PROFILE" = test ]; then
+		# Throwaway test data: trade crash safety for speed. Never for the run profile.
+		opts+=(-c fsync=off -c synchronous_commit=off -c full_page_writes=off)
+	fi
+}
+
 pg_up() {
 	local home data sock pid
 	[ -x "$PGBIN/postgres" ] || die "PostgreSQL $PG_MAJOR is not installed: run deploy/install.sh"
@@ -223,17 +247,8 @@ pg_up() {
 		fi
 		mkdir -p "$sock"
 		[ "$(id -u)" -ne 0 ] || chown postgres:postgres "$sock"
-		local opts=(
-			-c listen_addresses=127.0.0.1 -c port="$PG_PORT" -c unix_socket_directories="$sock"
-			-c timezone=UTC -c log_timezone=UTC -c max_connections=300
-			-c shared_buffers=256MB -c log_min_messages=warning
-			# pg_stat_statements lets `make bench` report database time per request.
-			-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top
-		)
-		if [ "$PROFILE" = test ]; then
-			# Throwaway test data: trade crash safety for speed. Never for the run profile.
-			opts+=(-c fsync=off -c synchronous_commit=off -c full_page_writes=off)
-		fi
+		local opts
+		pg_opts "$PG_PORT" "$sock"
 		local runner=()
 		[ "$(id -u)" -ne 0 ] || runner=(setpriv --reuid=postgres --regid=postgres --init-groups)
 		pid=$(spawn postgres "${runner[@]}" "$PGBIN/postgres" -D "$data" "${opts[@]}")
@@ -253,6 +268,81 @@ pg_up() {
 		fi
 		psql_ -d "$db" -c 'CREATE EXTENSION IF NOT EXISTS vector' >/dev/null
 	done
+}
+
+# ---------------------------------------------------------------------------------------------
+# Streaming replica (--with-replica)
+# ---------------------------------------------------------------------------------------------
+# A hot standby of the primary above, in its own data directory beside the primary's, made with
+# pg_basebackup -R (which writes primary_conninfo and standby.signal). It keeps its data between
+# runs and catches up from the primary's WAL when started again; when it cannot (the WAL it needs
+# was recycled while it was down) it is made again from a fresh base backup. No replication slot:
+# a replica left stopped must not make the primary keep WAL forever.
+replica_ready() { "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$REPLICA_PORT" -U postgres -d postgres -t 1; }
+replica_psql() { psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$REPLICA_PORT" -U postgres -d postgres "$@"; }
+
+# replica_caught_up LSN: the replica has replayed the primary's WAL up to LSN.
+replica_caught_up() {
+	[ "$(replica_psql -tAc "SELECT coalesce(pg_last_wal_replay_lsn() >= '$1'::pg_lsn, false)" 2>/dev/null)" = t ]
+}
+
+replica_base_backup() {
+	local data=$1
+	rm -rf "$data"
+	log "replica: pg_basebackup from 127.0.0.1:$PG_PORT into $data"
+	as_pg "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U postgres -D "$data" -R -X stream \
+		--checkpoint=fast >>"$LOGS/replica.log" 2>&1 || die "pg_basebackup failed, see $LOGS/replica.log"
+}
+
+# replica_start DATA SOCK: starts the standby and waits until it has replayed what the primary
+# had written when it started; returns 1 (standby stopped) if it does not within TIMEOUT.
+replica_start() {
+	local data=$1 sock=$2 pid lsn deadline opts
+	pg_opts "$REPLICA_PORT" "$sock"
+	# Queries on the standby hold back the primary's vacuum instead of being cancelled by it.
+	opts+=(-c hot_standby=on -c hot_standby_feedback=on)
+	local runner=()
+	[ "$(id -u)" -ne 0 ] || runner=(setpriv --reuid=postgres --regid=postgres --init-groups)
+	pid=$(spawn replica "${runner[@]}" "$PGBIN/postgres" -D "$data" "${opts[@]}")
+	wait_until replica "$pid" replica_ready
+	lsn=$(psql_ -d postgres -tAc 'SELECT pg_current_wal_insert_lsn()')
+	deadline=$(($(date +%s) + TIMEOUT))
+	until replica_caught_up "$lsn"; do
+		if [ "$(date +%s)" -ge "$deadline" ] || [ -z "$(start_time "$pid")" ]; then
+			kill -INT "$pid" 2>/dev/null || true
+			await_stop replica "$pid"
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "$pid"
+}
+
+replica_up() {
+	local home data sock pid
+	home=$(pg_home)
+	data=$home/replica
+	sock=$home/replica-run
+	if [ $((${#sock} + 20)) -gt 107 ]; then sock=/tmp/dds-pg-$REPLICA_PORT; fi
+	pid=$(pid_of replica)
+	if [ -n "$pid" ]; then
+		wait_until replica "$pid" replica_ready
+		log "replica already running (pid $pid) on 127.0.0.1:$REPLICA_PORT"
+		return
+	fi
+	if replica_ready; then
+		die "port $REPLICA_PORT already answers for a PostgreSQL that stack.sh did not start; set DDS_PG_REPLICA_PORT"
+	fi
+	mkdir -p "$sock"
+	[ "$(id -u)" -ne 0 ] || chown postgres:postgres "$sock"
+	if [ ! -f "$data/standby.signal" ]; then replica_base_backup "$data"; fi
+	if ! pid=$(replica_start "$data" "$sock"); then
+		log "replica: did not catch up with the primary (its WAL may be gone); making it again"
+		replica_base_backup "$data"
+		pid=$(replica_start "$data" "$sock") || die "replica did not catch up with the primary, see $LOGS/replica.log"
+	fi
+	record_started replica
+	log "replica started (pid $pid, streaming from 127.0.0.1:$PG_PORT) on 127.0.0.1:$REPLICA_PORT"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -445,6 +535,9 @@ export DDS_TEST_S3_ENDPOINT='$s3'
 export DDS_TEST_S3_ACCESS_KEY='$MINIO_USER'
 export DDS_TEST_S3_SECRET_KEY='$MINIO_PASSWORD'
 EOF
+	if [ -n "$(pid_of replica)" ]; then
+		echo "export DDS_TEST_REPLICA_URL='postgres://postgres@127.0.0.1:$REPLICA_PORT/dds_test?sslmode=disable'"
+	fi
 	if [ -n "$(pid_of pgbouncer)" ]; then
 		echo "export DDS_TEST_PGBOUNCER_URL='postgres://postgres@127.0.0.1:$PGBOUNCER_PORT/dds_test?sslmode=disable'"
 	fi
@@ -463,7 +556,8 @@ cmd_up() {
 	mkdir -p "$LOGS" "$RUN"
 	if [ -n "$STARTED_FILE" ]; then touch "$STARTED_FILE"; fi
 	pg_up
-	temporal_up
+	if [ "$WITH_REPLICA" -eq 1 ]; then replica_up; fi
+	if [ "$WITH_TEMPORAL" -eq 1 ]; then temporal_up; fi
 	if [ "$WITH_MINIO" -eq 1 ]; then minio_up; fi
 	if [ "$WITH_PGBOUNCER" -eq 1 ]; then pgbouncer_up; fi
 	if [ "$WITH_HYDRA" -eq 1 ]; then hydra_up; fi
@@ -472,11 +566,11 @@ cmd_up() {
 }
 
 cmd_down() {
-	local names=(hydra pgbouncer minio temporal postgres) n i
+	local names=(hydra pgbouncer minio temporal replica postgres) n i
 	if [ -n "$STARTED_FILE" ]; then
 		[ -f "$STARTED_FILE" ] || return 0
 		names=()
-		for n in hydra pgbouncer minio temporal postgres; do
+		for n in hydra pgbouncer minio temporal replica postgres; do
 			if grep -qx "$n" "$STARTED_FILE"; then names+=("$n"); fi
 		done
 	fi
@@ -484,7 +578,7 @@ cmd_down() {
 	local pids=() pid
 	for n in "${names[@]}"; do
 		case $n in
-		postgres) pid=$(signal_stop postgres INT) ;; # fast shutdown: abort transactions, checkpoint
+		postgres | replica) pid=$(signal_stop "$n" INT) ;; # fast shutdown: abort transactions, checkpoint
 		*) pid=$(signal_stop "$n" TERM) ;;
 		esac
 		pids+=("$pid")
@@ -496,9 +590,10 @@ cmd_down() {
 
 cmd_status() {
 	local n pid addr
-	for n in postgres temporal minio pgbouncer hydra; do
+	for n in postgres replica temporal minio pgbouncer hydra; do
 		case $n in
 		postgres) addr=127.0.0.1:$PG_PORT ;;
+		replica) addr=127.0.0.1:$REPLICA_PORT ;;
 		pgbouncer) addr=127.0.0.1:$PGBOUNCER_PORT ;;
 		temporal) addr=127.0.0.1:$TEMPORAL_PORT ;;
 		minio) addr=127.0.0.1:$MINIO_PORT ;;
@@ -518,6 +613,8 @@ cmd=${1:-}
 WITH_MINIO=0
 WITH_PGBOUNCER=0
 WITH_HYDRA=0
+WITH_REPLICA=0
+WITH_TEMPORAL=1
 [ "${FILE_STORAGE_DRIVER:-}" != s3 ] || WITH_MINIO=1
 PROFILE=${DDS_STACK_PROFILE:-run}
 STARTED_FILE=${DDS_STACK_STARTED_FILE:-}
@@ -526,6 +623,8 @@ while [ $# -gt 0 ]; do
 	--with-minio) WITH_MINIO=1 ;;
 	--with-pgbouncer) WITH_PGBOUNCER=1 ;;
 	--with-hydra) WITH_HYDRA=1 ;;
+	--with-replica) WITH_REPLICA=1 ;;
+	--no-temporal) WITH_TEMPORAL=0 ;;
 	--profile) PROFILE=${2:?--profile needs run or test}; shift ;;
 	--started-file) STARTED_FILE=${2:?--started-file needs a path}; shift ;;
 	*) die "unknown argument $1" ;;

@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
 	*) up_args+=("$1"); shift ;;
 	esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [--with-minio] [--with-hydra] [--profile run|test] [--db NAME] -- COMMAND..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [--with-minio] [--with-hydra] [--with-replica] [--profile run|test] [--db NAME] -- COMMAND..." >&2; exit 2; }
 
 # Several callers may share one stack (two `make test` in one checkout): each registers in
 # .dds/run/users/, and the services any of them started are stopped by the last one to leave.
@@ -88,9 +88,9 @@ if [ -n "$db" ]; then
 		DDS_TEST_PGBOUNCER_URL="${DDS_TEST_PGBOUNCER_URL%/*}/$db?sslmode=disable"
 		export DDS_TEST_PGBOUNCER_URL
 	fi
-	if [ -n "${DDS_TEST_PGBOUNCER_URL:-}" ]; then
-		DDS_TEST_PGBOUNCER_URL="${DDS_TEST_PGBOUNCER_URL%/*}/$db?sslmode=disable"
-		export DDS_TEST_PGBOUNCER_URL
+	if [ -n "${DDS_TEST_REPLICA_URL:-}" ]; then
+		DDS_TEST_REPLICA_URL="${DDS_TEST_REPLICA_URL%/*}/$db?sslmode=disable"
+		export DDS_TEST_REPLICA_URL
 	fi
 fi
 

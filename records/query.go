@@ -59,47 +59,53 @@ func (s *Store) runFunc(ctx context.Context, sc *Scope, entity string, st query.
 	if err := s.checkBudget(ctx, sc, entity, st); err != nil {
 		return err
 	}
-	var q sqlx.QueryerContext = s.db
+	return s.read(ctx, func(d *sqlx.DB) (bool, error) { return s.runOn(ctx, d, sc, entity, st, fn) })
+}
+
+// runOn is runFunc's statement on d; handed reports whether fn was called
+// (a read that handed its result on cannot run again elsewhere).
+func (s *Store) runOn(ctx context.Context, d *sqlx.DB, sc *Scope, entity string, st query.Statement, fn func(raw []byte) error) (handed bool, _ error) {
+	var q sqlx.QueryerContext = d
 	var tx *sqlx.Tx
 	if len(st.Setup) > 0 {
 		var err error
-		if tx, err = s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
-			return MapError(sc, entity, err)
+		if tx, err = d.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true}); err != nil {
+			return false, MapError(sc, entity, err)
 		}
 		defer tx.Rollback()
 		// One round trip for every setup statement (simple protocol, no args).
 		if _, err := tx.ExecContext(ctx, strings.Join(st.Setup, "; ")); err != nil {
-			return MapError(sc, entity, err)
+			return false, MapError(sc, entity, err)
 		}
 		q = tx
 	}
 	rows, err := q.QueryContext(ctx, st.SQL, st.Args...)
 	if err != nil {
-		return MapError(sc, entity, err)
+		return false, MapError(sc, entity, err)
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return MapError(sc, entity, err)
+			return false, MapError(sc, entity, err)
 		}
-		return sql.ErrNoRows
+		return false, sql.ErrNoRows
 	}
 	var raw sql.RawBytes // the driver's bytes, not a copy
 	if err := rows.Scan(&raw); err != nil {
-		return MapError(sc, entity, err)
+		return false, MapError(sc, entity, err)
 	}
 	if err := fn(raw); err != nil {
-		return err
+		return true, err
 	}
 	if err := rows.Close(); err != nil {
-		return MapError(sc, entity, err)
+		return true, MapError(sc, entity, err)
 	}
 	if tx != nil {
 		if err := tx.Commit(); err != nil {
-			return commitError(ctx, sc, entity, err)
+			return true, commitError(ctx, sc, entity, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // notFound turns sql.ErrNoRows into a NOT_FOUND error.

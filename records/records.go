@@ -44,6 +44,7 @@ type Files interface {
 // Store reads and writes records.
 type Store struct {
 	db        *sqlx.DB
+	replicas  *db.Replicas // where reads may go (replicas.go); nil: the primary
 	schemas   *schema.Service
 	files     Files
 	events    *pgnotify.Publisher
@@ -234,7 +235,9 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 		s.observe(st)
 	}
 	var out []byte
-	err := s.db.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
+	err := s.read(ctx, func(q *sqlx.DB) (bool, error) {
+		return false, q.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
 	}

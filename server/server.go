@@ -68,6 +68,8 @@ type Server struct {
 	Handler http.Handler
 	gqlFeed *gqllive.Feed
 	limits  *ratelimit.Sync // shares the rate limits' counts with the other replicas
+	// replicas routes reads to DATABASE_REPLICA_URLS (nil without them).
+	replicas *db.Replicas
 	// draining is set once shutdown begins: /readyz answers 503 so that a
 	// balancer stops sending new requests before the listener closes.
 	draining atomic.Bool
@@ -136,9 +138,23 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	}
 	s.Files = files.New(d, fileStore, temporal, files.OptionsFrom(cfg, log))
 
-	s.Records = records.NewStore(d, s.Schemas, s.Files, records.WithEventNotifications(s.events),
+	recOpts := []records.Option{}
+	if len(cfg.DatabaseReplicaURLs) > 0 {
+		s.replicas, err = db.OpenReplicas(ctx, d, cfg.DatabaseReplicaURLs, cfg.DBMaxConns,
+			db.ReplicaOptions{MaxLag: cfg.ReplicaMaxLag, Wait: cfg.ReplicaWait, Log: log}, cfg.DBOptions()...)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				s.replicas.Close()
+			}
+		}()
+		recOpts = append(recOpts, records.WithReplicas(s.replicas))
+	}
+	s.Records = records.NewStore(d, s.Schemas, s.Files, append(recOpts, records.WithEventNotifications(s.events),
 		records.WithVectorEfSearch(cfg.VectorEfSearch),
-		records.WithStatementTimeout(cfg.StatementTimeout), records.WithRowBudget(cfg.QueryRowBudget))
+		records.WithStatementTimeout(cfg.StatementTimeout), records.WithRowBudget(cfg.QueryRowBudget))...)
 
 	perTenant, perIP, perIPAuth := ratelimit.New(cfg.RateTenant, time.Minute), ratelimit.New(cfg.RateGlobal, time.Minute), ratelimit.New(cfg.RateAuth, time.Minute)
 	s.limits = ratelimit.NewSync(d, cfg.RateSyncInterval, log, map[string]*ratelimit.Limiter{"tenant": perTenant, "ip": perIP, "auth": perIPAuth})
@@ -190,6 +206,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dds_graphql_subscriptions_active", Help: "GraphQL subscriptions running on this server.",
 	}, func() float64 { return float64(s.gqlFeed.Active()) }))
+	if s.replicas != nil {
+		s.replicas.Register(reg)
+	}
 	s.Registry, s.JobProgress = reg, obs.NewJobProgress(reg)
 	router.Public("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
@@ -245,6 +264,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { s.authn.Run(ctx, 30*time.Second); close(authDone) }()
 	go s.gqlFeed.Run(ctx)
 	go s.limits.Run(ctx)
+	if s.replicas != nil {
+		go s.replicas.Run(ctx)
+	}
 	// Event notifications outlive the HTTP shutdown below, so writes that
 	// finish during it are still announced.
 	pubCtx, pubStop := context.WithCancel(context.WithoutCancel(ctx))
@@ -300,7 +322,12 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Close releases the database pool.
-func (s *Server) Close() error { return s.DB.Close() }
+func (s *Server) Close() error {
+	if s.replicas != nil {
+		s.replicas.Close()
+	}
+	return s.DB.Close()
+}
 
 // FlushAuth writes pending lastUsed times now (tests, shutdown).
 func (s *Server) FlushAuth(ctx context.Context) error { return s.authn.FlushLastUsed(ctx) }

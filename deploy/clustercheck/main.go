@@ -2,7 +2,8 @@
 // breaks it on purpose (make cluster-check). It starts two `dds serve`
 // behind HAProxy (health-checked on /readyz, DDS_SHUTDOWN_DRAIN set) and
 // two `dds worker`, over the stack's Postgres (through PgBouncer in
-// transaction mode when the stack runs it) and Temporal, each node its own
+// transaction mode when the stack runs it; reading from its streaming
+// replica when the stack runs one) and Temporal, each node its own
 // process. Every scenario drives creates and reads through HAProxy while a
 // fault happens, then checks that every acknowledged write is readable and
 // that its entity.created event reached a webhook receiver at least once,
@@ -114,6 +115,13 @@ func run() error {
 			return c.workers[0].start()
 		}},
 	}
+	var replicaReport string
+	if c.replica {
+		scenarios = append(scenarios, struct {
+			name  string
+			fault func(c *cluster) error
+		}{"stop the replica (started again 2 s later)", c.stopReplica(&replicaReport)})
+	}
 	fmt.Printf("\n%-55s %12s %8s %8s %11s %11s\n", "scenario", "fault window", "requests", "failed", "writes lost", "events lost")
 	failed := false
 	for _, sc := range scenarios {
@@ -122,7 +130,11 @@ func run() error {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
 		fmt.Printf("%-55s %12s %8d %8d %11d %11d\n", sc.name, res.window.Round(time.Millisecond), res.requests, res.failed, res.writesLost, res.eventsLost)
-		if res.writesLost > 0 || res.eventsLost > 0 || strings.HasPrefix(sc.name, "rolling") && res.failed > 0 {
+		if strings.HasPrefix(sc.name, "stop the replica") && replicaReport != "" {
+			fmt.Println(replicaReport)
+		}
+		// A rolling restart, and a replica going away, must fail no request at all.
+		if res.writesLost > 0 || res.eventsLost > 0 || (strings.HasPrefix(sc.name, "rolling") || strings.HasPrefix(sc.name, "stop the replica")) && res.failed > 0 {
 			failed = true
 			for _, e := range res.samples {
 				fmt.Println("   ", e)
@@ -130,7 +142,7 @@ func run() error {
 		}
 	}
 	if failed {
-		return errors.New("a scenario lost writes or events, or a rolling restart failed requests")
+		return errors.New("a scenario lost writes or events, or a rolling restart or the replica's stop failed requests")
 	}
 	fmt.Println("\nclustercheck: every scenario kept every acknowledged write and delivered every event")
 	return nil
@@ -200,6 +212,7 @@ type cluster struct {
 	delivered        map[string]bool // entity ids whose entity.created arrived
 	receiver         *httptest.Server
 	client           *http.Client
+	replica          bool // the servers read from the stack's replica (replica.go)
 }
 
 func startCluster(o options, tmp string) (*cluster, error) {
@@ -236,6 +249,17 @@ func startCluster(o options, tmp string) (*cluster, error) {
 		}
 		u.Path = "/dds_cluster"
 		env = append(env, "DATABASE_URL="+u.String(), "DATABASE_DIRECT_URL="+direct, "DDS_DB_POOL_MODE=transaction")
+	}
+	replica, err := replicaURL("dds_cluster") // replica.go
+	if err != nil {
+		return c, err
+	}
+	if replica != "" {
+		if err := commitSynchronously(ctx, direct); err != nil {
+			return c, err
+		}
+		env = append(env, "DATABASE_REPLICA_URLS="+replica)
+		c.replica = true
 	}
 	mig := exec.CommandContext(context.Background(), o.bin, "migrate") //nolint:gosec // G204: the dds binary the operator named, by design
 	mig.Env = env

@@ -24,8 +24,15 @@ type Proxy struct {
 // (called at the latest when the test ends).
 func Start(t testing.TB, target string) *Proxy {
 	t.Helper()
+	return StartOn(t, "127.0.0.1:0", target)
+}
+
+// StartOn is Start listening on addr: a closed proxy's Addr brings the
+// service back where its clients look for it.
+func StartOn(t testing.TB, addr, target string) *Proxy {
+	t.Helper()
 	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
