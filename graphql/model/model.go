@@ -52,6 +52,7 @@ const (
 	KindAggregate // <plural>Aggregate (aggregate.go)
 	KindUpsert
 	KindBatchUpsert
+	KindHistory // <one>History: an entity with history (history.go)
 )
 
 // RootField is the meaning of one Query/Mutation/Subscription field.
@@ -629,6 +630,7 @@ func (g *gen) readRoots(e *schema.Entity, n entityNames, rf RootField, page stri
 		g.root(&g.query, n.VectorSearch, with(rf, KindVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}
 	g.aggregateRoot(e, n, rf)
+	g.historyRoot(e, n, rf)
 	g.root(&g.sub, n.Created, with(rf, KindCreated), "(where: "+n.Where+"): "+n.Type+"!")
 	g.root(&g.sub, n.Updated, with(rf, KindUpdated), "(where: "+n.Where+"): "+n.Type+"!")
 	g.root(&g.sub, n.Deleted, with(rf, KindDeleted), "(where: "+n.Where+"): "+n.Type+"!")
