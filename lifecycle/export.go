@@ -301,7 +301,12 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 		}
 		dump := func(kind, table string) error {
 			return aw.entry(dir+kind+"/"+table+".ndjson", func(w io.Writer) error {
-				n, err := d.Records.DumpTable(ctx, snapshot, pg, table, w)
+				var n int64
+				err := overlapped(w, func(ow io.Writer) error {
+					var err error
+					n, err = d.Records.DumpTable(ctx, snapshot, pg, table, ow)
+					return err
+				})
 				done += n
 				if err != nil {
 					return err
