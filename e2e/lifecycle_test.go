@@ -362,6 +362,39 @@ func TestHistoryThroughTheBinary(t *testing.T) {
 		t.Fatalf("versions do not hold the records as written: %+v", all)
 	}
 
+	// GraphQL: the same versions, paged with first and after.
+	gh := d.gql(t, tenant, key, `{ authorHistory(id: "`+a.ID+`", first: 3) { __typename nextCursor items { op changed keyId at record } } }`, false)
+	h1 := gh["authorHistory"].(map[string]any)
+	cur, _ := h1["nextCursor"].(string)
+	if h1["__typename"] != "AuthorHistory" || cur == "" {
+		t.Fatalf("authorHistory first page: %v", h1)
+	}
+	gh = d.gql(t, tenant, key, `{ authorHistory(id: "`+a.ID+`", first: 3, after: "`+cur+`") { nextCursor items { op changed keyId record } } }`, false)
+	h2 := gh["authorHistory"].(map[string]any)
+	if h2["nextCursor"] != nil {
+		t.Fatalf("authorHistory last page has a next cursor: %v", h2)
+	}
+	gv := append(h1["items"].([]any), h2["items"].([]any)...)
+	if len(gv) != len(want) {
+		t.Fatalf("GraphQL history has %d versions, want %d: %v", len(gv), len(want), gv)
+	}
+	for i, w := range want {
+		v := gv[i].(map[string]any)
+		var changed []string
+		for _, c := range v["changed"].([]any) {
+			changed = append(changed, c.(string))
+		}
+		if v["op"] != w.op || !slices.Equal(changed, w.changed) || v["keyId"] != writer.ID || v["record"].(map[string]any)["id"] != a.ID {
+			t.Fatalf("GraphQL version %d is %v, want op %s changing %v", i, v, w.op, w.changed)
+		}
+	}
+	if e := d.gql(t, tenant, key, `{ authorHistory(id: "`+a.ID+`", first: 0) { nextCursor } }`, true)["error"].(string); !strings.Contains(e, "first") {
+		t.Fatalf("first: 0 answered %q", e)
+	}
+	if e := d.gql(t, tenant, key, `{ authorHistory(id: "`+a.ID+`", after: "\u0000\u00ff") { nextCursor } }`, true)["error"].(string); !strings.Contains(e, "cursor") {
+		t.Fatalf("a bad cursor answered %q", e)
+	}
+
 	// A record from before history was switched on has none until its next write.
 	d.do(t, http.StatusNotFound, "GET", "/api/v1/dynamic/Author/"+before.ID+"/history", key, nil)
 	d.do(t, http.StatusOK, "PATCH", "/api/v1/dynamic/Author/"+before.ID, key, map[string]any{"born": 1900})

@@ -125,10 +125,18 @@ func finishing(ctx workflow.Context, jobID string, err error) error {
 // ExportWorkflow writes a tenant's archive.
 func ExportWorkflow(ctx workflow.Context, in Input) (string, error) {
 	var a *Activities
+	return archiveJob(ctx, in, a.TenantExportWrite)
+}
+
+// archiveJob runs a tenant job that is one long activity (an export's
+// write, an import's load) between the job's begin and finish; the
+// workflow ends with the job's status.
+func archiveJob(ctx workflow.Context, in Input, work any) (string, error) {
+	var a *Activities
 	ctx = workflow.WithActivityOptions(ctx, exportOptions)
 	err := workflow.ExecuteActivity(ctx, a.TenantJobBegin, in.JobID).Get(ctx, nil)
 	if err == nil {
-		err = workflow.ExecuteActivity(ctx, a.TenantExportWrite, in).Get(ctx, nil)
+		err = workflow.ExecuteActivity(ctx, work, in).Get(ctx, nil)
 	}
 	if ferr := finishing(ctx, in.JobID, err); ferr != nil {
 		return "", ferr
@@ -138,6 +146,19 @@ func ExportWorkflow(ctx workflow.Context, in Input) (string, error) {
 		return StatusFailed, nil //nolint:nilerr // a failed job is a finished workflow
 	}
 	return StatusSucceeded, nil
+}
+
+// progress sets the job's total and returns the function that records
+// how far it is (*done units, at step) in the job and the heartbeat.
+func (a *Activities) progress(ctx context.Context, jobID string, total int64, done *int64) (func(step string) error, error) {
+	if _, err := a.deps.DB.ExecContext(ctx, `UPDATE dds.tenant_jobs SET total = $2, processed = 0 WHERE id = $1`, jobID, total); err != nil {
+		return nil, err
+	}
+	return func(step string) error {
+		activity.RecordHeartbeat(ctx, *done)
+		_, err := a.deps.DB.ExecContext(ctx, `UPDATE dds.tenant_jobs SET processed = $2, step = $3 WHERE id = $1`, jobID, *done, step)
+		return err
+	}, nil
 }
 
 // refused is an error no retry fixes.
@@ -276,14 +297,9 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 	for _, sec := range d.Sections {
 		m.Sections = append(m.Sections, sec.Name())
 	}
-	total := counts["records"] + counts["edges"] + m.Files
-	if _, err := d.DB.ExecContext(ctx, `UPDATE dds.tenant_jobs SET total = $2, processed = 0 WHERE id = $1`, in.JobID, total); err != nil {
-		return err
-	}
 	var done int64
-	progress := func(step string) error {
-		activity.RecordHeartbeat(ctx, done)
-		_, err := d.DB.ExecContext(ctx, `UPDATE dds.tenant_jobs SET processed = $2, step = $3 WHERE id = $1`, in.JobID, done, step)
+	progress, err := a.progress(ctx, in.JobID, counts["records"]+counts["edges"]+m.Files, &done)
+	if err != nil {
 		return err
 	}
 	if err := aw.json("manifest.json", m); err != nil {
@@ -301,7 +317,12 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 		}
 		dump := func(kind, table string) error {
 			return aw.entry(dir+kind+"/"+table+".ndjson", func(w io.Writer) error {
-				n, err := d.Records.DumpTable(ctx, snapshot, pg, table, w)
+				var n int64
+				err := overlapped(w, func(ow io.Writer) error {
+					var err error
+					n, err = d.Records.DumpTable(ctx, snapshot, pg, table, ow)
+					return err
+				})
 				done += n
 				if err != nil {
 					return err

@@ -18,7 +18,6 @@ import (
 	"os"
 
 	"github.com/google/uuid"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/dds-project/dds/apperr"
@@ -40,19 +39,7 @@ const maxLine = 64 << 20
 // ImportWorkflow makes a tenant from an archive.
 func ImportWorkflow(ctx workflow.Context, in Input) (string, error) {
 	var a *Activities
-	ctx = workflow.WithActivityOptions(ctx, exportOptions)
-	err := workflow.ExecuteActivity(ctx, a.TenantJobBegin, in.JobID).Get(ctx, nil)
-	if err == nil {
-		err = workflow.ExecuteActivity(ctx, a.TenantImportLoad, in).Get(ctx, nil)
-	}
-	if ferr := finishing(ctx, in.JobID, err); ferr != nil {
-		return "", ferr
-	}
-	if err != nil {
-		// The job row says why; the workflow itself ends normally.
-		return StatusFailed, nil //nolint:nilerr // a failed job is a finished workflow
-	}
-	return StatusSucceeded, nil
+	return archiveJob(ctx, in, a.TenantImportLoad)
 }
 
 // TenantImportLoad imports the job's archive as tenant in.TenantID.
@@ -215,13 +202,9 @@ func (a *Activities) importArchive(ctx context.Context, in Input) error {
 		}
 	}
 	total += m.Files
-	if _, err := d.DB.ExecContext(ctx, `UPDATE dds.tenant_jobs SET total = $2, processed = 0 WHERE id = $1`, in.JobID, total); err != nil {
-		return err
-	}
 	var done int64
-	progress := func(step string) error {
-		activity.RecordHeartbeat(ctx, done)
-		_, err := d.DB.ExecContext(ctx, `UPDATE dds.tenant_jobs SET processed = $2, step = $3 WHERE id = $1`, in.JobID, done, step)
+	progress, err := a.progress(ctx, in.JobID, total, &done)
+	if err != nil {
 		return err
 	}
 	counts := map[string]int64{"records": 0, "edges": 0, "files": 0}

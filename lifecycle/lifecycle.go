@@ -128,6 +128,20 @@ func (s *Service) List(ctx context.Context, after string, limit int) ([]Tenant, 
 	return out, nil
 }
 
+// lockTenant locks tenant id's row (FOR lock: UPDATE or SHARE) in tx and
+// returns when it was deleted (nil: it is not).
+func lockTenant(ctx context.Context, tx *sqlx.Tx, id, lock string) (*time.Time, error) {
+	var deletedAt *time.Time
+	err := tx.GetContext(ctx, &deletedAt, `SELECT deleted_at FROM dds.tenants WHERE id = $1 FOR `+lock, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, tenantNotFound(id)
+	}
+	if err != nil {
+		return nil, apperr.Wrap(err, "lock tenant")
+	}
+	return deletedAt, nil
+}
+
 func tenantNotFound(id string) error { return apperr.New(apperr.NotFound, "tenant %q not found", id) }
 
 // Get returns a tenant with the counts of what it holds.
@@ -169,13 +183,9 @@ func (s *Service) Delete(ctx context.Context, id string) (*Job, error) {
 	// FOR UPDATE (not the FOR NO KEY UPDATE of an UPDATE) waits for
 	// in-flight inserts referencing the tenant (a new key) and blocks new
 	// ones until commit, so the revocation below sees every key.
-	var deletedAt *time.Time
-	err = tx.GetContext(ctx, &deletedAt, `SELECT deleted_at FROM dds.tenants WHERE id = $1 FOR UPDATE`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, tenantNotFound(id)
-	}
+	deletedAt, err := lockTenant(ctx, tx, id, "UPDATE")
 	if err != nil {
-		return nil, apperr.Wrap(err, "lock tenant")
+		return nil, err
 	}
 	var j *Job
 	var revoked []string

@@ -29,13 +29,9 @@ func (s *Service) Export(ctx context.Context, tenantID string) (*Job, error) {
 		return nil, apperr.Wrap(err, "begin")
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	var deletedAt *time.Time
-	err = tx.GetContext(ctx, &deletedAt, `SELECT deleted_at FROM dds.tenants WHERE id = $1 FOR SHARE`, tenantID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, tenantNotFound(tenantID)
-	}
+	deletedAt, err := lockTenant(ctx, tx, tenantID, "SHARE")
 	if err != nil {
-		return nil, apperr.Wrap(err, "load tenant")
+		return nil, err
 	}
 	if deletedAt != nil {
 		return nil, apperr.New(apperr.Conflict, "tenant %s is being deleted", tenantID)

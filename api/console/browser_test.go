@@ -30,7 +30,8 @@ const chromium = "/usr/bin/chromium"
 // TestConsoleInBrowser drives the console in headless Chromium through a real
 // server and worker (testdata/browser.mjs, with playwright-core from
 // deploy/npm): sign in, build a schema, write and filter records, upload a
-// file, see a webhook delivery, run GraphQL, and meet a narrow key's 403.
+// file, see a webhook delivery, run GraphQL, meet a narrow key's 403, and,
+// as the operator, export the tenant, delete it and import the archive.
 // Any error in the browser's console fails it. Screenshots go to
 // test-output/console/ at the repository root.
 func TestConsoleInBrowser(t *testing.T) {
@@ -130,7 +131,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer stop()
 	cmd := exec.CommandContext(runCtx, node, "testdata/browser.mjs")
 	cmd.Env = append(os.Environ(),
-		"DDS_URL="+base, "DDS_KEY="+tenant.APIKey, "DDS_TENANT="+tenant.TenantID,
+		"DDS_URL="+base, "DDS_KEY="+tenant.APIKey, "DDS_TENANT="+tenant.TenantID, "DDS_OPERATOR="+cfg.OperatorToken,
 		"RECEIVER_URL="+receiver.URL+"/hooks/dds", "OUT_DIR="+out, "NPM_DIR="+npmDir,
 		"CHROMIUM="+chromium, "USER_DATA_DIR="+t.TempDir())
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

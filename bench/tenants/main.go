@@ -17,26 +17,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/dds-project/dds/bench/load"
 )
@@ -50,22 +40,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/tenants:", err)
 		os.Exit(1)
 	}
-}
-
-func freeAddr() (string, error) {
-	var lc net.ListenConfig
-	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 type bench struct {
@@ -119,62 +93,18 @@ func run(ctx context.Context, n int) error {
 	if dbURL == "" || cli == "" {
 		return errors.New("DATABASE_URL and DDS_TEMPORAL_CLI must be set (run through make bench)")
 	}
-	work, err := os.MkdirTemp("", "dds-bench-tenants-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
-	bin := filepath.Join(work, "dds")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dds").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %w\n%s", err, out)
-	}
 	d, created, drop, err := load.Tenant(ctx, dbURL, "bench-tenants", 4)
 	if err != nil {
 		return err
 	}
 	defer drop()
-	tAddr, err := freeAddr()
+	operator := load.RandHex(24)
+	dep, err := load.StartDeployment(ctx, dbURL, "tenants", "DDS_OPERATOR_TOKEN="+operator)
 	if err != nil {
 		return err
 	}
-	quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{ExistingPath: cli,
-		ClientOptions: &client.Options{HostPort: tAddr, Logger: quiet}, LogLevel: "error", Stdout: io.Discard, Stderr: io.Discard})
-	if err != nil {
-		return fmt.Errorf("temporal dev server: %w", err)
-	}
-	defer dev.Stop() //nolint:errcheck // best-effort shutdown after the results are printed
-	httpAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	probeAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	b := &bench{base: "http://" + httpAddr, operator: randHex(24), c: &http.Client{Timeout: 5 * time.Minute}}
-	env := append(os.Environ(), "DDS_HTTP_ADDR="+httpAddr, "DDS_PUBLIC_URL="+b.base, "DDS_ENV=live", "DDS_OPERATOR_TOKEN="+b.operator,
-		"DDS_JWT_SECRET="+randHex(32), "DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
-		"TEMPORAL_ADDRESS="+tAddr, "DDS_TASK_QUEUE=bench-tenants", "DDS_LOG_LEVEL=warn", "DDS_WORKER_HTTP_ADDR="+probeAddr,
-		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+filepath.Join(work, "store"))
-	var procs []*exec.Cmd
-	for _, cmd := range []string{"serve", "worker"} {
-		p := exec.CommandContext(ctx, bin, cmd)
-		p.Env, p.Stdout, p.Stderr = env, os.Stderr, os.Stderr
-		if err := p.Start(); err != nil {
-			return err
-		}
-		procs = append(procs, p)
-	}
-	defer func() {
-		for _, p := range procs {
-			_ = p.Process.Signal(syscall.SIGTERM)
-			_ = p.Wait()
-		}
-	}()
-	if err := load.WaitHealthy(ctx, b.base+"/livez", 30*time.Second); err != nil {
-		return err
-	}
+	defer dep.Close()
+	b := &bench{base: dep.Base, operator: operator, c: &http.Client{Timeout: 5 * time.Minute}}
 	def := map[string]any{"name": "bench", "entities": []any{map[string]any{"name": "Product", "fields": []any{
 		map[string]any{"name": "name", "type": "STRING", "required": true},
 		map[string]any{"name": "price", "type": "NUMBER", "indexed": true},
@@ -225,7 +155,7 @@ func run(ctx context.Context, n int) error {
 	}
 	csv = bytes.Buffer{}
 
-	samplers := []*load.RSSSampler{load.SampleRSS(procs[0].Process.Pid, 100*time.Millisecond), load.SampleRSS(procs[1].Process.Pid, 100*time.Millisecond)}
+	samplers := dep.SampleRSS()
 	// Export, as the operator sees it: POST until the job has succeeded.
 	var j job
 	t0 = time.Now()

@@ -2,18 +2,25 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/internal/testenv/teststack"
@@ -25,7 +32,9 @@ import (
 // TestTenantDeleteSurvivesWorkerKill deletes a tenant on `dds worker`
 // processes: the first worker is killed with SIGKILL in the middle of
 // the delete (while it removes the tenant's events), a second one resumes
-// the job, and the tenant is gone while another tenant keeps everything.
+// the job, and the tenant is gone while another tenant keeps everything:
+// its tables, control-plane rows and stored files checksum the same
+// before and after.
 func TestTenantDeleteSurvivesWorkerKill(t *testing.T) {
 	teststack.Need(t, "TEMPORAL_ADDRESS")
 	hostPort := os.Getenv("TEMPORAL_ADDRESS")
@@ -89,7 +98,8 @@ func TestTenantDeleteSurvivesWorkerKill(t *testing.T) {
 		}
 		return n
 	}
-	keptEvents := count(`SELECT count(*) FROM dds.events WHERE tenant_id = $1`, kept)
+	keptBefore := tenantChecksums(t, d, kept, cfg.FileStorageLocalDir)
+	goneFiles := tenantChecksums(t, d, gone, cfg.FileStorageLocalDir)
 
 	var j lifecycle.Job
 	app.Must(t, http.StatusAccepted, "DELETE", "/api/v1/tenants/"+gone, testenv.OperatorToken, nil).Decode(t, &j)
@@ -142,8 +152,67 @@ func TestTenantDeleteSurvivesWorkerKill(t *testing.T) {
 	if got := count(`SELECT count(*) FROM pg_namespace WHERE nspname = $1`, schema.PgSchemaName(schemaID)); got != 0 {
 		t.Errorf("the deleted tenant's data schema is still there")
 	}
-	if got := count(`SELECT count(*) FROM dds.events WHERE tenant_id = $1`, kept); got != keptEvents {
-		t.Errorf("the other tenant has %d events, had %d", got, keptEvents)
+	for k := range goneFiles {
+		if key, ok := strings.CutPrefix(k, "file "); ok {
+			if _, err := os.Stat(filepath.Join(cfg.FileStorageLocalDir, filepath.FromSlash(key))); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the deleted tenant's file %s is still stored (%v)", key, err)
+			}
+		}
+	}
+	if after := tenantChecksums(t, d, kept, cfg.FileStorageLocalDir); !maps.Equal(after, keptBefore) {
+		t.Errorf("the other tenant changed:\nbefore %v\nafter  %v", keptBefore, after)
 	}
 	app.Must(t, http.StatusOK, "GET", "/api/v1/dynamic/Product", keptKey, nil)
+}
+
+// tenantChecksums is a checksum of everything a tenant holds: each table
+// of its data schemas, its control-plane rows, and the bytes of its files
+// in the local storage directory dir.
+func tenantChecksums(t *testing.T, d *sqlx.DB, tenant, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var tables []struct {
+		Schema string `db:"table_schema"`
+		Name   string `db:"table_name"`
+	}
+	if err := d.Select(&tables, `SELECT table_schema, table_name FROM information_schema.tables
+		WHERE table_schema IN (SELECT 's_' || replace(id::text, '-', '') FROM dds.schemas WHERE tenant_id = $1)`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range tables {
+		var sum string
+		if err := d.Get(&sum, fmt.Sprintf(`SELECT count(*) || ':' || coalesce(md5(string_agg(t::text, '|' ORDER BY t.id)), '') FROM %q.%q t`, tb.Schema, tb.Name)); err != nil {
+			t.Fatal(err)
+		}
+		out["table "+tb.Name] = sum
+	}
+	for name, q := range map[string]string{
+		"events":  `SELECT count(*) || ':' || coalesce(md5(string_agg(e.id::text || e.record::text, '|' ORDER BY e.seq)), '') FROM dds.events e WHERE tenant_id = $1`,
+		"keys":    `SELECT count(*) || ':' || coalesce(md5(string_agg(k.id::text || coalesce(k.revoked_at::text, ''), '|' ORDER BY k.id)), '') FROM dds.api_keys k WHERE tenant_id = $1`,
+		"schemas": `SELECT count(*) || ':' || coalesce(md5(string_agg(x.id::text || x.definition::text, '|' ORDER BY x.id)), '') FROM dds.schemas x WHERE tenant_id = $1`,
+		"files":   `SELECT count(*) || ':' || coalesce(md5(string_agg(f.id::text || f.storage_key, '|' ORDER BY f.id)), '') FROM dds.files f WHERE tenant_id = $1`,
+		"tenant":  `SELECT count(*) || ':' || coalesce(md5(string_agg(x.name || coalesce(x.deleted_at::text, ''), '|')), '') FROM dds.tenants x WHERE id = $1`,
+	} {
+		var sum string
+		if err := d.Get(&sum, q, tenant); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = sum
+	}
+	var keys []string
+	if err := d.Select(&keys, `SELECT storage_key FROM dds.files WHERE tenant_id = $1 ORDER BY id`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		out["file "+k] = hex.EncodeToString(sum[:])
+	}
+	if len(keys) == 0 || len(tables) == 0 {
+		t.Fatalf("tenant %s holds too little to compare: %v", tenant, out)
+	}
+	return out
 }

@@ -68,7 +68,7 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 	args := cf.field.ArgumentMap(x.vars)
 	e := rf.Entity
 	switch rf.Kind {
-	case model.KindCount, model.KindConnection, model.KindVectorSearch, model.KindAggregate:
+	case model.KindCount, model.KindConnection, model.KindVectorSearch, model.KindAggregate, model.KindHistory:
 		if err := x.p.Require("entity", e.Name, "read"); err != nil {
 			return nil, err
 		}
@@ -87,6 +87,8 @@ func (x *execCtx) resolveValue(root string, cf *cfield) ([]byte, error) {
 		return x.vectorSearchField(e, cf, args)
 	case model.KindAggregate:
 		return x.aggregateField(e, cf, args)
+	case model.KindHistory:
+		return x.history(e, cf, args)
 	case model.KindCreate, model.KindUpdate, model.KindDelete, model.KindRestore:
 		return x.mutate(rf, cf, args)
 	case model.KindBatchCreate, model.KindBatchUpdate, model.KindBatchDelete:

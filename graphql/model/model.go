@@ -53,6 +53,7 @@ const (
 	KindAggregate // <plural>Aggregate (aggregate.go)
 	KindUpsert
 	KindBatchUpsert
+	KindHistory // <one>History: an entity with history (history.go)
 )
 
 // RootField is the meaning of one Query/Mutation/Subscription field.
@@ -630,6 +631,7 @@ func (g *gen) readRoots(e *schema.Entity, n entityNames, rf RootField, page stri
 		g.root(&g.query, n.VectorSearch, with(rf, KindVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}
 	g.aggregateRoot(e, n, rf)
+	g.historyRoot(e, n, rf)
 	// after: resume after an event's cursor (frames carry it in
 	// extensions.cursor; <singular>Changed carries it as a field).
 	g.root(&g.sub, n.Created, with(rf, KindCreated), "(where: "+n.Where+", after: String): "+n.Type+"!")

@@ -82,3 +82,20 @@ export function errorAt(errs, path) {
   const hit = Object.entries(errs).find(([k]) => k.startsWith(path + '[') || k.startsWith(path + '.'));
   return hit ? hit[1] : undefined;
 }
+
+// identify tells what a credential is: whoami for a tenant's key or token;
+// the operator token, which belongs to no tenant, is known by the tenant
+// API answering it ({operator: true}, no scopes: the tenants screen only).
+export async function identify(cred) {
+  try {
+    return await request('GET', '/auth/whoami', undefined, { credential: cred });
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 401) throw err;
+    try {
+      await request('GET', '/tenants?limit=1', undefined, { credential: cred });
+    } catch {
+      throw err;
+    }
+    return { operator: true, scopes: [], tenantId: null };
+  }
+}

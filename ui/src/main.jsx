@@ -1,7 +1,7 @@
 // The DDS console: sign-in, then the screens the credential's scopes allow.
 import { lazy, StrictMode, Suspense, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { api, anyOf, credential } from './api.js';
+import { anyOf, credential, identify } from './api.js';
 import { ErrorBox, Link, navigate, usePath } from './ui.jsx';
 import { Schemas } from './schemas.jsx';
 import { Records } from './records.jsx';
@@ -9,6 +9,7 @@ import { Keys } from './keys.jsx';
 import { Webhooks } from './webhooks.jsx';
 import { Files } from './files.jsx';
 import { Jobs } from './jobs.jsx';
+import { Tenants } from './tenants.jsx';
 import './style.css';
 
 // GraphiQL is most of the bundle: loaded only when its screen opens.
@@ -23,7 +24,7 @@ function Login({ onSignedIn, error: initial }) {
     setBusy(true);
     setError(null);
     try {
-      const me = await api.get('/auth/whoami', { credential: value.trim() });
+      const me = await identify(value.trim());
       credential.set(value.trim());
       onSignedIn(me);
     } catch (err) {
@@ -36,9 +37,9 @@ function Login({ onSignedIn, error: initial }) {
     <main className="login">
       <form onSubmit={submit}>
         <h1>DDS console</h1>
-        <p>Sign in with an API key (<code>dds_live_…</code>) or an access token. It is kept in this tab only.</p>
+        <p>Sign in with an API key (<code>dds_live_…</code>), an access token, or the operator token (the tenants screen). It is kept in this tab only.</p>
         <label className="row">
-          <span className="label">API key or access token</span>
+          <span className="label">API key, access token or operator token</span>
           <input name="credential" type="password" autoFocus autoComplete="off" value={value} onChange={(e) => setValue(e.target.value)} required />
         </label>
         <ErrorBox error={error} />
@@ -58,18 +59,19 @@ const screens = [
   { path: '/webhooks', label: 'Webhooks', can: (s) => anyOf(s, 'webhook', 'read') },
   { path: '/files', label: 'Files', can: (s) => anyOf(s, 'file', 'read') },
   { path: '/jobs', label: 'Jobs', can: (s) => anyOf(s, 'job', 'read') },
+  { path: '/tenants', label: 'Tenants', can: (s, me) => !!me.operator },
 ];
 
 function Shell({ me, onSignOut }) {
   const path = usePath();
-  const allowed = screens.filter((s) => s.can(me.scopes));
+  const allowed = screens.filter((s) => s.can(me.scopes, me));
   useEffect(() => {
     if (path === '/' && allowed.length) navigate(allowed[0].path);
   }, [path, allowed]);
   const current = screens.find((s) => path === s.path || path.startsWith(s.path + '/'));
   let body;
   if (!current) body = allowed.length ? null : <p className="empty">This credential grants no screen of the console.</p>;
-  else if (!current.can(me.scopes)) body = <ErrorBox error={{ message: `This credential's scopes do not allow ${current.label}.` }} />;
+  else if (!current.can(me.scopes, me)) body = <ErrorBox error={{ message: `This credential's scopes do not allow ${current.label}.` }} />;
   else {
     const rest = path.slice(current.path.length).replace(/^\//, '');
     const props = { me, rest };
@@ -85,6 +87,7 @@ function Shell({ me, onSignOut }) {
       '/webhooks': <Webhooks {...props} />,
       '/files': <Files {...props} />,
       '/jobs': <Jobs {...props} />,
+      '/tenants': <Tenants {...props} />,
     }[current.path];
   }
   return (
@@ -98,9 +101,13 @@ function Shell({ me, onSignOut }) {
             </Link>
           ))}
         </nav>
+        {me.operator ? (
+          <span className="who">operator</span>
+        ) : (
         <span className="who" title={me.scopes.join('\n')}>
           tenant <code>{me.tenantId}</code> · {me.credential === 'accessToken' ? 'token' : 'key'} · {me.scopes.length} scope{me.scopes.length === 1 ? '' : 's'}
         </span>
+        )}
         <button type="button" className="link" onClick={onSignOut}>
           Sign out
         </button>
@@ -116,7 +123,7 @@ function App() {
   const [error, setError] = useState(null);
   useEffect(() => {
     if (state !== 'checking') return;
-    api.get('/auth/whoami').then(
+    identify(credential.get()).then(
       (m) => {
         setMe(m);
         setState('in');

@@ -67,7 +67,7 @@ const field = (entity, n) => page.locator(`fieldset[aria-label="${entity} field 
 async function signIn(key) {
   await page.goto(BASE + '/');
   if (!page.url().endsWith('/console/')) throw new Error(`GET / went to ${page.url()}, want /console/`);
-  await page.getByLabel('API key or access token', { exact: true }).fill(key);
+  await page.getByLabel('API key, access token or operator token', { exact: true }).fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.locator('header nav').waitFor();
 }
@@ -84,8 +84,8 @@ async function setField(entity, n, name, type, opts = {}) {
 try {
   await step('sign-in', async () => {
     await page.goto(BASE + '/');
-    await page.getByLabel('API key or access token', { exact: true }).waitFor();
-    await page.getByLabel('API key or access token', { exact: true }).fill('dds_test_not-a-key');
+    await page.getByLabel('API key, access token or operator token', { exact: true }).waitFor();
+    await page.getByLabel('API key, access token or operator token', { exact: true }).fill('dds_test_not-a-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'HTTP 401' }).waitFor();
     await signIn(env('DDS_KEY'));
@@ -417,9 +417,58 @@ try {
     await page.getByRole('button', { name: 'Revoke storefront' }).waitFor({ state: 'detached' });
     // The revoked key no longer signs in.
     await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.getByLabel('API key or access token', { exact: true }).fill(narrowKey);
+    await page.getByLabel('API key, access token or operator token', { exact: true }).fill(narrowKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'HTTP 401' }).waitFor();
+  });
+
+  // The operator: only the tenants screen; export a tenant, download the
+  // archive, import it as a new tenant, and delete that one.
+  let archivePath;
+  await step('tenants-export', async () => {
+    await signIn(env('DDS_OPERATOR')); // signed out by the revoked key's refusal
+    const shown = await page.locator('header nav').textContent();
+    if (shown.trim() !== 'Tenants') throw new Error(`the operator sees ${shown}`);
+    await page.getByRole('table', { name: 'Tenants' }).getByRole('link').first().waitFor();
+    // This database holds the tenants of earlier runs too: open this run's.
+    await page.goto(BASE + '/console/tenants/' + env('DDS_TENANT'));
+    await expectText(page.locator('dd'), env('DDS_TENANT'));
+    if ((await page.getByTestId('count-schemas').textContent()) === '0') throw new Error('the tenant shows no schema');
+    await page.getByRole('button', { name: 'Export', exact: true }).click();
+    const link = page.getByRole('link', { name: 'Download the archive' });
+    await link.waitFor({ timeout: 60000 });
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    archivePath = path.join(OUT, 'tenant-archive.zip');
+    await download.saveAs(archivePath);
+    const { readFileSync } = await import('node:fs');
+    if (readFileSync(archivePath).subarray(0, 2).toString() !== 'PK') throw new Error('the downloaded archive is not a zip');
+  });
+
+  // An archive's files keep their ids, so it imports here only once the
+  // exported tenant is gone: delete it (after typing its name), then import.
+  await step('tenants-delete', async () => {
+    if (!(await page.getByRole('button', { name: 'Delete tenant' }).isDisabled())) throw new Error('Delete tenant is enabled before the name is typed');
+    await page.getByLabel('Tenant name to confirm').fill('console-browser');
+    await page.getByRole('button', { name: 'Delete tenant' }).click();
+    await page.getByText('The tenant is deleted.').waitFor({ timeout: 60000 });
+    const res = await page.evaluate(async (k) => (await fetch('/api/v1/schemas', { headers: { Authorization: 'Bearer ' + k } })).status, env('DDS_KEY'));
+    if (res !== 401) throw new Error(`the deleted tenant's key answers ${res}`);
+  });
+
+  await step('tenants-import', async () => {
+    await page.getByRole('link', { name: 'Tenants', exact: true }).first().click();
+    await page.getByText('Import a tenant archive').click();
+    await page.getByLabel('Tenant archive').setInputFiles(archivePath);
+    await page.getByRole('button', { name: 'Import', exact: true }).click();
+    await page.getByTestId('secret').waitFor({ timeout: 60000 });
+    const key = (await page.getByTestId('secret').textContent()).trim();
+    if (!key.startsWith('dds_') || key === env('DDS_KEY')) throw new Error(`the imported tenant's key is ${key}`);
+    const res = await page.evaluate(async (k) => (await fetch('/api/v1/schemas', { headers: { Authorization: 'Bearer ' + k } })).status, key);
+    if (res !== 200) throw new Error(`the imported tenant's key answers ${res}`);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('button', { name: 'Open the imported tenant' }).click();
+    await page.getByRole('button', { name: 'Delete tenant' }).waitFor();
+    if ((await page.getByTestId('count-schemas').textContent()) === '0') throw new Error('the imported tenant shows no schema');
   });
 } finally {
   await context.close();
