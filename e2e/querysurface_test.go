@@ -190,3 +190,50 @@ func TestSoftDeletedRecordsCannotBeConnected(t *testing.T) {
 		t.Fatalf("the edge to the deleted category was written: %v", in.Items)
 	}
 }
+
+// "Products with their review count and average rating" through the
+// binary: <field>Aggregate on a relationship field, filtered by where,
+// with the soft-deleted reviews counting for nothing; a function a field
+// does not take, and an unknown field in where, are refused naming them.
+func TestRelationshipAggregateThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	d := local
+	tenant, key := d.tenant(t)
+	d.do(t, http.StatusCreated, "POST", "/api/v1/schemas", key, shop())
+	desk := d.create(t, key, "Product", map[string]any{"name": "desk", "reviews": map[string]any{"create": []any{
+		map[string]any{"rating": 5}, map[string]any{"rating": 4}, map[string]any{"rating": 1, "body": "spam"}}}})
+	d.create(t, key, "Product", map[string]any{"name": "lamp", "reviews": map[string]any{"create": []any{map[string]any{"rating": 3}}}})
+	d.create(t, key, "Product", map[string]any{"name": "stool"})
+	var spam struct{ Items []map[string]any }
+	d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Review?where="+`%7B%22body%22%3A%22spam%22%7D`, key, nil).decode(t, &spam)
+	if len(spam.Items) != 1 {
+		t.Fatalf("the spam review: %v", spam.Items)
+	}
+	d.do(t, http.StatusNoContent, "DELETE", "/api/v1/dynamic/Review/"+spam.Items[0]["id"].(string), key, nil)
+
+	data := d.gql(t, tenant, key, `{ products(orderBy: [{field: "name"}]) { name
+	  reviewsAggregate { count avg { rating } min { rating } }
+	  good: reviewsAggregate(where: {rating: {gte: 4}}) { count } } }`, false)
+	got, _ := json.Marshal(data["products"])
+	want := `[{"name":"desk","reviewsAggregate":{"count":2,"avg":{"rating":4.5},"min":{"rating":4}},"good":{"count":2}},` +
+		`{"name":"lamp","reviewsAggregate":{"count":1,"avg":{"rating":3},"min":{"rating":3}},"good":{"count":0}},` +
+		`{"name":"stool","reviewsAggregate":{"count":0,"avg":{"rating":null},"min":{"rating":null}},"good":{"count":0}}]`
+	if string(got) != want {
+		t.Errorf("products with their review stats\n got %s\nwant %s", got, want)
+	}
+	// From the other end: the review's product, and a get by id.
+	data = d.gql(t, tenant, key, `{ product(id: "`+desk+`") { name reviewsAggregate { count max { rating } } } }`, false)
+	if got, _ := json.Marshal(data["product"]); string(got) != `{"name":"desk","reviewsAggregate":{"count":2,"max":{"rating":5}}}` {
+		t.Errorf("a product by id with its review stats: %s", got)
+	}
+	for _, tc := range []struct{ q, want string }{
+		{`{ products { reviewsAggregate { sum { body } } } }`, "body"},
+		{`{ categories { productsAggregate { avg { meta } } } }`, "meta"},
+		{`{ categories { productsAggregate { max { embedding } } } }`, "embedding"},
+		{`{ products { reviewsAggregate(where: {stars: {equals: 1}}) { count } } }`, "stars"},
+	} {
+		if e := d.gql(t, tenant, key, tc.q, true)["error"].(string); !strings.Contains(e, tc.want) {
+			t.Errorf("%s: %q, want an error naming %s", tc.q, e, tc.want)
+		}
+	}
+}

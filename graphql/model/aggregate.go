@@ -18,33 +18,7 @@ var AggregateFuncs = []string{"countDistinct", "sum", "avg", "min", "max"}
 // no field takes is left out.
 func (g *gen) aggregateRoot(e *schema.Entity, n entityNames, rf RootField) {
 	t := e.Name + "Aggregate"
-	fields := []*schema.Field{
-		{Name: schema.ColCreatedAt, Type: schema.Timestamp, Required: true},
-		{Name: schema.ColUpdatedAt, Type: schema.Timestamp, Required: true},
-	}
-	for i := range e.Fields {
-		fields = append(fields, &e.Fields[i])
-	}
-	members := map[string][]string{}
-	var key []string
-	for _, f := range fields {
-		if f.List || f.Type == schema.JSON || f.Type == schema.Vector {
-			continue
-		}
-		out := elemType(e.Name, f)
-		if f.Type != schema.File {
-			key = append(key, "  "+f.Name+": "+out)
-		}
-		members["countDistinct"] = append(members["countDistinct"], "  "+f.Name+": Int!")
-		if f.Type == schema.Integer || f.Type == schema.Number {
-			members["sum"] = append(members["sum"], "  "+f.Name+": "+out)
-			members["avg"] = append(members["avg"], "  "+f.Name+": Float")
-		}
-		if f.Ordered() {
-			members["min"] = append(members["min"], "  "+f.Name+": "+out)
-			members["max"] = append(members["max"], "  "+f.Name+": "+out)
-		}
-	}
+	members, key := aggregateMembers(e)
 	var agg, group []string
 	agg = append(agg, "  \"Records matching where.\"", "  count: Int!")
 	group = append(group, "  \"The group's groupBy values.\"", "  key: "+t+"Key!", "  count: Int!")
@@ -64,4 +38,65 @@ func (g *gen) aggregateRoot(e *schema.Entity, n entityNames, rf RootField) {
 	g.typ("type", t, "", agg)
 	g.root(&g.query, n.List+"Aggregate", with(rf, KindAggregate),
 		"(where: "+n.Where+", \"Fields to group by (groups).\" groupBy: [String!]): "+t+"!")
+}
+
+// aggregateMembers lists, per aggregate function, the members of its type
+// (the fields it takes), and the members of the group key type.
+func aggregateMembers(e *schema.Entity) (members map[string][]string, key []string) {
+	fields := []*schema.Field{
+		{Name: schema.ColCreatedAt, Type: schema.Timestamp, Required: true},
+		{Name: schema.ColUpdatedAt, Type: schema.Timestamp, Required: true},
+	}
+	for i := range e.Fields {
+		fields = append(fields, &e.Fields[i])
+	}
+	members = map[string][]string{}
+	for _, f := range fields {
+		if f.List || f.Type == schema.JSON || f.Type == schema.Vector {
+			continue
+		}
+		out := elemType(e.Name, f)
+		if f.Type != schema.File {
+			key = append(key, "  "+f.Name+": "+out)
+		}
+		members["countDistinct"] = append(members["countDistinct"], "  "+f.Name+": Int!")
+		if f.Type == schema.Integer || f.Type == schema.Number {
+			members["sum"] = append(members["sum"], "  "+f.Name+": "+out)
+			members["avg"] = append(members["avg"], "  "+f.Name+": Float")
+		}
+		if f.Ordered() {
+			members["min"] = append(members["min"], "  "+f.Name+": "+out)
+			members["max"] = append(members["max"], "  "+f.Name+": "+out)
+		}
+	}
+	return members, key
+}
+
+// RelatedAggregateType names the type of a relationship field's
+// <field>Aggregate whose far entity is target.
+func RelatedAggregateType(target string) string { return target + "RelatedAggregate" }
+
+// relatedAggregate declares, once per far entity, the type of the
+// relationship fields' <field>Aggregate(where) (docs/graphql.md,
+// Aggregates over a relationship):
+//
+//	<T>RelatedAggregate { count, countDistinct {f}, sum {f}, avg {f}, min {f}, max {f} }
+//
+// sharing the per-function types of <T>Aggregate (declared by the far
+// entity's aggregateRoot: a relationship field exists only where its far
+// entity may be read).
+func (g *gen) relatedAggregate(target *schema.Entity) string {
+	tn := RelatedAggregateType(target.Name)
+	if g.defined[tn] {
+		return tn
+	}
+	members, _ := aggregateMembers(target)
+	lines := []string{"  \"Related records matching where.\"", "  count: Int!"}
+	for _, fn := range AggregateFuncs {
+		if len(members[fn]) > 0 {
+			lines = append(lines, "  "+fn+": "+target.Name+"Aggregate"+upperFirst(fn)+"!")
+		}
+	}
+	g.typ("type", tn, "Aggregates over the "+target.Name+" records related to a record, in the record's statement.", lines)
+	return tn
 }
