@@ -237,3 +237,90 @@ func TestRelationshipAggregateThroughTheBinary(t *testing.T) {
 		}
 	}
 }
+
+// GraphQL groups do what REST's aggregate does, through the binary: date
+// buckets on a TIMESTAMP key, having over aggregates, order by an
+// aggregate, limit; both answer the same groups. Bad input (having or
+// orderBy naming something that is neither an aggregate nor a key, a
+// bucket on a field not grouped or not a date, JSON and VECTOR fields) is
+// refused naming the path, on both surfaces.
+func TestAggregateGroupsParityThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	d := local
+	tenant, key := d.tenant(t)
+	d.do(t, http.StatusCreated, "POST", "/api/v1/schemas", key, shop())
+	for _, p := range []map[string]any{
+		{"name": "a", "status": "live", "price": 10, "stock": 1, "releasedAt": "2025-01-05T10:00:00Z"},
+		{"name": "b", "status": "live", "price": 30, "stock": 2, "releasedAt": "2025-01-20T23:30:00Z"},
+		{"name": "c", "status": "draft", "price": 20, "stock": 3, "releasedAt": "2025-01-20T08:00:00Z"},
+		{"name": "d", "status": "live", "price": 50, "stock": 4, "releasedAt": "2025-02-02T00:00:00Z"},
+		{"name": "e", "status": "live", "price": 5, "stock": 5, "releasedAt": "2025-02-03T00:00:00Z"},
+		{"name": "f", "status": "draft", "price": 1, "stock": 6, "releasedAt": "2025-03-01T00:00:00Z"},
+	} {
+		d.create(t, key, "Product", p)
+	}
+	// Per status and month, groups of two or more, the largest total first.
+	var rest struct{ Groups []map[string]any }
+	d.do(t, http.StatusOK, "POST", "/api/v1/dynamic/Product/aggregate", key, map[string]any{
+		"groupBy":    []any{"status", map[string]any{"field": "releasedAt", "bucket": "month"}},
+		"aggregates": map[string]any{"n": map[string]any{"count": "*"}, "total": map[string]any{"sum": "price"}, "avgStock": map[string]any{"avg": "stock"}},
+		"having":     map[string]any{"n": map[string]any{"$gte": 2}},
+		"orderBy":    []any{map[string]any{"field": "total", "direction": "DESC"}}, "limit": 2,
+	}).decode(t, &rest)
+	data := d.gql(t, tenant, key, `{ productsAggregate(groupBy: ["status", "releasedAt"], buckets: [{field: "releasedAt", unit: month}]) {
+	  groups(having: {count: {gte: 2}}, orderBy: [{field: "sum.price", direction: DESC}], limit: 2) {
+	    key { status releasedAt } n: count total: sum { price } avg { stock } } } }`, false)
+	groups := data["productsAggregate"].(map[string]any)["groups"].([]any)
+	want := []string{"live 2025-02-01T00:00:00+00:00 2 55 4.5", "live 2025-01-01T00:00:00+00:00 2 40 1.5"}
+	if len(rest.Groups) != 2 || len(groups) != 2 {
+		t.Fatalf("groups: REST %v, GraphQL %v", rest.Groups, groups)
+	}
+	for i, w := range want {
+		r := rest.Groups[i]
+		g := groups[i].(map[string]any)
+		rk, gk := r["key"].(map[string]any), g["key"].(map[string]any)
+		rs := fmt.Sprint(rk["status"], " ", rk["releasedAt"], " ", r["n"], " ", r["total"], " ", r["avgStock"])
+		gs := fmt.Sprint(gk["status"], " ", gk["releasedAt"], " ", g["n"], " ", g["total"].(map[string]any)["price"], " ", g["avg"].(map[string]any)["stock"])
+		if rs != w || gs != w {
+			t.Errorf("group %d: REST %q, GraphQL %q, want %q", i, rs, gs, w)
+		}
+	}
+	// Having on a min of a timestamp, ordered by a key, weekly buckets.
+	data = d.gql(t, tenant, key, `{ productsAggregate(groupBy: ["releasedAt"], buckets: [{field: "releasedAt", unit: week}]) {
+	  groups(having: {OR: [{max: {price: {gte: 50}}}, {countDistinct: {status: {equals: 2}}}]}, orderBy: [{field: "releasedAt", direction: DESC}]) { key { releasedAt } count } } }`, false)
+	if got, _ := json.Marshal(data["productsAggregate"].(map[string]any)["groups"]); string(got) != `[{"count":1,"key":{"releasedAt":"2025-01-27T00:00:00+00:00"}},{"count":2,"key":{"releasedAt":"2025-01-20T00:00:00+00:00"}}]` {
+		t.Errorf("weekly groups with having: %s", got)
+	}
+
+	for _, tc := range []struct{ q, want string }{
+		{`{ productsAggregate(groupBy: ["status"]) { groups(orderBy: [{field: "nope"}]) { count } } }`, "orderBy[0].field"},
+		{`{ productsAggregate(groupBy: ["status"]) { groups(orderBy: [{field: "median.price"}]) { count } } }`, "orderBy[0].field"},
+		{`{ productsAggregate(groupBy: ["status"]) { groups(having: {sum: {nope: {gt: 1}}}) { count } } }`, "nope"},
+		{`{ productsAggregate(groupBy: ["status"]) { groups(having: {nope: {gt: 1}}) { count } } }`, "nope"},
+		{`{ productsAggregate(groupBy: ["status"], buckets: [{field: "releasedAt", unit: day}]) { groups { count } } }`, "buckets[0].field"},
+		{`{ productsAggregate(groupBy: ["price"], buckets: [{field: "price", unit: day}]) { groups { count } } }`, "groupBy[0].bucket"},
+		{`{ productsAggregate(groupBy: ["releasedAt"], buckets: [{field: "releasedAt", unit: year}]) { groups { count } } }`, "year"},
+		{`{ productsAggregate(groupBy: ["meta"]) { groups { count } } }`, "groupBy[0]"},
+		{`{ productsAggregate(groupBy: ["embedding"]) { groups { count } } }`, "groupBy[0]"},
+		{`{ productsAggregate { sum { meta } } }`, "meta"},
+		{`{ productsAggregate { max { embedding } } }`, "embedding"},
+	} {
+		if e := d.gql(t, tenant, key, tc.q, true)["error"].(string); !strings.Contains(e, tc.want) {
+			t.Errorf("%s: %q, want an error naming %s", tc.q, e, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"groupBy": []any{"status"}, "aggregates": map[string]any{"n": map[string]any{"count": "*"}}, "having": map[string]any{"total": map[string]any{"$gt": 1}}}, "having.total"},
+		{map[string]any{"groupBy": []any{"meta"}, "aggregates": map[string]any{"n": map[string]any{"count": "*"}}}, "groupBy[0]"},
+		{map[string]any{"aggregates": map[string]any{"v": map[string]any{"max": "embedding"}}}, "aggregates.v.max"},
+		{map[string]any{"aggregates": map[string]any{"m": map[string]any{"countDistinct": "meta"}}}, "aggregates.m.countDistinct"},
+	} {
+		r := d.send(t, "POST", "/api/v1/dynamic/Product/aggregate", key, tc.body)
+		if r.Status != http.StatusBadRequest || errorField(t, r.Body) != tc.field {
+			t.Errorf("REST %v: %d %s, want 400 naming %s", tc.body, r.Status, r.Body, tc.field)
+		}
+	}
+}
