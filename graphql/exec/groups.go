@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -155,8 +156,8 @@ func havingTree(p *query.Aggregation, v any, path string) (any, error) {
 // names ("having.m1: ...") into the aggregates the request wrote
 // ("having.sum.price: ..."), so the error names the request's path.
 func namedMeasures(p *query.Aggregation, err error) error {
-	ae, ok := err.(*apperr.Error)
-	if !ok || ae.Code != apperr.Validation {
+	var ae *apperr.Error
+	if !errors.As(err, &ae) || ae.Code != apperr.Validation {
 		return err
 	}
 	names := map[string]string{}
