@@ -140,7 +140,7 @@ func (c *Compiler) Aggregate(p Aggregation) (Statement, error) {
 		if _, dup := aliases[m.Alias]; dup {
 			return Statement{}, apperr.Field(path, "alias %q is used twice", m.Alias)
 		}
-		expr, f, err := measure(e, m, path)
+		expr, f, err := measure(e, m, path, "t")
 		if err != nil {
 			return Statement{}, err
 		}
@@ -221,7 +221,7 @@ func groupable(r ref) bool {
 
 // measure renders an aggregate and the synthetic field its value has
 // (having compares it as that type).
-func measure(e *schema.Entity, m Measure, path string) (string, *schema.Field, error) {
+func measure(e *schema.Entity, m Measure, path, tbl string) (string, *schema.Field, error) {
 	integer := &schema.Field{Name: m.Alias, Type: schema.Integer}
 	number := &schema.Field{Name: m.Alias, Type: schema.Number}
 	if m.Func == Count && m.Field == "*" {
@@ -230,7 +230,7 @@ func measure(e *schema.Entity, m Measure, path string) (string, *schema.Field, e
 	if !slices.Contains(AggFuncs, m.Func) {
 		return "", nil, apperr.Field(path, "unknown aggregate %q (count, countDistinct, sum, avg, min, max)", m.Func)
 	}
-	r, ok := entityRef(e, m.Field, "t")
+	r, ok := entityRef(e, m.Field, tbl)
 	if !ok {
 		return "", nil, apperr.Field(path, "unknown field %q on %s", m.Field, e.Name)
 	}

@@ -236,12 +236,24 @@ func (b *builder) record(e *schema.Entity, sel Selection, tbl, src, path, skip s
 			return nil, "", err
 		}
 	}
-	if len(sel.Nested) == 0 && len(sel.Files) == 0 {
+	if len(sel.Nested) == 0 && len(sel.Files) == 0 && len(sel.Aggregates) == 0 {
 		return cols, "", nil
 	}
 	taken := map[string]bool{schema.ColID: true, schema.ColCreatedAt: true, schema.ColUpdatedAt: true}
 	for i := range e.Fields {
 		taken[e.Fields[i].Name] = true
+	}
+	for i, ra := range sel.Aggregates { // relaggregate.go
+		apath := fmt.Sprintf("%s[%d]", joinPath(path, "aggregates"), i)
+		if ra.Key == "" || taken[ra.Key] {
+			return nil, "", apperr.Field(apath, "key %q is empty or already used by a field or another selection", ra.Key)
+		}
+		taken[ra.Key] = true
+		sub, err := b.relAggregate(e, ra, tbl, apath)
+		if err != nil {
+			return nil, "", err
+		}
+		cols = append(cols, sub+" AS "+quoteAlias(ra.Key))
 	}
 	for i, fm := range sel.Files {
 		fpath := fmt.Sprintf("%s[%d]", joinPath(path, "files"), i)
@@ -294,8 +306,8 @@ func (b *builder) record(e *schema.Entity, sel Selection, tbl, src, path, skip s
 // members, in order, under their keys.
 func (b *builder) output(e *schema.Entity, sel Selection, tbl, src, path string, depth int) (cols []string, joins string, err error) {
 	opath := joinPath(path, "output")
-	if len(sel.Files) > 0 {
-		return nil, "", apperr.Field(opath, "a selection with output takes no files")
+	if len(sel.Files) > 0 || len(sel.Aggregates) > 0 {
+		return nil, "", apperr.Field(opath, "a selection with output takes no files or aggregates")
 	}
 	if len(sel.Nested) > 0 && depth >= MaxDepth {
 		return nil, "", apperr.Field(path, "relationship selections nest at most %d levels deep", MaxDepth)

@@ -93,6 +93,9 @@ type Selection struct {
 	Nested []Nested
 	// Files adds the metadata of the files FILE fields hold (see FileMeta).
 	Files []FileMeta
+	// Aggregates adds aggregates over each record's related records (see
+	// RelAggregate).
+	Aggregates []RelAggregate
 	// TenantID scopes Files to one tenant's files (dds.files.tenant_id).
 	// It is required when any selection of a plan has Files; a nested
 	// selection may leave it empty (the plan's tenant is used) but may not

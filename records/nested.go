@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,8 +35,9 @@ import (
 // one statement: one data-modifying CTE per entity's new records and per
 // relationship's new edges, whose foreign keys Postgres checks at the end
 // of the statement. So it all commits together or not at all. A connect
-// id that names no record fails that statement on the edge's foreign key;
-// the ids are then looked up to name the missing one.
+// id that names no record, or a soft-deleted one, fails that statement on
+// the edge's foreign key; the ids are then looked up to name the missing
+// one.
 //
 // Scopes: the relationship's create scope (as POST .../relationships
 // requires) and, for nested creates, the far entity's create scope.
@@ -127,6 +129,10 @@ type createGroup struct {
 type edgeGroup struct {
 	rel                  *schema.Relationship
 	ids, src, tgt, props []string
+	// conn marks each edge's connected (existing) end: "s" or "t", or ""
+	// when both ends are created by the statement. A connected end must be
+	// a live record (soft delete): see liveEnd.
+	conn []string
 }
 
 type connectRef struct {
@@ -214,19 +220,23 @@ func (p *nestedPlan) add(sc *Scope, rels map[string]relEnd, item int, input map[
 				errs.add(k+"."+m, "unknown member (a nested write has connect and create)")
 			}
 		}
-		edge := func(farID, props string) {
+		edge := func(farID, props string, connect bool) {
 			g := p.byRel[end.rel.Name]
 			if g == nil {
 				g = &edgeGroup{rel: end.rel}
 				p.byRel[end.rel.Name] = g
 				p.edges = append(p.edges, g)
 			}
-			src, tgt := id, farID
+			src, tgt, conn := id, farID, "t"
 			if !end.out {
-				src, tgt = farID, id
+				src, tgt, conn = farID, id, "s"
+			}
+			if !connect {
+				conn = ""
 			}
 			g.ids = append(g.ids, uuid.Must(uuid.NewV7()).String())
 			g.src, g.tgt, g.props = append(g.src, src), append(g.tgt, tgt), append(g.props, props)
+			g.conn = append(g.conn, conn)
 		}
 		if v, ok := spec["connect"]; ok {
 			list, ok := v.([]any)
@@ -257,7 +267,7 @@ func (p *nestedPlan) add(sc *Scope, rels map[string]relEnd, item int, input map[
 					continue
 				}
 				p.connects[end.far.Name] = append(p.connects[end.far.Name], connectRef{item: item, path: path + ".id", id: u.String()})
-				edge(u.String(), props)
+				edge(u.String(), props, true)
 			}
 		}
 		if v, ok := spec["create"]; ok {
@@ -305,7 +315,7 @@ func (p *nestedPlan) add(sc *Scope, rels map[string]relEnd, item int, input map[
 				if len(frow.Files) > 0 {
 					p.files = append(p.files, fileRef{item: item, path: path + ".", row: frow})
 				}
-				edge(fid, props)
+				edge(fid, props, false)
 			}
 		}
 	}
@@ -375,9 +385,23 @@ func (p *nestedPlan) sql(sc *Scope) (string, []any, error) {
 	n++
 	for _, g := range p.edges {
 		x := fmt.Sprintf("x%d", n)
+		src, tgt, conn := "u.s::uuid", "u.t::uuid", ""
+		if live := sc.compiler.Live(g.rel.From, "f"); live != "TRUE" && slices.Contains(g.conn, "s") {
+			src, conn = liveEnd(sc, g.rel.From, "s", live), ", "+a.Add(g.conn, "text[]")
+		}
+		if live := sc.compiler.Live(g.rel.To, "f"); live != "TRUE" && slices.Contains(g.conn, "t") {
+			tgt = liveEnd(sc, g.rel.To, "t", live)
+			if conn == "" {
+				conn = ", " + a.Add(g.conn, "text[]")
+			}
+		}
+		cols := "i, s, t, p, ord"
+		if conn != "" {
+			cols = "i, s, t, p, c, ord"
+		}
 		ctes = append(ctes, fmt.Sprintf(`%s AS (INSERT INTO %s ("id", "source_id", "target_id", "properties")
-  SELECT u.i::uuid, u.s::uuid, u.t::uuid, u.p::jsonb FROM unnest(%s, %s, %s, %s) WITH ORDINALITY AS u(i, s, t, p, ord) ORDER BY u.ord RETURNING *)`,
-			x, sc.compiler.Table(schema.RelTable(g.rel)), a.Add(g.ids, "text[]"), a.Add(g.src, "text[]"), a.Add(g.tgt, "text[]"), a.Add(g.props, "text[]")),
+  SELECT u.i::uuid, %s, %s, u.p::jsonb FROM unnest(%s, %s, %s, %s%s) WITH ORDINALITY AS u(%s) ORDER BY u.ord RETURNING *)`,
+			x, sc.compiler.Table(schema.RelTable(g.rel)), src, tgt, a.Add(g.ids, "text[]"), a.Add(g.src, "text[]"), a.Add(g.tgt, "text[]"), a.Add(g.props, "text[]"), conn, cols),
 			fmt.Sprintf("e%d AS (%s)", n, outbox.InsertEdgeCTE(&a, sc.Origin(), outbox.RelationshipCreated, g.rel.Name, g.rel.From, g.rel.To, x)))
 		events = append(events, fmt.Sprintf("SELECT id FROM e%d", n))
 		n++
@@ -385,6 +409,17 @@ func (p *nestedPlan) sql(sc *Scope) (string, []any, error) {
 	q := fmt.Sprintf("WITH %s\nSELECT (SELECT count(*) FROM w), (SELECT coalesce(json_agg(w ORDER BY w.\"id\"), '[]'::json) FROM w), (SELECT string_agg(id::text, ',') FROM (%s) ev)",
 		strings.Join(ctes, ",\n"), strings.Join(events, " UNION ALL "))
 	return q, a.List(), nil
+}
+
+// liveEnd is the SQL of an edge's end u.<col> (of entity) that is, where
+// u.c = col, a connected record: its id when it is live, else the nil
+// UUID, which no record has, so the edge fails its foreign key exactly as
+// a connect naming no record does, and missingConnects (which looks for
+// live records) names its path. A soft-deleted record cannot be
+// connected: it is as gone to writes as to reads.
+func liveEnd(sc *Scope, entity, col, live string) string {
+	return fmt.Sprintf(`CASE WHEN u.c = '%s' THEN coalesce((SELECT f."id" FROM %s f WHERE f."id" = u.%s::uuid AND %s), '00000000-0000-0000-0000-000000000000'::uuid) ELSE u.%s::uuid END`,
+		col, sc.compiler.Table(entity), col, live, col)
 }
 
 // NestedCreateSQL is the statement a create of entity with nested writes
@@ -486,7 +521,8 @@ func (s *Store) runNested(ctx context.Context, sc *Scope, p *nestedPlan) (json.R
 	return nil, 0, nil, p.mapError(sc, err)
 }
 
-// missingConnects names every connect id of p that names no record.
+// missingConnects names every connect id of p that names no live record
+// (a soft-deleted record cannot be connected: liveEnd).
 func (s *Store) missingConnects(ctx context.Context, sc *Scope, p *nestedPlan) ([]nestedFailure, error) {
 	var failures []nestedFailure
 	far := make([]string, 0, len(p.connects))
@@ -502,7 +538,7 @@ func (s *Store) missingConnects(ctx context.Context, sc *Scope, p *nestedPlan) (
 			ids[i] = r.id
 		}
 		var found []string
-		if err := s.db.SelectContext(ctx, &found, fmt.Sprintf(`SELECT "id"::text FROM %s WHERE "id" = ANY($1::uuid[])`, sc.compiler.Table(name)), schema.ArrayLiteral(ids)); err != nil {
+		if err := s.db.SelectContext(ctx, &found, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE t."id" = ANY($1::uuid[]) AND %s`, sc.compiler.Table(name), sc.compiler.Live(name, "t")), schema.ArrayLiteral(ids)); err != nil {
 			return nil, MapError(sc, name, err)
 		}
 		have := make(map[string]bool, len(found))

@@ -262,7 +262,7 @@ func edgesBetween(sc *Scope, entity, id, relName, target string) (*schema.Entity
 	}
 	var a query.Args
 	where := fmt.Sprintf(`x."source_id" = %s AND x."target_id" = %s`, a.Add(sid, "uuid"), a.Add(tid, "uuid"))
-	return e, rel, where, &a, sid, nil
+	return e, rel, andLive(where, liveEnds(sc, rel, "x")), &a, sid, nil
 }
 
 // DeleteEdgeByID deletes one edge, which must touch the record id.
@@ -307,7 +307,22 @@ func edgeByID(sc *Scope, entity, id, relName, edgeID string) (*schema.Entity, *s
 		ends = append(ends, `x."target_id" = `+idArg)
 	}
 	where := fmt.Sprintf(`x."id" = %s AND (%s)`, a.Add(u.String(), "uuid"), strings.Join(ends, " OR "))
-	return e, rel, where, &a, sid, nil
+	return e, rel, andLive(where, liveEnds(sc, rel, "x")), &a, sid, nil
+}
+
+// liveEnds is the predicate "both ends of the edge at alias x are live
+// records" ("TRUE" when neither end's entity has soft delete). An edge
+// write (update, delete) touches only edges whose ends reads show: an
+// edge to a soft-deleted record is as missing to writes as to reads, so
+// writing it is the same 404, and nothing is written.
+func liveEnds(sc *Scope, rel *schema.Relationship, x string) string {
+	live := "TRUE"
+	for _, end := range []struct{ entity, col string }{{rel.From, "source_id"}, {rel.To, "target_id"}} {
+		if l := sc.compiler.Live(end.entity, "z"); l != "TRUE" {
+			live = andLive(live, fmt.Sprintf(`EXISTS (SELECT 1 FROM %s z WHERE z."id" = %s.%q AND %s)`, sc.compiler.Table(end.entity), x, end.col, l))
+		}
+	}
+	return strings.TrimPrefix(live, "TRUE AND ")
 }
 
 // propertySet renders the merged properties of a patch.

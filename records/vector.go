@@ -18,7 +18,7 @@ func (s *Store) VectorSearch(ctx context.Context, sc *Scope, v query.VectorSearc
 	// query vector is the only bound value and the fields name the text: it
 	// is built once per schema version.
 	key := ""
-	if v.Where == nil && v.EfSearch == 0 && len(v.Select.Nested) == 0 && len(v.Select.Files) == 0 && v.Select.Output == nil {
+	if v.Where == nil && v.EfSearch == 0 && len(v.Select.Nested) == 0 && len(v.Select.Files) == 0 && len(v.Select.Aggregates) == 0 && v.Select.Output == nil {
 		key = fmt.Sprintf("vector\x00%s\x00%s\x00%d\x00%q", v.Entity, v.Field, v.TopK, v.Select.Fields)
 		if v.Select.Fields == nil {
 			key += "*"

@@ -4,11 +4,14 @@
 // offers filters and orders only on indexed columns unless
 // PgIndexBehaviorsPlugin is off; price has no index (nor does it in DDS,
 // whose list walks the createdAt index and filters), so it is off here.
+// The aggregate sections use @graphile/pg-aggregates (its v5 line), which
+// adds aggregates and groupedAggregates to every connection.
 // The connection, schema and port come from the command line.
 import { PostGraphileAmberPreset } from "postgraphile/presets/amber";
 import { PostGraphileConnectionFilterPreset } from "postgraphile-plugin-connection-filter";
+import { PgAggregatesPreset } from "@graphile/pg-aggregates";
 
 export default {
-  extends: [PostGraphileAmberPreset, PostGraphileConnectionFilterPreset],
+  extends: [PostGraphileAmberPreset, PostGraphileConnectionFilterPreset, PgAggregatesPreset],
   disablePlugins: ["PgIndexBehaviorsPlugin"],
 };

@@ -3,7 +3,6 @@ package exec
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/graphql/operation"
@@ -44,14 +43,20 @@ func (x *execCtx) aggregateField(e *schema.Entity, cf *cfield, args map[string]a
 			for _, f := range stringList(args["groupBy"]) {
 				p.GroupBy = append(p.GroupBy, query.GroupKey{Field: f})
 			}
-			gargs := c.field.ArgumentMap(x.vars)
-			p.Limit, _ = operation.IntArg(gargs["limit"])
-			p.Offset, _ = operation.IntArg(gargs["offset"])
 			if len(p.GroupBy) == 0 {
 				return nil, apperr.Field("groupBy", "groups needs groupBy")
 			}
+			if err := buckets(&p, args["buckets"]); err != nil {
+				return nil, err
+			}
+			gargs := c.field.ArgumentMap(x.vars)
+			p.Limit, _ = operation.IntArg(gargs["limit"])
+			p.Offset, _ = operation.IntArg(gargs["offset"])
 			ms, err := x.measures(e, x.collect(c.sel, t+"Group"), t+"Group", &p)
 			if err != nil {
+				return nil, err
+			}
+			if err := x.groupOrderHaving(&p, gargs); err != nil { // groups.go
 				return nil, err
 			}
 			groups, groupsOut = &p, ms
@@ -81,7 +86,7 @@ func (x *execCtx) aggregateField(e *schema.Entity, cf *cfield, args map[string]a
 		}
 		raw, err := x.aggregate(*groups)
 		if err != nil {
-			return nil, err
+			return nil, namedMeasures(groups, err)
 		}
 		var res struct {
 			Groups []map[string]json.RawMessage `json:"groups"`
@@ -126,11 +131,7 @@ func firstGroup(raw []byte) (map[string]json.RawMessage, error) {
 // countDistinct {f}, sum {f}, ..., and key {f} in a group) and returns how
 // to write them.
 func (x *execCtx) measures(e *schema.Entity, fields []*cfield, typ string, p *query.Aggregation) ([]aggOut, error) {
-	add := func(fn query.AggFunc, field string) string {
-		alias := "m" + strconv.Itoa(len(p.Measures))
-		p.Measures = append(p.Measures, query.Measure{Alias: alias, Func: fn, Field: field, Path: string(fn) + "." + field})
-		return alias
-	}
+	add := func(fn query.AggFunc, field string) string { return addMeasure(p, fn, field) }
 	out := make([]aggOut, 0, len(fields))
 	for _, c := range fields {
 		out = append(out, x.measure(e, c, typ, add))

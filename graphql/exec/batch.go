@@ -63,7 +63,7 @@ func (x *execCtx) batchResult(e *schema.Entity, cf *cfield, run func() (*records
 			if err != nil {
 				return nil, err
 			}
-			if len(sel.Nested) > 0 {
+			if len(sel.Nested) > 0 || len(sel.Aggregates) > 0 {
 				return nil, apperr.New(apperr.BadRequest, "relationship fields are not available on batch results; query the records by id")
 			}
 			if len(sel.Files) > 0 {

@@ -45,7 +45,7 @@ func exactOutput(s *jsonshape.Shape, sel *query.Selection) *jsonshape.Shape {
 const maxColumnName = 63
 
 func exactable(s *jsonshape.Shape, sel *query.Selection) bool {
-	if len(sel.Files) > 0 {
+	if len(sel.Files) > 0 || len(sel.Aggregates) > 0 {
 		return false
 	}
 	for _, f := range s.Fields {

@@ -36,7 +36,7 @@ func (x *execCtx) recordOf(e *schema.Entity, cf *cfield, sel *query.Selection) (
 	// A field merged from several occurrences has a selection of its own
 	// (collect joins them per request): build it per request.
 	merged := len(cf.sel) != len(f.SelectionSet) || (len(cf.sel) > 0 && &cf.sel[0] != &f.SelectionSet[0])
-	if merged || sel.Fields != nil || len(sel.Nested) > 0 || len(sel.Files) > 0 || sel.TenantID != "" {
+	if merged || sel.Fields != nil || readsMore(sel) || sel.TenantID != "" {
 		return x.record(e, cf.sel, sel)
 	}
 	if m := memoOf(f); m != nil && m.entity == e.Name {
@@ -62,7 +62,7 @@ func (x *execCtx) recordOf(e *schema.Entity, cf *cfield, sel *query.Selection) (
 // isFlat reports whether a built shape and selection read only the
 // record's own columns.
 func isFlat(s *jsonshape.Shape, sel *query.Selection) bool {
-	if len(sel.Nested) > 0 || len(sel.Files) > 0 || sel.TenantID != "" {
+	if readsMore(sel) || sel.TenantID != "" {
 		return false
 	}
 	for i := range s.Fields {

@@ -58,6 +58,14 @@ func (x *execCtx) record(e *schema.Entity, set operation.SelectionSet, sel *quer
 			return nil, err
 		}
 		args := cf.field.ArgumentMap(x.vars)
+		if rf.Agg {
+			sh, err := x.relAggregate(rf, cf, args, sel)
+			if err != nil {
+				return nil, err
+			}
+			s.Fields = append(s.Fields, *sh)
+			continue
+		}
 		n := query.Nested{Key: x.nextKey(), Relationship: rf.Rel.Name, Direction: rf.Dir, Select: query.Selection{Fields: []string{}}}
 		var err error
 		n.Limit, _ = operation.IntArg(args["limit"])
@@ -155,9 +163,12 @@ func (x *execCtx) fileShape(set operation.SelectionSet) *jsonshape.Shape {
 }
 
 // readsMore reports whether a record selection needs more than the record
-// itself (relationship fields or file metadata): it must be read with a
-// compiled statement rather than taken from a write's RETURNING.
-func readsMore(sel *query.Selection) bool { return len(sel.Nested) > 0 || len(sel.Files) > 0 }
+// itself (relationship fields and their aggregates, or file metadata): it
+// must be read with a compiled statement rather than taken from a write's
+// RETURNING.
+func readsMore(sel *query.Selection) bool {
+	return len(sel.Nested) > 0 || len(sel.Files) > 0 || len(sel.Aggregates) > 0
+}
 
 // canTraverse checks the scopes a relationship traversal needs: read on
 // the relationship and on the entity at its far end.

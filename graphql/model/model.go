@@ -69,6 +69,7 @@ type RelField struct {
 	Dir    query.Direction
 	Target *schema.Entity
 	Conn   bool // <field>Connection: edges with properties
+	Agg    bool // <field>Aggregate: aggregates over the related records
 }
 
 // Model is the GraphQL view of one schema version as one credential may
@@ -526,6 +527,12 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		claim(name)
 		g.m.rels[e.Name][name] = rf
 		obj = append(obj, fmt.Sprintf("  %s(where: %s, limit: Int, offset: Int, orderBy: [%s!]): [%s!]!", name, tn.Where, tn.OrderBy, tn.Type))
+		an := name + "Aggregate"
+		claim(an)
+		ag := rf
+		ag.Agg = true
+		g.m.rels[e.Name][an] = ag
+		obj = append(obj, fmt.Sprintf("  %s(where: %s): %s!", an, tn.Where, g.relatedAggregate(rf.Target)))
 		if len(rf.Rel.Properties) > 0 {
 			cn := name + "Connection"
 			claim(cn)

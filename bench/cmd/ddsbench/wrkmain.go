@@ -152,14 +152,34 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			}
 		case "aggregate":
 			if m, err = startChecked("aggregate", env.databaseURL, func(minURL string) error {
-				return checkSameAggregate(ctx, dds.URL, minURL, apiKey)
+				return checkSameAggregate(ctx, dds.URL, dds.URL+gqlPath, minURL, peerURL, apiKey)
 			}); err != nil {
 				return err
 			}
 			ts, err = targets(tmp, section, []wrkTarget{
 				{name: "aggregate hand-written SQL", pid: m.Pid(), url: m.URL},
 				{name: "aggregate DDS REST", pid: dds.Pid(), url: dds.URL, headers: auth},
-			}, []string{reqLine("GET", "/p", nil)}, []string{reqLine("POST", "/api/v1/dynamic/"+entity+"/aggregate", aggregateBody)})
+				{name: "aggregate DDS GraphQL", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, []string{reqLine("GET", "/p", nil)}, []string{reqLine("POST", "/api/v1/dynamic/"+entity+"/aggregate", aggregateBody)},
+				[]string{reqLine("POST", gqlPath, gqlBody(gqlAggregateQuery, nil))})
+			if err == nil && peer != nil {
+				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "aggregate PostGraphile 5 (pg-aggregates)", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
+					[]string{reqLine("POST", peerPath, gqlBody(peerAggregateQuery, nil))})
+			}
+		case "aggcategory":
+			if m, err = startChecked("aggcategory", env.databaseURL, func(minURL string) error {
+				return checkSameCategoryAgg(ctx, dds.URL+gqlPath, minURL, peerURL, apiKey)
+			}); err != nil {
+				return err
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "per category hand-written SQL", pid: m.Pid(), url: m.URL},
+				{name: "per category DDS GraphQL", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, []string{reqLine("GET", "/p", nil)}, []string{reqLine("POST", gqlPath, gqlBody(gqlCategoryAggQuery, nil))})
+			if err == nil && peer != nil {
+				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "per category PostGraphile 5 (count only)", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
+					[]string{reqLine("POST", peerPath, gqlBody(peerCategoryAggQuery, nil))})
+			}
 		case "nested":
 			if m, err = startChecked("nested", env.databaseURL, func(minURL string) error {
 				return checkSameNested(ctx, dds.URL+gqlPath, minURL, peerURL, apiKey)
@@ -317,7 +337,7 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			ss = ss[:len(ss)-1]
 		}
 		target := targetOfMinimal
-		if section == "aggregate" {
+		if section == "aggregate" || section == "aggcategory" {
 			target = targetAggregate
 		}
 		if section == "nestedwrite" {
@@ -386,6 +406,11 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			case "nested":
 				r := ss[1].rps / peerS.rps
 				verdict(r >= 4, "%-26s = %.2f× PostGraphile 5 (target ≥ 4×)", ss[1].name, r)
+			case "aggregate":
+				r := ss[2].rps / peerS.rps
+				verdict(r >= 1.5, "%-26s = %.2f× PostGraphile 5 with pg-aggregates (target ≥ 1.5×)", ss[2].name, r)
+			case "aggcategory":
+				fmt.Printf("  %s = %.2f× PostGraphile 5 (which only counts)\n", ss[1].name, ss[1].rps/peerS.rps)
 			default:
 				fmt.Printf("  %s = %.2f× PostGraphile 5\n", ss[2].name, ss[2].rps/peerS.rps)
 			}
