@@ -143,6 +143,9 @@ func checkSize(n int, what string) error {
 // BatchCreate validates and inserts items (objects of fields) atomically.
 // A rejected batch returns a result with failures and a nil error.
 func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items []any) (*BatchResult, error) {
+	if err := sc.refuseRuled(entity, "a batch create"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, err := sc.compiler.Entity(entity)
@@ -237,6 +240,9 @@ func insertCTE(sc *Scope, e *schema.Entity, a *query.Args, name string, ids []st
 // BatchUpdate validates and patches items atomically: each item's data
 // changes only the fields it names (PATCH semantics).
 func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items []BatchUpdateItem) (*BatchResult, error) {
+	if err := sc.refuseRuled(entity, "a batch update"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, err := sc.compiler.Entity(entity)
@@ -317,6 +323,9 @@ SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)),
 
 // BatchDelete deletes records by id atomically.
 func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawIDs []any) (*BatchResult, error) {
+	if err := sc.refuseRuled(entity, "a batch delete"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, err := sc.compiler.Entity(entity)

@@ -73,7 +73,7 @@ func (s *Store) runFunc(ctx context.Context, sc *Scope, entity string, st query.
 		}
 		q = tx
 	}
-	rows, err := q.QueryContext(ctx, st.SQL, st.Args...)
+	rows, err := q.QueryContext(ctx, st.SQL, sc.bind(st.Args)...)
 	if err != nil {
 		return MapError(sc, entity, err)
 	}
