@@ -334,4 +334,3 @@ func TestRulesScenarioHydra(t *testing.T) {
 		t.Fatalf("GraphQL count with a Hydra token: %v %v", data, errs)
 	}
 }
-
