@@ -17,7 +17,7 @@ import (
 // when the section starts, as the history section does.
 
 const (
-	ruleEntity  = "RProduct"
+	ruleEntity  = "Item"
 	ruleOwners  = 10   // users owning the records in turn
 	ruleRecords = 2000 // records seeded through REST batches
 	targetRules = 0.90
@@ -33,7 +33,7 @@ type ruleSetup struct {
 
 // enableRules adds ruleEntity and the two roles, seeds records owned by
 // ruleOwners users, and mints u1's tokens.
-func enableRules(ctx context.Context, ddsURL, key string) (*ruleSetup, error) {
+func enableRules(ctx context.Context, ddsURL, tenantID, key string) (*ruleSetup, error) {
 	c := load.Client(1)
 	var list struct {
 		Schemas []struct{ ID, Name string }
@@ -101,6 +101,17 @@ func enableRules(ctx context.Context, ddsURL, key string) (*ruleSetup, error) {
 	if mine.Count != ruleRecords/ruleOwners || all.Count != ruleRecords {
 		return nil, fmt.Errorf("rules: u1 sees %d records under the rule and %d without, want %d and %d", mine.Count, all.Count, ruleRecords/ruleOwners, ruleRecords)
 	}
+	// The GraphQL list answers records, not errors.
+	var g struct {
+		Data   struct{ Items []struct{ ID string } }
+		Errors []any
+	}
+	if _, err := load.Call(ctx, c, "POST", ddsURL+"/api/v1/dynamic-gql/"+tenantID, rs.ruled, map[string]any{"query": ruleGQLList, "variables": map[string]any{"n": 10}}, http.StatusOK, &g); err != nil {
+		return nil, err
+	}
+	if len(g.Errors) > 0 || len(g.Data.Items) != 10 {
+		return nil, fmt.Errorf("rules: the GraphQL list answered %d items, errors %v", len(g.Data.Items), g.Errors)
+	}
 	for _, it := range mine.Items {
 		if it.OwnerID != "u1" {
 			return nil, fmt.Errorf("rules: u1 sees a record of %s", it.OwnerID)
@@ -110,4 +121,4 @@ func enableRules(ctx context.Context, ddsURL, key string) (*ruleSetup, error) {
 	return rs, nil
 }
 
-const ruleGQLList = `query($n: Int!) { rproducts(limit: $n, where: {price: {gte: 0}}) { id name price } }`
+const ruleGQLList = `query($n: Int!) { items(limit: $n, where: {price: {gte: 0}}) { id name price } }`

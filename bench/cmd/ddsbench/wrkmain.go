@@ -228,11 +228,13 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				{name: "create DDS REST (history: true)", pid: dds.Pid(), url: dds.URL, headers: auth},
 			}, plainL, histL)
 		case "rules": // rules.go
-			rs, rerr := enableRules(ctx, dds.URL, apiKey)
+			rs, rerr := enableRules(ctx, dds.URL, tenantID, apiKey)
 			if rerr != nil {
 				return rerr
 			}
-			hdr := func(tok string) []string { return []string{"Authorization: Bearer " + tok, "Content-Type: application/json"} }
+			hdr := func(tok string) []string {
+				return []string{"Authorization: Bearer " + tok, "Content-Type: application/json"}
+			}
 			var getL, listL, gqlL []string
 			for i := range 2000 {
 				getL = append(getL, reqLine("GET", "/api/v1/dynamic/"+ruleEntity+"/"+rs.ids[i%len(rs.ids)], nil))
