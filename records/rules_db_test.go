@@ -120,4 +120,27 @@ func TestRulesBindPerPrincipal(t *testing.T) {
 	if out, err := s.Get(ctx, sys, "Todo", ids["b"], query.Selection{Fields: []string{"ownerId"}}); err != nil || !strings.Contains(string(out), `"bob"`) {
 		t.Fatalf("the failed check was not rolled back: %s %v", out, err)
 	}
+	// Batches: every item under the same rules, all or nothing.
+	res, err := s.BatchUpdate(ctx, bob, "Todo", []records.BatchUpdateItem{
+		{ID: ids["b"], Raw: map[string]any{}, Data: map[string]any{"title": "b2"}},
+		{ID: ids["c"], Raw: map[string]any{}, Data: map[string]any{"title": "c2"}},
+	})
+	if err != nil || res.FailureCount != 1 || res.Failed[0].Index != 1 || res.Failed[0].Error.Code != apperr.NotFound {
+		t.Fatalf("bob's batch over carol's todo: %+v %v", res, err)
+	}
+	res, err = s.BatchUpdate(ctx, bob, "Todo", []records.BatchUpdateItem{{ID: ids["b"], Raw: map[string]any{}, Data: map[string]any{"ownerId": "carol"}}})
+	if err != nil || res.FailureCount != 1 || res.Failed[0].Error.Code != apperr.Forbidden || !strings.Contains(res.Failed[0].Error.Message, "rules.Todo.update.check") {
+		t.Fatalf("bob's batch giving his todo away: %+v %v", res, err)
+	}
+	if out, err := s.Get(ctx, sys, "Todo", ids["b"], query.Selection{Fields: []string{"ownerId", "title"}}); err != nil || !strings.Contains(string(out), `"bob"`) || strings.Contains(string(out), "b2") {
+		t.Fatalf("a refused batch wrote: %s %v", out, err)
+	}
+	res, err = s.BatchDelete(ctx, bob, "Todo", []any{ids["a"]})
+	if err != nil || res.FailureCount != 1 || res.Failed[0].Error.Code != apperr.NotFound {
+		t.Fatalf("bob deleting alice's todo in a batch: %+v %v", res, err)
+	}
+	res, err = s.BatchDelete(ctx, bob, "Todo", []any{ids["b"]})
+	if err != nil || res.SuccessCount != 1 {
+		t.Fatalf("bob deleting his own todo in a batch: %+v %v", res, err)
+	}
 }

@@ -32,9 +32,10 @@ import (
 //   - fields.write: writing another field is 403 naming it.
 //
 // Answers of writes leave out the fields outside fields.read, as reads do.
-// Write paths not listed here (batches, upserts, nested and edge writes,
-// restores, jobs' bulk writes) refuse a principal under rules on the
-// entity (refuseRuled) rather than write unchecked.
+// Batch updates and deletes apply the same rules per item, atomically
+// (batchRules). Write paths not listed here (batch creates, upserts,
+// nested and edge writes, restores, jobs' bulk writes) refuse a principal
+// under rules on the entity (refuseRuled) rather than write unchecked.
 
 // ruleDenied is the FORBIDDEN error of a failed check.
 func ruleDenied(entity, rule string) error {
@@ -216,4 +217,70 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 		return apperr.Wrap(err, "commit")
 	}
 	return nil
+}
+
+// batchRules sets the rules of a batch update or delete of e on lock:
+// the records must be readable and match update.where (or delete), and,
+// on an update, pass update.check after the write (else the item fails
+// with 403 naming the rule and the whole batch rolls back).
+func (sc *Scope) batchRules(e *schema.Entity, lock *lockIDs, op string) {
+	wr := sc.compiler.WriteRules(e.Name)
+	if wr == nil && !sc.compiler.ReadRestricted(e.Name) {
+		return
+	}
+	var where query.Filter
+	if wr != nil {
+		where = wr.Delete
+		if op == "update" {
+			where = wr.UpdateWhere
+		}
+	}
+	name := "delete"
+	if op == "update" {
+		name = "update.where"
+	}
+	lock.rule = func(a *query.Args) (string, error) { return sc.ruleWhere(e, where, name, "t", a) }
+	if op != "update" || wr == nil || wr.UpdateCheck == nil {
+		return
+	}
+	lock.after = func(ctx context.Context, tx *sqlx.Tx, b *batch) error {
+		var a query.Args
+		idArg := a.Add(schema.ArrayLiteral(lock.ids), "uuid[]")
+		check, err := sc.compiler.RuleWhere(e.Name, wr.UpdateCheck, "t", "rules."+e.Name+".update.check", &a)
+		if err != nil {
+			return err
+		}
+		var bad []string
+		if err := tx.SelectContext(ctx, &bad, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE t."id" = ANY(%s) AND NOT coalesce(%s, FALSE)`,
+			sc.compiler.Table(e.Name), idArg, check), sc.bind(a.List())...); err != nil {
+			return MapError(sc, e.Name, err)
+		}
+		for _, id := range bad {
+			for i, x := range lock.ids {
+				if x == id {
+					b.fail(i, lock.raws[i], ruleDenied(e.Name, "update.check"))
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// redactList is redact for a JSON array of records.
+func (sc *Scope) redactList(entity string, recs json.RawMessage) json.RawMessage {
+	if sc.compiler.ReadableFields(entity) == nil || recs == nil {
+		return recs
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(recs, &list) != nil {
+		return recs
+	}
+	for i := range list {
+		list[i] = sc.redact(entity, list[i])
+	}
+	out, err := json.Marshal(list)
+	if err != nil {
+		return recs
+	}
+	return out
 }
