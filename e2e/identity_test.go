@@ -400,7 +400,8 @@ func TestHydraTokensThroughTheBinary(t *testing.T) {
 	if who.TenantID != tenantID || who.Credential != "providerToken" || who.UserID != clientID || !slices.Equal(who.Roles, []string{"member"}) {
 		t.Fatalf("whoami with a Hydra token: %+v", who)
 	}
-	d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Todo", tok, map[string]any{"title": "from Hydra"})
+	// member reads its own todos only (rules.Todo.read: ownerId = $user.id).
+	d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Todo", tok, map[string]any{"title": "from Hydra", "ownerId": clientID})
 	if data, errs := gql(t, d, tenantID, tok, `{ todos { title } }`); len(errs) > 0 || len(data["todos"].([]any)) != 1 {
 		t.Fatalf("GraphQL with a Hydra token: %v %v", data, errs)
 	}

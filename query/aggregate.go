@@ -94,6 +94,9 @@ func (c *Compiler) Aggregate(p Aggregation) (Statement, error) {
 	keyExpr := map[string]string{} // field → SQL column of the grouped rows
 	for i, k := range p.GroupBy {
 		path := fmt.Sprintf("groupBy[%d]", i)
+		if err := b.checkReadable(e, k.Field, path, "grouped by"); err != nil {
+			return Statement{}, err
+		}
 		r, ok := entityRef(e, k.Field, "t")
 		switch {
 		case !ok:
@@ -139,6 +142,11 @@ func (c *Compiler) Aggregate(p Aggregation) (Statement, error) {
 		}
 		if _, dup := aliases[m.Alias]; dup {
 			return Statement{}, apperr.Field(path, "alias %q is used twice", m.Alias)
+		}
+		if m.Field != "*" && m.Field != "" {
+			if err := b.checkReadable(e, m.Field, path, "aggregated"); err != nil {
+				return Statement{}, err
+			}
 		}
 		expr, f, err := measure(e, m, path, "t")
 		if err != nil {

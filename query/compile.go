@@ -20,6 +20,8 @@ type Compiler struct {
 	// withDeleted shows the soft-deleted records of a statement's root
 	// entity (see WithDeleted).
 	withDeleted bool
+	// rules are the end-user rules applied (see WithRules); nil: none.
+	rules *rules
 }
 
 // New returns a compiler for def, whose tables live in Postgres schema pg.
@@ -55,15 +57,20 @@ func (c *Compiler) Relationship(name string) (*schema.Relationship, error) {
 }
 
 // Args accumulates bind parameters; Add returns the placeholder.
-type Args struct{ list []any }
+type Args struct {
+	list []any
+	last string // the placeholder Add returned last
+}
 
 // Add binds v and returns "$n::cast" (or "$n" when cast is empty).
 func (a *Args) Add(v any, cast string) string {
 	a.list = append(a.list, v)
 	if cast == "" {
-		return fmt.Sprintf("$%d", len(a.list))
+		a.last = fmt.Sprintf("$%d", len(a.list))
+	} else {
+		a.last = fmt.Sprintf("$%d::%s", len(a.list), cast)
 	}
-	return fmt.Sprintf("$%d::%s", len(a.list), cast)
+	return a.last
 }
 
 // List returns the bound values.
@@ -227,7 +234,11 @@ func (b *builder) record(e *schema.Entity, sel Selection, tbl, src, path, skip s
 	if sel.Output != nil {
 		return b.output(e, sel, tbl, src, path, depth)
 	}
-	cols, err = columns(e, sel.Fields, tbl, joinPath(path, "select"), skip)
+	fields, err := b.readSelection(e, sel.Fields, joinPath(path, "select")) // rules.go
+	if err != nil {
+		return nil, "", err
+	}
+	cols, err = columns(e, fields, tbl, joinPath(path, "select"), skip)
 	if err != nil {
 		return nil, "", err
 	}
@@ -334,6 +345,8 @@ func (b *builder) output(e *schema.Entity, sel Selection, tbl, src, path string,
 			x := b.alias("c")
 			joins += fmt.Sprintf(` LEFT JOIN %s %s ON %s."_pid" = %s."id"`, j, x, x, tbl)
 			cols = append(cols, fmt.Sprintf(`coalesce(%s."_json", '[]'::json) AS %s`, x, quoteAlias(m.Key)))
+		case m.Field != "" && b.checkReadable(e, m.Field, mpath, "selected") != nil:
+			return nil, "", b.checkReadable(e, m.Field, mpath, "selected")
 		case m.Field == schema.ColID || m.Field == schema.ColCreatedAt || m.Field == schema.ColUpdatedAt || m.Field == schema.ColDeletedAt && e.SoftDelete:
 			cols = append(cols, tbl+"."+schema.Ident(m.Field)+" AS "+quoteAlias(m.Key))
 		case m.Field != "":
@@ -486,13 +499,21 @@ func (c *Compiler) List(l List) (Statement, error) {
 	}
 	var rank string
 	if l.Search != "" {
-		q, err := searchQuery(e, l.Search, &a)
+		q, err := searchQuery(b, e, l.Search, &a)
 		if err != nil {
 			return Statement{}, err
 		}
 		where = and(where, `t."_search" @@ `+q)
 		if len(order) == 0 {
 			rank = `ts_rank(t."_search", ` + q + `)`
+		}
+	}
+	if err := b.checkOrder(e, order, ""); err != nil {
+		return Statement{}, err
+	}
+	for i, f := range l.DistinctOn {
+		if err := b.checkReadable(e, f, fmt.Sprintf("distinctOn[%d]", i), "selected"); err != nil {
+			return Statement{}, err
 		}
 	}
 	keys, err := orderKeys(e, order, "t", "")
@@ -565,7 +586,7 @@ func (c *Compiler) Count(entity string, where Filter, search string) (Statement,
 	}
 	w = andVisible(w, b.visible(e, "t", true))
 	if search != "" {
-		q, err := searchQuery(e, search, &a)
+		q, err := searchQuery(b, e, search, &a)
 		if err != nil {
 			return Statement{}, err
 		}
@@ -576,9 +597,14 @@ func (c *Compiler) Count(entity string, where Filter, search string) (Statement,
 
 // searchQuery checks a full-text search of e's records and binds it as a
 // tsquery (List and Count share it).
-func searchQuery(e *schema.Entity, s string, a *Args) (string, error) {
+func searchQuery(b *builder, e *schema.Entity, s string, a *Args) (string, error) {
 	if len(e.SearchableFields()) == 0 {
 		return "", apperr.Field("search", "%s has no searchable fields", e.Name)
+	}
+	for _, f := range e.SearchableFields() { // a search would test a field the principal may not read
+		if err := b.checkReadable(e, f.Name, "search", "searched"); err != nil {
+			return "", err
+		}
 	}
 	if _, err := textArg(s); err != nil {
 		return "", apperr.Field("search", "%s", err.Error())

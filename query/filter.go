@@ -62,6 +62,9 @@ func (s *scope) resolve(name string) (ref, error) {
 		return ref{}, fieldErr(s.path, name, "unknown property of relationship %s", s.rel.Name)
 	}
 	if r, ok := entityRef(s.ent, name, s.tbl); ok {
+		if err := s.b.checkReadable(s.ent, name, s.path, "filtered by"); err != nil {
+			return ref{}, err
+		}
 		return r, nil
 	}
 	return ref{}, fieldErr(s.path, name, "unknown field on %s", s.ent.Name)
@@ -159,6 +162,9 @@ func (s *scope) cond(r ref, op Op, v any) (string, error) {
 	}
 	if f.Type == schema.Vector {
 		return bad("operator %s is not supported on VECTOR fields (only $isNull; rank with vector search)", opName(op))
+	}
+	if hasVar(v) { // rules.go
+		return s.varCond(r, op, v)
 	}
 	if v == nil {
 		switch op {
@@ -381,6 +387,8 @@ type builder struct {
 	// ctes are the CTEs of nested relationship selections, in dependency
 	// order (see nested).
 	ctes []string
+	// inRule is set while a rule's own filter compiles (rules.go).
+	inRule bool
 }
 
 func (b *builder) alias(prefix string) string {

@@ -83,6 +83,9 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 		// The record's own keys as given (an id key among them orders
 		// by the record's id); the edge id breaks the remaining ties, as
 		// a record may appear once per edge.
+		if err := b.checkOrder(oe, n.OrderBy, path); err != nil {
+			return "", err
+		}
 		keys, _, err := givenKeys(oe, n.OrderBy, t, path)
 		if err != nil {
 			return "", err
@@ -168,6 +171,9 @@ func (c *Compiler) RelationshipList(entity, id string, n Nested) (Statement, err
 func (c *Compiler) Keys(entity string, orderBy []Order) ([]Order, error) {
 	e, err := c.Entity(entity)
 	if err != nil {
+		return nil, err
+	}
+	if err := (&builder{c: c}).checkOrder(e, orderBy, ""); err != nil {
 		return nil, err
 	}
 	keys, err := orderKeys(e, orderBy, "t", "")

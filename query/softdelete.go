@@ -32,8 +32,13 @@ func (c *Compiler) ShowsDeleted() bool { return c.withDeleted }
 // visible is the predicate a record of e read from alias tbl must meet:
 // "TRUE" for entities without soft delete (and for the root of a
 // WithDeleted compiler), else deletedAt IS NULL.
+// Under end-user rules (rules.go) it is also the entity's read rule.
 func (b *builder) visible(e *schema.Entity, tbl string, root bool) string {
-	return b.c.visible(e, tbl, root)
+	v, r := b.c.visible(e, tbl, root), b.readRule(e, tbl)
+	if r == "TRUE" {
+		return v
+	}
+	return and(v, r)
 }
 
 func (c *Compiler) visible(e *schema.Entity, tbl string, root bool) string {

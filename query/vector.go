@@ -63,6 +63,9 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 	}
 	var a Args
 	b := &builder{c: c, a: &a}
+	if err := b.checkReadable(e, f.Name, "", "ranked by"); err != nil {
+		return Statement{}, err
+	}
 	s := &scope{b: b, path: "where", ent: e, tbl: "t", related: true}
 	where, err := s.filter(v.Where)
 	if err != nil {
@@ -97,7 +100,9 @@ func (c *Compiler) VectorSearch(v VectorSearch) (Statement, error) {
 	if v.EfSearch != 0 {
 		ef = v.EfSearch
 	}
-	if v.Where != nil || ef != session {
+	if v.Where != nil || ef != session || c.ReadRestricted(e.Name) {
+		// A read rule filters like a where: the iterative scan keeps
+		// going until topK visible records are found.
 		st.Setup = []string{
 			"SET LOCAL hnsw.iterative_scan = relaxed_order",
 			fmt.Sprintf("SET LOCAL hnsw.ef_search = %d", ef),

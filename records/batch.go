@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/outbox"
@@ -143,6 +144,9 @@ func checkSize(n int, what string) error {
 // BatchCreate validates and inserts items (objects of fields) atomically.
 // A rejected batch returns a result with failures and a nil error.
 func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items []any) (*BatchResult, error) {
+	if err := sc.refuseRuled(entity, "a batch create"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, err := sc.compiler.Entity(entity)
@@ -261,6 +265,10 @@ func (s *Store) BatchUpdate(ctx context.Context, sc *Scope, entity string, items
 			b.fail(i, it.Raw, apperr.Field("data", "is required (an object of the fields to change)"))
 			continue
 		}
+		if err := checkWritable(e, sc.compiler.WriteRules(e.Name), it.Data); err != nil { // rulewrites.go
+			b.fail(i, it.Raw, err)
+			continue
+		}
 		row, errs := Prepare(e, it.Data, Patch)
 		if len(errs) > 0 {
 			b.fieldFail(i, it.Raw, errs)
@@ -308,11 +316,13 @@ SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)),
 		andLive(`t."id" = u.id::uuid`, sc.compiler.Live(e.Name, "t")),
 		strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), h, idArg, from)
 	// No fileFields: the updated records still hold their files.
-	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws}, q, a.List())
+	lock := &lockIDs{ids: ids, raws: raws}
+	sc.batchRules(e, lock, "update") // rulewrites.go
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, lock, q, a.List())
 	if err != nil {
 		return nil, err
 	}
-	return b.done(out, n), nil
+	return b.done(sc.redactList(e.Name, out), n), nil
 }
 
 // BatchDelete deletes records by id atomically.
@@ -353,11 +363,13 @@ func (s *Store) BatchDelete(ctx context.Context, sc *Scope, entity string, rawID
 e AS (%s)%s
 SELECT count(*), coalesce(json_agg(w ORDER BY array_position(%s, w."id"::text)), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
 		write, strings.Join(ret, ", "), outbox.InsertCTE(&a, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), h, idArg, from)
-	out, n, err := s.batchTx(ctx, sc, e.Name, b, &lockIDs{ids: ids, raws: raws, fileFields: fileFields}, q, a.List())
+	lock := &lockIDs{ids: ids, raws: raws, fileFields: fileFields}
+	sc.batchRules(e, lock, "delete") // rulewrites.go
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, lock, q, a.List())
 	if err != nil {
 		return nil, err
 	}
-	return b.done(out, n), nil
+	return b.done(sc.redactList(e.Name, out), n), nil
 }
 
 // unionFields lists every field any row sets, in first-seen order, with
@@ -384,6 +396,12 @@ type lockIDs struct {
 	// fileFields, on a delete, are the FILE fields whose files go with the
 	// deleted records (marked in the transaction, purged after commit).
 	fileFields []string
+	// rule, when set, is the rules' condition on the locked records
+	// (readable, and matching update.where or delete): a record outside it
+	// fails its item as missing. after, when set, runs after the write in
+	// its transaction and fails the items whose records break a check.
+	rule  func(a *query.Args) (string, error)
+	after func(ctx context.Context, tx *sqlx.Tx, b *batch) error
 }
 
 // batchTx runs the write in one transaction. With lock, the records are
@@ -399,8 +417,17 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 	defer tx.Rollback()
 	if lock != nil {
 		var found []string
-		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE %s ORDER BY t."id" FOR UPDATE`, sc.compiler.Table(entity),
-			andLive(`t."id" = ANY($1::uuid[])`, sc.compiler.Live(entity, "t"))), schema.ArrayLiteral(lock.ids)); err != nil {
+		var la query.Args
+		w := andLive(`t."id" = ANY(`+la.Add(schema.ArrayLiteral(lock.ids), "uuid[]")+`)`, sc.compiler.Live(entity, "t"))
+		if lock.rule != nil {
+			r, err := lock.rule(&la)
+			if err != nil {
+				return nil, 0, err
+			}
+			w = andLive(w, r)
+		}
+		if err := tx.SelectContext(ctx, &found, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE %s ORDER BY t."id" FOR UPDATE`, sc.compiler.Table(entity), w),
+			sc.bind(la.List())...); err != nil {
 			return nil, 0, MapError(sc, entity, err)
 		}
 		have := make(map[string]bool, len(found))
@@ -421,6 +448,14 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 	var events sql.NullString
 	if err := tx.QueryRowContext(ctx, q, args...).Scan(&n, &out, &events); err != nil {
 		return nil, 0, MapError(sc, entity, err)
+	}
+	if lock != nil && lock.after != nil {
+		if err := lock.after(ctx, tx, b); err != nil {
+			return nil, 0, err
+		}
+		if len(b.res.Failed) > 0 { // rolled back: nothing written
+			return nil, 0, nil
+		}
 	}
 	var fileIDs []string
 	if lock != nil && len(lock.fileFields) > 0 && s.files != nil {

@@ -108,7 +108,7 @@ func (s *Store) checkBudget(ctx context.Context, sc *Scope, entity string, st qu
 		return nil
 	}
 	var plan []byte
-	if err := s.db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+st.SQL, st.Args...).Scan(&plan); err != nil {
+	if err := s.db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+st.SQL, sc.bind(st.Args)...).Scan(&plan); err != nil {
 		return MapError(sc, entity, err)
 	}
 	rows, err := EstimatedRows(plan)

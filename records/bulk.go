@@ -59,6 +59,9 @@ type Written struct {
 // record of entity matching where, in tx, in one statement, with one
 // entity.updated event per record when events.
 func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity string, where query.Filter, set map[string]any, events bool) (Written, error) {
+	if err := sc.refuseRuled(entity, "a bulk update"); err != nil { // rulewrites.go
+		return Written{}, err
+	}
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return Written{}, err
@@ -90,6 +93,9 @@ func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 // files the records held are marked deleted in the same statement (the
 // worker's sweeper removes their objects).
 func (s *Store) DeleteWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity string, where query.Filter, events bool) (Written, error) {
+	if err := sc.refuseRuled(entity, "a bulk delete"); err != nil { // rulewrites.go
+		return Written{}, err
+	}
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return Written{}, err
@@ -122,6 +128,9 @@ func (s *Store) DeleteWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 // with a bigint "_line", a text "_id" (the record's id) and one text
 // column per field of entity, each holding its column type's text form.
 func (s *Store) InsertStaged(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity, stage string, events bool) (Written, error) {
+	if err := sc.refuseRuled(entity, "an import"); err != nil { // rulewrites.go
+		return Written{}, err
+	}
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return Written{}, err

@@ -76,7 +76,7 @@ func CompileMatch(sc *Scope, entity string, where query.Filter) (*Match, error) 
 	local, _ := sc.compiler.Local(entity, where)
 	return &Match{
 		sql:   fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM jsonb_populate_record(NULL::%s, %s) t WHERE %s)`, sc.compiler.Table(entity), rec, w),
-		args:  a.List(),
+		args:  sc.bind(a.List()), // a Match serves its scope's principal only
 		local: local,
 	}, nil
 }

@@ -97,8 +97,9 @@ func (s *Store) GetKeptFunc(ctx context.Context, sc *Scope, k *Kept, entity, id 
 		// Any well-formed id: it is bound, not written into the text.
 		st, cerr := sc.compiler.Get(entity, uuid.Nil.String(), sel())
 		ks = &keptStatement{key: keptKeyOf(sc)}
-		if cerr == nil && len(st.Args) == 1 {
-			ks.st.SQL = st.SQL // otherwise "": the caller reads through Get
+		if cerr == nil && len(st.Args) >= 1 && query.OnlyParams(st.Args[1:]) {
+			ks.st.SQL = st.SQL       // otherwise "": the caller reads through Get
+			ks.st.Args = st.Args[1:] // the rule variables' params
 		}
 		k.p.Store(ks)
 		if cerr != nil {
@@ -113,5 +114,5 @@ func (s *Store) GetKeptFunc(ctx context.Context, sc *Scope, k *Kept, entity, id 
 	if err != nil {
 		return true, err
 	}
-	return true, s.runFunc(ctx, sc, entity, query.Statement{SQL: ks.st.SQL, Args: []any{pid}}, fn)
+	return true, s.runFunc(ctx, sc, entity, query.Statement{SQL: ks.st.SQL, Args: withID(pid, ks.st.Args)}, fn)
 }

@@ -46,7 +46,7 @@ func (sc *Scope) WithDeleted(entity string) (*Scope, error) {
 	}
 	c := *sc
 	base := sc.compiler
-	c.compiler = sc.Schema.Memo(sc.stmtKey+"/withDeleted", func() any { return base.WithDeleted() }).(*query.Compiler)
+	c.compiler = sc.Schema.Memo(sc.stmtKey+"/withDeleted\x00"+sc.principal.RoleSet, func() any { return base.WithDeleted() }).(*query.Compiler)
 	return &c, nil
 }
 
@@ -66,7 +66,12 @@ func (sc *Scope) actor() string {
 
 // principalUserID is the end user a principal acts for, when it has one
 // (user tokens); "" for API keys.
-func principalUserID(*Scope) string { return "" }
+func principalUserID(sc *Scope) string {
+	if sc.principal == nil {
+		return ""
+	}
+	return sc.principal.UserID
+}
 
 // actorCTE is the CTE that hands the writer to the history trigger, and
 // what the main query appends to its FROM list so that the CTE runs; both
@@ -96,6 +101,9 @@ func andLive(w, live string) string {
 // it. A record that is not deleted is returned as it is, with no event (a
 // retried restore is harmless); one that does not exist is NOT_FOUND.
 func (s *Store) Restore(ctx context.Context, sc *Scope, entity, id string) (json.RawMessage, error) {
+	if err := sc.refuseRuled(entity, "a restore"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err

@@ -79,7 +79,7 @@ func (s *Store) runOn(ctx context.Context, d *sqlx.DB, sc *Scope, entity string,
 		}
 		q = tx
 	}
-	rows, err := q.QueryContext(ctx, st.SQL, st.Args...)
+	rows, err := q.QueryContext(ctx, st.SQL, sc.bind(st.Args)...)
 	if err != nil {
 		return false, MapError(sc, entity, err)
 	}

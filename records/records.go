@@ -56,6 +56,7 @@ type Store struct {
 	// memos, and stmtKey its statement cache; both depend on efSearch and
 	// are built once, not per request.
 	compilerKey, stmtKey string
+	rules                RuleSource // the roles' rules (rules.go); nil: none enforced
 }
 
 // Option configures a Store.
@@ -216,19 +217,21 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 	if len(sel.Nested) == 0 && len(sel.Files) == 0 && len(sel.Aggregates) == 0 { // the key names the fields, nothing else
 		key = "get\x00" + entity + "\x00" + strings.Join(sel.Fields, ",")
 	}
-	if text, ok := sc.stmts().get(key); ok {
+	if text, params, ok := sc.stmts().getParams(key); ok {
 		pid, err := query.ParseID(entity, id)
 		if err != nil {
 			return nil, err
 		}
-		st = query.Statement{SQL: text, Args: []any{pid}}
+		st = query.Statement{SQL: text, Args: withID(pid, params)}
 	} else {
 		var err error
 		if st, err = sc.compiler.Get(entity, id, sel); err != nil {
 			return nil, err
 		}
-		if key != "" && len(st.Args) == 1 { // the id is the only value: the text is reusable
-			sc.stmts().put(key, st.SQL)
+		// The id is the only value, besides the rule variables bound per
+		// principal: the text is reusable.
+		if key != "" && len(st.Args) >= 1 && query.OnlyParams(st.Args[1:]) {
+			sc.stmts().putParams(key, st.SQL, st.Args[1:])
 		}
 	}
 	if s.observe != nil {
@@ -236,7 +239,7 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 	}
 	var out []byte
 	err := s.read(ctx, func(q *sqlx.DB) (bool, error) {
-		return false, q.QueryRowContext(ctx, st.SQL, st.Args...).Scan(&out)
+		return false, q.QueryRowContext(ctx, st.SQL, sc.bind(st.Args)...).Scan(&out)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
@@ -255,8 +258,18 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	if err != nil {
 		return nil, err
 	}
+	wr := sc.compiler.WriteRules(e.Name) // rulewrites.go
+	if wr != nil {
+		if err := checkWritable(e, wr, input); err != nil {
+			return nil, err
+		}
+		input = sc.withPresets(wr, input)
+	}
 	row, errs := Prepare(e, input, Create)
 	if len(errs) > 0 && nestedKeys(sc.Schema.Def, e, input) { // relationship fields: nested.go
+		if err := sc.refuseRuled(e.Name, "a nested create"); err != nil {
+			return nil, err
+		}
 		return s.createNested(ctx, sc, e, input)
 	}
 	if err := apperr.Fields(errs); err != nil {
@@ -264,6 +277,9 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	}
 	if err := s.VerifyRowFiles(ctx, sc.TenantID, row); err != nil {
 		return nil, err
+	}
+	if wr != nil {
+		return s.createRuled(ctx, sc, e, row, wr)
 	}
 	// Bind order: id, event id, the present fields, then
 	// outbox.InsertOneCTE's five values (the same for every create of the
@@ -302,7 +318,8 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 		}
 		cache.put(string(key), sqlText)
 	}
-	return s.one(ctx, sc, entity, "", sqlText, args, eventID)
+	out, err := s.one(ctx, sc, entity, "", sqlText, args, eventID)
+	return sc.redact(entity, out), err
 }
 
 // CreateSQL is the statement of Create for a record of e with fields
@@ -340,6 +357,10 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 	if id, err = query.ParseID(entity, id); err != nil {
 		return nil, err
 	}
+	wr := sc.compiler.WriteRules(e.Name) // rulewrites.go
+	if err := checkWritable(e, wr, input); err != nil {
+		return nil, err
+	}
 	row, errs := Prepare(e, input, mode)
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
@@ -364,11 +385,40 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 		}
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
+	where := andLive(`t."id" = `+idArg, sc.compiler.Live(e.Name, "t"))
+	var uw query.Filter
+	if wr != nil {
+		uw = wr.UpdateWhere
+	}
+	ruled, err := sc.ruleWhere(e, uw, "update.where", "t", &a) // hidden or not updatable: not found
+	if err != nil {
+		return nil, err
+	}
+	where = andLive(where, ruled)
 	h, from := sc.actorCTE(e, &a)
 	sqlText := fmt.Sprintf("WITH w AS (UPDATE %s AS t SET %s WHERE %s RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
-		sc.compiler.Table(e.Name), strings.Join(sets, ", "), andLive(`t."id" = `+idArg, sc.compiler.Live(e.Name, "t")), strings.Join(ret, ", "),
+		sc.compiler.Table(e.Name), strings.Join(sets, ", "), where, strings.Join(ret, ", "),
 		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), h, from)
-	return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)
+	args := sc.bind(a.List())
+	if wr == nil || wr.UpdateCheck == nil {
+		out, err := s.one(ctx, sc, entity, id, sqlText, args, eventID)
+		return sc.redact(entity, out), err
+	}
+	// The record after the update must pass update.check: tested in the
+	// write's transaction, which a failure rolls back.
+	var out json.RawMessage
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		if out, err = s.oneIn(ctx, tx, sc, entity, id, sqlText, args); err != nil {
+			return err
+		}
+		return sc.checkUpdated(ctx, tx, e, wr, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.announce(sc.TenantID, eventID)
+	return sc.redact(entity, out), nil
 }
 
 func containsField(fs []*schema.Field, f *schema.Field) bool {
@@ -403,17 +453,26 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	eventID := outbox.NewEventID()
 	eventArg := a.Add(eventID, "uuid")
 	ret, _ := sc.compiler.Columns(e, nil, "t")
-	write := fmt.Sprintf(`DELETE FROM %s AS t WHERE t."id" = %s`, sc.compiler.Table(e.Name), idArg)
+	var dw query.Filter
+	if wr := sc.compiler.WriteRules(e.Name); wr != nil {
+		dw = wr.Delete
+	}
+	ruled, err := sc.ruleWhere(e, dw, "delete", "t", &a) // hidden or not deletable: not found (rulewrites.go)
+	if err != nil {
+		return nil, err
+	}
+	write := fmt.Sprintf(`DELETE FROM %s AS t WHERE %s`, sc.compiler.Table(e.Name), andLive(`t."id" = `+idArg, ruled))
 	if e.SoftDelete { // only marked: its edges and files stay, for a restore
-		write = fmt.Sprintf(`UPDATE %s AS t SET %s = now() WHERE t."id" = %s AND %s`, sc.compiler.Table(e.Name),
-			schema.Ident(schema.ColDeletedAt), idArg, sc.compiler.Live(e.Name, "t"))
+		write = fmt.Sprintf(`UPDATE %s AS t SET %s = now() WHERE %s AND %s`, sc.compiler.Table(e.Name),
+			schema.Ident(schema.ColDeletedAt), andLive(`t."id" = `+idArg, ruled), sc.compiler.Live(e.Name, "t"))
 	}
 	h, from := sc.actorCTE(e, &a)
 	sqlText := fmt.Sprintf("WITH w AS (%s RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
 		write, strings.Join(ret, ", "), outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityDeleted, e.Name, "w"), h, from)
 	fileFields := e.FileFields()
 	if s.files == nil || len(fileFields) == 0 || e.SoftDelete {
-		return s.one(ctx, sc, entity, id, sqlText, a.List(), eventID)
+		out, err := s.one(ctx, sc, entity, id, sqlText, sc.bind(a.List()), eventID)
+		return sc.redact(entity, out), err
 	}
 	// The record holds files: they are marked deleted in the same
 	// transaction, and their objects purged after commit.
@@ -422,7 +481,7 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 		return nil, apperr.Wrap(err, "begin")
 	}
 	defer tx.Rollback()
-	out, err := s.oneIn(ctx, tx, sc, entity, id, sqlText, a.List())
+	out, err := s.oneIn(ctx, tx, sc, entity, id, sqlText, sc.bind(a.List()))
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +494,7 @@ func (s *Store) DeleteReturning(ctx context.Context, sc *Scope, entity, id strin
 	}
 	s.announce(sc.TenantID, eventID)
 	s.files.PurgeDeleted(ctx, sc.TenantID, ids)
-	return out, nil
+	return sc.redact(entity, out), nil
 }
 
 // FileIDs returns the non-null values of fields in a record's JSON.

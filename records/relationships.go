@@ -145,6 +145,9 @@ func parseIDs(entity, id, target string, rel *schema.Relationship) (string, stri
 // CreateEdge creates an edge of rel from the entity record id to the
 // target record (of rel's target entity) with validated properties.
 func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
+	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, err := edgeSource(sc, entity, relName)
@@ -205,6 +208,9 @@ func (s *Store) ListEdges(ctx context.Context, sc *Scope, entity, id string, n q
 // UpdateEdges merges properties into every edge of rel from the record id to
 // target (null removes a property) and returns {"items": [edges]}.
 func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
+	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
@@ -222,6 +228,9 @@ func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName,
 // UpdateEdgeByID merges properties into one edge, which must touch the
 // record id (as source or target).
 func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string, props map[string]any) (json.RawMessage, error) {
+	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)
@@ -238,6 +247,9 @@ func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relNa
 
 // DeleteEdges deletes every edge of rel from the record id to target.
 func (s *Store) DeleteEdges(ctx context.Context, sc *Scope, entity, id, relName, target string) (json.RawMessage, error) {
+	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
@@ -267,6 +279,9 @@ func edgesBetween(sc *Scope, entity, id, relName, target string) (*schema.Entity
 
 // DeleteEdgeByID deletes one edge, which must touch the record id.
 func (s *Store) DeleteEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string) (json.RawMessage, error) {
+	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)

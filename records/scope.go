@@ -35,6 +35,11 @@ func (s *Store) Scope(ctx context.Context, p *auth.Principal) (*Scope, error) {
 	c := a.Memo(s.compilerKey, func() any {
 		return query.New(a.Def, a.PgSchema).WithVectorEfSearch(s.efSearch)
 	}).(*query.Compiler)
+	if p.RoleSet != "" && s.rules != nil { // rules.go
+		if c, err = s.ruledCompiler(ctx, a, c, p.RoleSet, p.TenantID, p.Roles); err != nil {
+			return nil, err
+		}
+	}
 	return &Scope{TenantID: p.TenantID, Schema: a, compiler: c, principal: p, stmtKey: s.stmtKey}, nil
 }
 

@@ -19,6 +19,9 @@ import "sync"
 type stmtCache struct {
 	mu sync.RWMutex
 	m  map[string]string
+	// params are the rule variables' params of a statement in m whose
+	// first value is supplied per call (getParams).
+	params map[string][]any
 	// tails are the values every create of an entity binds after its
 	// fields (outbox.InsertCTE's five), boxed once per schema version.
 	tails map[string][]any
@@ -33,7 +36,9 @@ func (sc *Scope) stmts() *stmtCache {
 	if r := sc.ruleKey(); r != "" {
 		key += "\x00" + r
 	}
-	return sc.Schema.Memo(key, func() any { return &stmtCache{m: map[string]string{}, tails: map[string][]any{}} }).(*stmtCache)
+	return sc.Schema.Memo(key, func() any {
+		return &stmtCache{m: map[string]string{}, params: map[string][]any{}, tails: map[string][]any{}}
+	}).(*stmtCache)
 }
 
 // lookup is get for a key being built in a buffer (the map lookup does not
@@ -66,6 +71,35 @@ func (c *stmtCache) get(key string) (string, bool) {
 	defer c.mu.RUnlock()
 	s, ok := c.m[key]
 	return s, ok
+}
+
+// getParams is get for a statement whose first value is supplied per call
+// and whose others are the rule variables' params (putParams).
+func (c *stmtCache) getParams(key string) (string, []any, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.m[key]
+	return s, c.params[key], ok
+}
+
+func (c *stmtCache) putParams(key, sql string, params []any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) < maxCached {
+		c.m[key] = sql
+		if len(params) > 0 {
+			c.params[key] = params
+		}
+	}
+}
+
+// withID is the values of a kept get: the id, then the params.
+func withID(id string, params []any) []any {
+	if len(params) == 0 {
+		return []any{id}
+	}
+	out := make([]any, 0, 1+len(params))
+	return append(append(out, id), params...)
 }
 
 func (c *stmtCache) put(key, sql string) {

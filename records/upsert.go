@@ -88,6 +88,9 @@ func uniqueNames(e *schema.Entity) string {
 // fail validation reject the whole upsert with a result listing them (and
 // a nil error), as a batch does.
 func (s *Store) Upsert(ctx context.Context, sc *Scope, entity string, u Upsert) (*UpsertResult, error) {
+	if err := sc.refuseRuled(entity, "an upsert"); err != nil { // rulewrites.go
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, err := sc.compiler.Entity(entity)
@@ -215,6 +218,9 @@ type upsertGroup struct {
 // created. Item failures are a VALIDATION_ERROR (or the item's own error)
 // naming the field.
 func (s *Store) UpsertOne(ctx context.Context, sc *Scope, entity, onConflict string, update []string, input map[string]any) (json.RawMessage, bool, error) {
+	if err := sc.refuseRuled(entity, "an upsert"); err != nil { // rulewrites.go
+		return nil, false, err
+	}
 	res, err := s.Upsert(ctx, sc, entity, Upsert{OnConflict: onConflict, Update: update, Items: []any{input}})
 	if err != nil {
 		return nil, false, err

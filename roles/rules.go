@@ -20,7 +20,7 @@ import (
 // roles (auth.Principal.RoleSet). A variable the principal lacks (no user
 // id, a missing claim) must deny: it binds as NULL, and a comparison with
 // NULL is never true.
-type Variable string
+type Variable = query.Var
 
 // variable syntax: $user.id, $user.roles, $user.claims.<segment>(.<segment>)*
 var claimPathRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$`)

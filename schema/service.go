@@ -42,6 +42,10 @@ type Active struct {
 }
 
 // Memo returns the value cached under key, building it once.
+// Lookup returns the value kept under key, if any (for values whose
+// build can fail, which Memo cannot report).
+func (a *Active) Lookup(key string) (any, bool) { return a.memo.Load(key) }
+
 func (a *Active) Memo(key string, build func() any) any {
 	if v, ok := a.memo.Load(key); ok {
 		return v

@@ -154,7 +154,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	}
 	s.Records = records.NewStore(d, s.Schemas, s.Files, append(recOpts, records.WithEventNotifications(s.events),
 		records.WithVectorEfSearch(cfg.VectorEfSearch),
-		records.WithStatementTimeout(cfg.StatementTimeout), records.WithRowBudget(cfg.QueryRowBudget))...)
+		records.WithStatementTimeout(cfg.StatementTimeout), records.WithRowBudget(cfg.QueryRowBudget),
+		records.WithRuleSource(roleStore))...)
 
 	perTenant, perIP, perIPAuth := ratelimit.New(cfg.RateTenant, time.Minute), ratelimit.New(cfg.RateGlobal, time.Minute), ratelimit.New(cfg.RateAuth, time.Minute)
 	s.limits = ratelimit.NewSync(d, cfg.RateSyncInterval, log, map[string]*ratelimit.Limiter{"tenant": perTenant, "ip": perIP, "auth": perIPAuth})

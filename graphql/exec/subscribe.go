@@ -134,6 +134,15 @@ func (x *execCtx) subscriber(rf model.RootField, cf *cfield) (*Subscription, err
 		}
 		sub = &Subscription{Key: cf.key, Scope: x.sc, Name: e.Name, Entity: e, EventType: subscriptionEvents[rf.Kind], Shape: sh}
 	}
+	// The role's field list: frames are built from the event's record, so
+	// a field the principal may not read must be refused here.
+	for _, f := range sel.Fields {
+		if !x.sc.Readable(e.Name, f) {
+			return nil, &apperr.Error{Code: apperr.Forbidden,
+				Message: "field " + f + " of " + e.Name + " may not be selected by the principal's roles (fields." + e.Name + ".read)",
+				Details: []apperr.FieldError{{Field: cf.field.Name + "." + f, Message: "is not readable by the principal's roles"}}}
+		}
+	}
 	if readsMore(&sel) {
 		if rf.Kind == model.KindDeleted {
 			return nil, apperr.New(apperr.BadRequest, "a deleted record has no relationships or files left to read: select its own fields in %s", cf.field.Name)

@@ -470,6 +470,17 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
 	if !ok {
 		return true
 	}
+	// The principal's read rule: an event reaches a subscriber only if its
+	// record (for a delete, the record as it was) passes the rule.
+	if r.Entity != nil {
+		if ok, err = s.store.Admits(ctx, r.Scope, r.Entity.Name, ev.Record); err != nil {
+			s.log.Warn("graphql subscriptions: read rule", "err", err)
+			return ctx.Err() == nil
+		}
+		if !ok {
+			return true
+		}
+	}
 	rec := ev.Record
 	if r.Sel != nil && ev.Type != outbox.EntityDeleted {
 		if rec, err = s.read(ctx, r, ev.Record); err != nil {

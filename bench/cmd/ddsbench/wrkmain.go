@@ -247,6 +247,28 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				{name: "create DDS REST (no history)", pid: dds.Pid(), url: dds.URL, headers: auth},
 				{name: "create DDS REST (history: true)", pid: dds.Pid(), url: dds.URL, headers: auth},
 			}, plainL, histL)
+		case "rules": // rules.go
+			rs, rerr := enableRules(ctx, dds.URL, tenantID, apiKey)
+			if rerr != nil {
+				return rerr
+			}
+			hdr := func(tok string) []string {
+				return []string{"Authorization: Bearer " + tok, "Content-Type: application/json"}
+			}
+			var getL, listL, gqlL []string
+			for i := range 2000 {
+				getL = append(getL, reqLine("GET", "/api/v1/dynamic/"+ruleEntity+"/"+rs.ids[i%len(rs.ids)], nil))
+				listL = append(listL, reqLine("GET", fmt.Sprintf("/api/v1/dynamic/%s?limit=%d", ruleEntity, 10+i%11), nil))
+				gqlL = append(gqlL, reqLine("POST", gqlPath, gqlBody(ruleGQLList, map[string]any{"n": 10 + i%11})))
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "GET by id, no rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.open)},
+				{name: "GET by id, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
+				{name: "list, no rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.open)},
+				{name: "list, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
+				{name: "GraphQL list, no rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.open)},
+				{name: "GraphQL list, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
+			}, getL, getL, listL, listL, gqlL, gqlL)
 		case "upsert":
 			if m, err = startChecked("upsert", env.databaseURL, func(minURL string) error {
 				return checkSameUpsert(ctx, b, load.Client(1), dds.URL, minURL, apiKey)
@@ -357,6 +379,17 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			verdict(h.rps/p.rps >= targetHistory && h.errors == 0, "%-26s = %5.1f%% of the create without history (target ≥ %.0f%%)", h.name, 100*h.rps/p.rps, 100*targetHistory)
 			if p.pgCPURq > 0 {
 				fmt.Printf("  %s: Postgres CPU/request %s against %s (%.2f×)\n", h.name, round(h.pgCPURq), round(p.pgCPURq), float64(h.pgCPURq)/float64(p.pgCPURq))
+			}
+			continue
+		}
+		if section == "rules" {
+			for i := 0; i+1 < len(ss); i += 2 {
+				open, ruled := ss[i], ss[i+1]
+				verdict(ruled.rps/open.rps >= targetRules && ruled.errors == 0, "%-26s = %5.1f%% of the same without a rule (target ≥ %.0f%%)", ruled.name, 100*ruled.rps/open.rps, 100*targetRules)
+				if open.pgCPURq > 0 {
+					c := float64(ruled.pgCPURq) / float64(open.pgCPURq)
+					verdict(c <= targetRulesCPU, "%-26s Postgres CPU/request = %.2f× without a rule, %s against %s (target ≤ %.1f×)", ruled.name, c, round(ruled.pgCPURq), round(open.pgCPURq), targetRulesCPU)
+				}
 			}
 			continue
 		}
