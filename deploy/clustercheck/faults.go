@@ -50,16 +50,25 @@ func restartTemporal(c *cluster) error {
 }
 
 // awaitWaitingDeliveries waits until the Temporal server's visibility
-// counts running delivery workflows of this cluster's task queue.
+// counts running delivery workflows of this cluster's task queue, and
+// returns their number once it stops growing.
 func (c *cluster) awaitWaitingDeliveries(within time.Duration) (int64, error) {
 	q := fmt.Sprintf("WorkflowType = 'Delivery' AND ExecutionStatus = 'Running' AND TaskQueue = '%s'", c.taskQueue)
 	deadline := time.Now().Add(within)
+	var last int64
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		resp, err := c.temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: "default", Query: q})
 		cancel()
+		// Counted until two counts 300 ms apart agree: the hand-over of the
+		// refused deliveries is then done, and all of them wait.
 		if err == nil && resp.GetCount() > 0 {
-			return resp.GetCount(), nil
+			if resp.GetCount() == last || time.Now().After(deadline) {
+				return last, nil
+			}
+			last = resp.GetCount()
+			time.Sleep(300 * time.Millisecond)
+			continue
 		}
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("no delivery waited for retry in Temporal within %s (last error: %w)", within, err)

@@ -59,8 +59,8 @@ func main() {
 
 type options struct {
 	bin, haproxy, stack, netScript, only string
-	base                           int
-	load                           time.Duration
+	base                                 int
+	load                                 time.Duration
 }
 
 func run() error {
