@@ -57,10 +57,17 @@ test: ## Install, start the stack (with MinIO, PgBouncer, Hydra and a read repli
 		go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: cluster-check
-cluster-check: ## Run the production topology (2 servers behind HAProxy, 2 workers, PgBouncer, a read replica) and break it on purpose
+# It restarts Postgres and the Temporal server on purpose, so it runs a stack of its own (state in
+# .dds/cluster, its own ports), never the one `make run` and `make test` use; the Temporal server
+# (built and cached on first use, about 3 minutes) replaces the dev server there. Needs root for
+# the network namespace (deploy/cluster-net.sh). About 5 minutes warm.
+CLUSTER_STACK := DDS_STATE_DIR=$(CURDIR)/.dds/cluster DDS_PG_PORT=54339 DDS_PGBOUNCER_PORT=64339 DDS_TEMPORAL_SERVER_PORT=7433 DDS_PG_REPLICA_PORT=54340
+
+cluster-check: ## Run the production topology (2 servers behind HAProxy, 2 workers, PgBouncer, a read replica, Temporal server) and break it on purpose
 	@bash deploy/install.sh --no-browser --no-minio --with-cluster
 	@mkdir -p bin && go build -o bin/dds ./cmd/dds
-	@bash deploy/with-stack.sh --with-pgbouncer --with-replica --profile test -- go run ./deploy/clustercheck -bin bin/dds
+	@$(CLUSTER_STACK) bash deploy/with-stack.sh --with-pgbouncer --with-replica --with-temporal-server --no-temporal-dev --profile run -- \
+		go run ./deploy/clustercheck -bin bin/dds
 
 .PHONY: fresh-check
 fresh-check: ## As root: run `make run`, the README's first calls and `make test` in a fresh Debian root

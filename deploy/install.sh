@@ -24,7 +24,8 @@
 # PgBouncer (apt) is installed for the tests that run DDS through a transaction pooler, unless
 # --no-pgbouncer (make run).
 #
-# With --with-cluster (make cluster-check) also HAProxy (apt).
+# With --with-cluster (make cluster-check) also HAProxy and iproute2 (apt; the check's network
+# namespace). The Temporal server it runs is built on first use by deploy/temporal-server.sh.
 #
 # Usage: deploy/install.sh [--no-minio] [--no-browser] [--no-pgbouncer] [--with-bench] [--with-cluster] [--with-hydra]
 # Environment: DDS_CACHE, TEMPORAL_CLI_VERSION, MINIO_VERSION, HYDRA_VERSION (override the pins below).
@@ -119,7 +120,7 @@ if ! command -v npm >/dev/null; then # npm installs Node 22 and the test clients
 	want+=(nodejs npm)
 fi
 if [ "$WITH_PGBOUNCER" -eq 1 ]; then want+=(pgbouncer); fi
-if [ "$WITH_CLUSTER" -eq 1 ]; then want+=(haproxy); fi
+if [ "$WITH_CLUSTER" -eq 1 ]; then want+=(haproxy iproute2); fi
 missing=()
 for p in "${want[@]}"; do pkg_installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -2,7 +2,7 @@
 # deploy/stack.sh — run the services DDS needs, from binaries deploy/install.sh put in place,
 # with their state under .dds/ in the repository (kept between runs).
 #
-#   deploy/stack.sh up [--with-minio] [--with-pgbouncer] [--with-hydra] [--with-replica] [--no-temporal]
+#   deploy/stack.sh up [--with-minio] [--with-pgbouncer] [--with-hydra] [--with-replica] [--with-temporal-server] [--no-temporal-dev]
 #                      [--profile run|test] [--started-file FILE]
 #       Start PostgreSQL 15 (+ pgvector), the Temporal dev server and, with --with-minio or
 #       FILE_STORAGE_DRIVER=s3, MinIO; with --with-pgbouncer, PgBouncer in transaction mode in
@@ -10,19 +10,29 @@
 #       Hydra (an OpenID Connect provider for the identity tests: in-memory, HTTPS with a
 #       certificate made here, JWT access tokens); with --with-replica, a streaming replica of
 #       that Postgres (pg_basebackup -R, hot standby; ready once it has replayed what the primary
-#       had when it started); --no-temporal leaves the Temporal dev server out (a caller that
-#       brings its own, or needs none). A service already running (pid file + health check) is
+#       had when it started); --no-temporal-dev (or --no-temporal) leaves the Temporal dev server out (a caller
+#       that brings its own, or needs none); with --with-temporal-server, the Temporal server
+#       of the production topology (go.temporal.io/server, PostgreSQL persistence in the databases
+#       temporal and temporal_visibility of this Postgres, built and cached by
+#       deploy/temporal-server.sh on first use) beside the dev server, or instead of it. A
+#       service already running (pid file + health check) is
 #       left alone. Waits until each one answers. Writes .dds/env. With --started-file, appends
 #       the names of the services this call started to FILE (so a caller can stop only those).
 #       Profile "test" turns Postgres fsync off (fast, not crash-safe); "run" (default) keeps it.
 #   deploy/stack.sh down [--started-file FILE]
 #       Stop the services stack.sh started (only those named in FILE when given).
+#   deploy/stack.sh restart postgres|temporal-server [--signal SIG]
+#       Stop one service stack.sh started (SIG, default TERM; postgres: INT is a fast shutdown,
+#       QUIT an immediate one, recovered like a crash) and start it again as it was, waiting until
+#       it answers (make cluster-check's restart scenarios).
 #   deploy/stack.sh status     One line per service.
 #   deploy/stack.sh env        Print the `export` lines for the stack (same as .dds/env).
 #
 # Ports (all on 127.0.0.1): DDS_PG_PORT (54329), DDS_PG_REPLICA_PORT (54330), DDS_TEMPORAL_PORT (7233), DDS_TEMPORAL_UI_PORT
 # (8233), DDS_MINIO_PORT (9100), DDS_MINIO_CONSOLE_PORT (9101), DDS_PGBOUNCER_PORT (64329),
-# DDS_HYDRA_PUBLIC_PORT (4444), DDS_HYDRA_ADMIN_PORT (4445). Logs in .dds/logs/.
+# DDS_HYDRA_PUBLIC_PORT (4444), DDS_HYDRA_ADMIN_PORT (4445), DDS_TEMPORAL_SERVER_PORT (7333: the
+# server's frontend; its other services use the ports up to +40, see temporal_server_config).
+# Logs in .dds/logs/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,6 +55,7 @@ MINIO_BIN=${DDS_MINIO_BIN:-$DDS_CACHE/bin/minio}
 HYDRA_PUBLIC_PORT=${DDS_HYDRA_PUBLIC_PORT:-4444}
 HYDRA_ADMIN_PORT=${DDS_HYDRA_ADMIN_PORT:-4445}
 HYDRA_BIN=${DDS_HYDRA_BIN:-$DDS_CACHE/bin/hydra}
+TEMPORAL_SERVER_PORT=${DDS_TEMPORAL_SERVER_PORT:-7333}
 
 # Fixed development credentials: every service listens on loopback only.
 MINIO_USER=ddsminio
@@ -377,6 +388,149 @@ temporal_up() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Temporal server (--with-temporal-server): the production topology's, PostgreSQL persistence
+# ---------------------------------------------------------------------------------------------
+TEMPORAL_SERVER_DIR=$STATE/temporal-server
+temporal_server_ready() {
+	"$TEMPORAL_CLI" operator cluster health --address "127.0.0.1:$TEMPORAL_SERVER_PORT" --command-timeout 2s 2>/dev/null | grep -q SERVING
+}
+
+# temporal_server_schema TOOL SCHEMADIR DB KIND creates database DB if missing, installs the
+# schema KIND (temporal or visibility) on an empty one, and applies the versions it lacks.
+temporal_server_schema() {
+	local tool=$1 dir=$2 db=$3 kind=$4
+	local args=(--plugin postgres12 --endpoint 127.0.0.1 --port "$PG_PORT" --user postgres --database "$db")
+	if [ -z "$(psql_ -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" ]; then
+		psql_ -d postgres -c "CREATE DATABASE \"$db\"" >/dev/null
+		log "postgres: created database $db"
+	fi
+	if [ -z "$(psql_ -d "$db" -tAc "SELECT 1 FROM pg_tables WHERE tablename = 'schema_version'")" ]; then
+		"$tool" "${args[@]}" setup-schema -v 0.0 >>"$LOGS/temporal-server.log" 2>&1 ||
+			die "temporal-sql-tool setup-schema on $db failed, see $LOGS/temporal-server.log"
+	fi
+	# The tool takes seconds to start on a busy machine: skip it when the newest version is in.
+	local have want
+	have=$(psql_ -d "$db" -tAc "SELECT curr_version FROM schema_version LIMIT 1" 2>/dev/null || true)
+	want=$(find "$dir/postgresql/v12/$kind/versioned" -mindepth 1 -maxdepth 1 -type d -name 'v*' -printf '%f\n' | sed 's/^v//' | sort -V | tail -n1)
+	if [ -n "$have" ] && [ "$have" = "$want" ]; then return; fi
+	"$tool" "${args[@]}" update-schema -d "$dir/postgresql/v12/$kind/versioned" >>"$LOGS/temporal-server.log" 2>&1 ||
+		die "temporal-sql-tool update-schema on $db failed, see $LOGS/temporal-server.log"
+}
+
+# The server's configuration: every service on 127.0.0.1, gRPC ports from TEMPORAL_SERVER_PORT
+# (frontend) up, membership ports 20 above each, no archival, 4 history shards (fixed when the
+# schema is first set up: changing it later needs new databases).
+temporal_server_config() {
+	local p=$TEMPORAL_SERVER_PORT
+	cat <<YAML
+log:
+  stdout: true
+  level: warn
+persistence:
+  defaultStore: default
+  visibilityStore: visibility
+  numHistoryShards: 4
+  datastores:
+    default:
+      sql:
+        pluginName: postgres12
+        databaseName: temporal
+        connectAddr: "127.0.0.1:$PG_PORT"
+        connectProtocol: tcp
+        user: postgres
+        password: ""
+        maxConns: 20
+        maxIdleConns: 20
+        maxConnLifetime: 1h
+    visibility:
+      sql:
+        pluginName: postgres12
+        databaseName: temporal_visibility
+        connectAddr: "127.0.0.1:$PG_PORT"
+        connectProtocol: tcp
+        user: postgres
+        password: ""
+        maxConns: 4
+        maxIdleConns: 4
+        maxConnLifetime: 1h
+global:
+  membership:
+    maxJoinDuration: 30s
+    broadcastAddress: 127.0.0.1
+  metrics:
+    prometheus:
+      framework: tally
+      timerType: histogram
+      listenAddress: "127.0.0.1:$((p + 40))"
+services:
+  frontend:
+    rpc: { grpcPort: $p, membershipPort: $((p + 20)), httpPort: $((p + 10)), bindOnIP: 127.0.0.1 }
+  history:
+    rpc: { grpcPort: $((p + 1)), membershipPort: $((p + 21)), bindOnIP: 127.0.0.1 }
+  matching:
+    rpc: { grpcPort: $((p + 2)), membershipPort: $((p + 22)), bindOnIP: 127.0.0.1 }
+  worker:
+    rpc: { grpcPort: $((p + 6)), membershipPort: $((p + 26)), bindOnIP: 127.0.0.1 }
+clusterMetadata:
+  enableGlobalNamespace: false
+  failoverVersionIncrement: 10
+  masterClusterName: active
+  currentClusterName: active
+  clusterInformation:
+    active:
+      enabled: true
+      initialFailoverVersion: 1
+      rpcName: frontend
+      rpcAddress: "127.0.0.1:$p"
+      httpAddress: "127.0.0.1:$((p + 10))"
+dcRedirectionPolicy:
+  policy: noop
+YAML
+}
+
+# temporal_server_attribute ADDR NAME registers Keyword search attribute NAME on namespace
+# default unless it is there.
+temporal_server_attribute() {
+	"$TEMPORAL_CLI" operator search-attribute list --address "$1" --namespace default 2>/dev/null | grep -qw "$2" ||
+		"$TEMPORAL_CLI" operator search-attribute create --address "$1" --namespace default --name "$2" --type Keyword
+}
+
+temporal_server_up() {
+	local pid server tool schema addr=127.0.0.1:$TEMPORAL_SERVER_PORT n
+	[ -x "$TEMPORAL_CLI" ] || die "Temporal CLI not found at $TEMPORAL_CLI: run deploy/install.sh"
+	pid=$(pid_of temporal-server)
+	if [ -n "$pid" ]; then
+		wait_until temporal-server "$pid" temporal_server_ready
+		log "temporal-server already running (pid $pid) on $addr"
+		return
+	fi
+	if temporal_server_ready; then
+		die "port $TEMPORAL_SERVER_PORT already answers for a Temporal server that stack.sh did not start; set DDS_TEMPORAL_SERVER_PORT"
+	fi
+	bash "$ROOT/deploy/temporal-server.sh" build
+	{ read -r server; read -r tool; read -r schema; } < <(bash "$ROOT/deploy/temporal-server.sh" paths)
+	temporal_server_schema "$tool" "$schema" temporal temporal
+	temporal_server_schema "$tool" "$schema" temporal_visibility visibility
+	mkdir -p "$TEMPORAL_SERVER_DIR"
+	temporal_server_config >"$TEMPORAL_SERVER_DIR/config.yaml"
+	pid=$(spawn temporal-server "$server" --config-file "$TEMPORAL_SERVER_DIR/config.yaml" --allow-no-auth start)
+	wait_until temporal-server "$pid" temporal_server_ready
+	# The namespace DDS uses, and DDS's search attributes on it (package searchattr; the worker
+	# registers them too, but the Temporal UI and `temporal workflow list` need them at once).
+	if ! "$TEMPORAL_CLI" operator namespace describe --address "$addr" --namespace default >/dev/null 2>&1; then
+		"$TEMPORAL_CLI" operator namespace create --address "$addr" --namespace default --retention 72h \
+			>>"$LOGS/temporal-server.log" 2>&1 || die "could not register namespace default, see $LOGS/temporal-server.log"
+		log "temporal-server: registered namespace default"
+	fi
+	# A new namespace reaches every service of the server within its registry refresh (seconds).
+	for n in DdsTenant DdsWebhook DdsEventType DdsJobType; do
+		wait_until temporal-server "$pid" temporal_server_attribute "$addr" "$n"
+	done
+	record_started temporal-server
+	log "temporal-server started (pid $pid) on $addr, PostgreSQL persistence (databases temporal, temporal_visibility)"
+}
+
+# ---------------------------------------------------------------------------------------------
 # MinIO
 # ---------------------------------------------------------------------------------------------
 minio_ready() { curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$MINIO_PORT/minio/health/live" 2>/dev/null; }
@@ -517,12 +671,14 @@ hydra_up() {
 # commands
 # ---------------------------------------------------------------------------------------------
 print_env() {
-	local s3=http://127.0.0.1:$MINIO_PORT
+	local s3=http://127.0.0.1:$MINIO_PORT temporal=$TEMPORAL_PORT
+	# Without the dev server (--no-temporal-dev), DDS talks to the Temporal server.
+	if [ -z "$(pid_of temporal)" ] && [ -n "$(pid_of temporal-server)" ]; then temporal=$TEMPORAL_SERVER_PORT; fi
 	cat <<EOF
 export DATABASE_URL='postgres://postgres@127.0.0.1:$PG_PORT/dds?sslmode=disable'
 export DDS_TEST_DATABASE_URL='postgres://postgres@127.0.0.1:$PG_PORT/dds_test?sslmode=disable'
 export DDS_BENCH_DATABASE_URL='postgres://postgres@127.0.0.1:$PG_PORT/dds_bench?sslmode=disable'
-export TEMPORAL_ADDRESS='127.0.0.1:$TEMPORAL_PORT'
+export TEMPORAL_ADDRESS='127.0.0.1:$temporal'
 export DDS_TEMPORAL_UI_URL='http://127.0.0.1:$TEMPORAL_UI_PORT'
 export DDS_TEMPORAL_CLI='$TEMPORAL_CLI'
 export DDS_MINIO_BIN='$MINIO_BIN'
@@ -541,6 +697,9 @@ EOF
 	if [ -n "$(pid_of pgbouncer)" ]; then
 		echo "export DDS_TEST_PGBOUNCER_URL='postgres://postgres@127.0.0.1:$PGBOUNCER_PORT/dds_test?sslmode=disable'"
 	fi
+	if [ -n "$(pid_of temporal-server)" ]; then
+		echo "export DDS_TEMPORAL_SERVER_ADDRESS='127.0.0.1:$TEMPORAL_SERVER_PORT'"
+	fi
 	if [ -n "$(pid_of hydra)" ]; then
 		cat <<EOF
 export HYDRA_PUBLIC_URL='https://127.0.0.1:$HYDRA_PUBLIC_PORT'
@@ -557,7 +716,8 @@ cmd_up() {
 	if [ -n "$STARTED_FILE" ]; then touch "$STARTED_FILE"; fi
 	pg_up
 	if [ "$WITH_REPLICA" -eq 1 ]; then replica_up; fi
-	if [ "$WITH_TEMPORAL" -eq 1 ]; then temporal_up; fi
+	if [ "$WITH_TEMPORAL_DEV" -eq 1 ]; then temporal_up; fi
+	if [ "$WITH_TEMPORAL_SERVER" -eq 1 ]; then temporal_server_up; fi
 	if [ "$WITH_MINIO" -eq 1 ]; then minio_up; fi
 	if [ "$WITH_PGBOUNCER" -eq 1 ]; then pgbouncer_up; fi
 	if [ "$WITH_HYDRA" -eq 1 ]; then hydra_up; fi
@@ -566,11 +726,11 @@ cmd_up() {
 }
 
 cmd_down() {
-	local names=(hydra pgbouncer minio temporal replica postgres) n i
+	local names=(hydra pgbouncer minio temporal temporal-server replica postgres) n i
 	if [ -n "$STARTED_FILE" ]; then
 		[ -f "$STARTED_FILE" ] || return 0
 		names=()
-		for n in hydra pgbouncer minio temporal replica postgres; do
+		for n in hydra pgbouncer minio temporal temporal-server replica postgres; do
 			if grep -qx "$n" "$STARTED_FILE"; then names+=("$n"); fi
 		done
 	fi
@@ -588,22 +748,39 @@ cmd_down() {
 	done
 }
 
+cmd_restart() {
+	local pid
+	[ -n "$RESTART" ] || die "restart needs a service: postgres or temporal-server"
+	pid=$(pid_of "$RESTART")
+	[ -n "$pid" ] || die "$RESTART is not running (or not started by stack.sh)"
+	kill -"$SIGNAL" "$pid" || die "could not signal $RESTART (pid $pid)"
+	await_stop "$RESTART" "$pid"
+	case $RESTART in
+	postgres)
+		PROFILE=$(cat "$RUN/postgres.profile" 2>/dev/null || echo "$PROFILE")
+		pg_up
+		;;
+	temporal-server) temporal_server_up ;;
+	esac
+}
+
 cmd_status() {
 	local n pid addr
-	for n in postgres replica temporal minio pgbouncer hydra; do
+	for n in postgres replica temporal temporal-server minio pgbouncer hydra; do
 		case $n in
 		postgres) addr=127.0.0.1:$PG_PORT ;;
 		replica) addr=127.0.0.1:$REPLICA_PORT ;;
 		pgbouncer) addr=127.0.0.1:$PGBOUNCER_PORT ;;
 		temporal) addr=127.0.0.1:$TEMPORAL_PORT ;;
+		temporal-server) addr=127.0.0.1:$TEMPORAL_SERVER_PORT ;;
 		minio) addr=127.0.0.1:$MINIO_PORT ;;
 		hydra) addr=127.0.0.1:$HYDRA_PUBLIC_PORT ;;
 		esac
 		pid=$(pid_of "$n")
 		if [ -n "$pid" ]; then
-			printf '%-9s running  pid %-7s %s\n' "$n" "$pid" "$addr"
+			printf '%-15s running  pid %-7s %s\n' "$n" "$pid" "$addr"
 		else
-			printf '%-9s stopped\n' "$n"
+			printf '%-15s stopped\n' "$n"
 		fi
 	done
 }
@@ -614,7 +791,10 @@ WITH_MINIO=0
 WITH_PGBOUNCER=0
 WITH_HYDRA=0
 WITH_REPLICA=0
-WITH_TEMPORAL=1
+WITH_TEMPORAL_DEV=1
+WITH_TEMPORAL_SERVER=0
+SIGNAL=TERM
+RESTART=
 [ "${FILE_STORAGE_DRIVER:-}" != s3 ] || WITH_MINIO=1
 PROFILE=${DDS_STACK_PROFILE:-run}
 STARTED_FILE=${DDS_STACK_STARTED_FILE:-}
@@ -624,7 +804,11 @@ while [ $# -gt 0 ]; do
 	--with-pgbouncer) WITH_PGBOUNCER=1 ;;
 	--with-hydra) WITH_HYDRA=1 ;;
 	--with-replica) WITH_REPLICA=1 ;;
-	--no-temporal) WITH_TEMPORAL=0 ;;
+	--no-temporal) WITH_TEMPORAL_DEV=0 ;;
+	--with-temporal-server) WITH_TEMPORAL_SERVER=1 ;;
+	--no-temporal-dev) WITH_TEMPORAL_DEV=0 ;;
+	--signal) SIGNAL=${2:?--signal needs a signal name}; shift ;;
+	postgres | temporal-server) [ "$cmd" = restart ] || die "unknown argument $1"; RESTART=$1 ;;
 	--profile) PROFILE=${2:?--profile needs run or test}; shift ;;
 	--started-file) STARTED_FILE=${2:?--started-file needs a path}; shift ;;
 	*) die "unknown argument $1" ;;
@@ -644,6 +828,7 @@ lock() {
 case $cmd in
 up) lock; cmd_up ;;
 down) lock; cmd_down ;;
+restart) lock; cmd_restart ;;
 status) cmd_status ;;
 env) print_env ;;
 *)

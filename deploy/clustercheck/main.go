@@ -3,13 +3,19 @@
 // behind HAProxy (health-checked on /readyz, DDS_SHUTDOWN_DRAIN set) and
 // two `dds worker`, over the stack's Postgres (through PgBouncer in
 // transaction mode when the stack runs it; reading from its streaming
-// replica when the stack runs one) and Temporal, each node its own
-// process. Every scenario drives creates and reads through HAProxy while a
+// replica when the stack runs one) and Temporal server, each node its own
+// process; the second server runs in a network namespace whose only way to
+// Postgres is a veth pair the check can cut (deploy/cluster-net.sh).
+// Every scenario drives creates and reads through HAProxy while a
 // fault happens, then checks that every acknowledged write is readable and
 // that its entity.created event reached a webhook receiver at least once,
 // and prints one line of the fault table: the fault window (from the fault
 // to the last failed request; no request may fail before the fault),
 // requests failed, writes lost, events lost.
+//
+// It restarts the stack's Postgres and Temporal server (deploy/stack.sh
+// restart): make cluster-check gives it a stack of its own (.dds/cluster),
+// never the one `make run` and `make test` share.
 package main
 
 import (
@@ -29,12 +35,15 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/webhook"
@@ -50,9 +59,9 @@ func main() {
 }
 
 type options struct {
-	bin, haproxy string
-	base         int
-	load         time.Duration
+	bin, haproxy, stack, netScript, only string
+	base                                 int
+	load                                 time.Duration
 }
 
 func run() error {
@@ -61,8 +70,11 @@ func run() error {
 	flag.StringVar(&o.haproxy, "haproxy", "haproxy", "the HAProxy binary")
 	flag.IntVar(&o.base, "port", 18080, "HAProxy's port; servers, workers and the stats socket use the next ones")
 	flag.DurationVar(&o.load, "load", 6*time.Second, "how long each scenario's load runs")
+	flag.StringVar(&o.stack, "stack", "deploy/stack.sh", "the stack script (restarts Postgres and the Temporal server)")
+	flag.StringVar(&o.netScript, "net", "deploy/cluster-net.sh", "the network namespace script")
+	flag.StringVar(&o.only, "only", "", "run only the scenarios whose name contains this")
 	flag.Parse()
-	for _, v := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS"} {
+	for _, v := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "DDS_TEMPORAL_SERVER_ADDRESS"} {
 		if os.Getenv(v) == "" {
 			return fmt.Errorf("%s is not set: run it with `make cluster-check`, which starts the stack", v)
 		}
@@ -72,28 +84,45 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	c, err := startCluster(o, tmp)
-	if c != nil {
-		defer c.stop()
+	// The namespace and the nodes go away on every way out, Ctrl-C included.
+	var c *cluster
+	var once sync.Once
+	cleanup := func() {
+		once.Do(func() {
+			if c != nil {
+				c.stop()
+			}
+			netDown(o)
+		})
 	}
+	defer cleanup()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cleanup()
+		os.RemoveAll(tmp)
+		os.Exit(130)
+	}()
+	if err := netUp(o); err != nil {
+		return err
+	}
+	c, err = startCluster(o, tmp)
 	if err != nil {
 		return err
 	}
 	if err := c.setup(); err != nil {
 		return err
 	}
-	scenarios := []struct {
-		name  string
-		fault func(c *cluster) error
-	}{
-		{"kill -9 one server mid-load (restarted 2 s later)", func(c *cluster) error {
+	scenarios := []scenarioDef{
+		{name: "kill -9 one server mid-load (restarted 2 s later)", fault: func(c *cluster) error {
 			if err := c.servers[0].kill(); err != nil {
 				return err
 			}
 			time.Sleep(2 * time.Second) // the server stays dead for a while: the fault itself
 			return c.servers[0].start()
 		}},
-		{"rolling restart of every server under load", func(c *cluster) error {
+		{name: "rolling restart of every server under load", fault: func(c *cluster) error {
 			for _, s := range c.servers {
 				if err := s.terminate(); err != nil {
 					return err
@@ -107,7 +136,7 @@ func run() error {
 			}
 			return nil
 		}},
-		{"kill -9 one worker mid-backlog (restarted 2 s later)", func(c *cluster) error {
+		{name: "kill -9 one worker mid-backlog (restarted 2 s later)", fault: func(c *cluster) error {
 			if err := c.workers[0].kill(); err != nil {
 				return err
 			}
@@ -115,34 +144,42 @@ func run() error {
 			return c.workers[0].start()
 		}},
 	}
+	scenarios = append(scenarios, faultScenarios()...)
 	var replicaReport string
 	if c.replica {
-		scenarios = append(scenarios, struct {
-			name  string
-			fault func(c *cluster) error
-		}{"stop the replica (started again 2 s later)", c.stopReplica(&replicaReport)})
+		scenarios = append(scenarios, scenarioDef{name: "stop the replica (started again 2 s later)", fault: c.stopReplica(&replicaReport)})
 	}
-	fmt.Printf("\n%-55s %12s %8s %8s %11s %11s\n", "scenario", "fault window", "requests", "failed", "writes lost", "events lost")
+	fmt.Printf("\n%-62s %12s %8s %8s %11s %11s\n", "scenario", "fault window", "requests", "failed", "writes lost", "events lost")
 	failed := false
 	for _, sc := range scenarios {
-		res, err := c.scenario(sc.fault, o.load)
+		if !strings.Contains(sc.name, o.only) {
+			continue
+		}
+		res, err := c.scenario(sc, o.load)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
-		fmt.Printf("%-55s %12s %8d %8d %11d %11d\n", sc.name, res.window.Round(time.Millisecond), res.requests, res.failed, res.writesLost, res.eventsLost)
+		fmt.Printf("%-62s %12s %8d %8d %11d %11d\n", sc.name, res.window.Round(time.Millisecond), res.requests, res.failed, res.writesLost, res.eventsLost)
+		for _, n := range res.notes {
+			fmt.Println("   ", n)
+		}
 		if strings.HasPrefix(sc.name, "stop the replica") && replicaReport != "" {
 			fmt.Println(replicaReport)
 		}
+		bad := sc.check(res)
 		// A rolling restart, and a replica going away, must fail no request at all.
-		if res.writesLost > 0 || res.eventsLost > 0 || (strings.HasPrefix(sc.name, "rolling") || strings.HasPrefix(sc.name, "stop the replica")) && res.failed > 0 {
+		if res.writesLost > 0 || res.eventsLost > 0 || (strings.HasPrefix(sc.name, "rolling") || strings.HasPrefix(sc.name, "stop the replica")) && res.failed > 0 || bad != "" {
 			failed = true
-			for _, e := range res.samples {
-				fmt.Println("   ", e)
+			if bad != "" {
+				fmt.Println("    FAILED:", bad)
 			}
+		}
+		for _, e := range res.samples { // what the failed requests looked like
+			fmt.Println("    e.g.", e)
 		}
 	}
 	if failed {
-		return errors.New("a scenario lost writes or events, or a rolling restart or the replica's stop failed requests")
+		return errors.New("a scenario lost writes or events, failed requests it must not fail, or a rolling restart or the replica's stop failed requests")
 	}
 	fmt.Println("\nclustercheck: every scenario kept every acknowledged write and delivered every event")
 	return nil
@@ -203,6 +240,11 @@ func (n *node) terminate() error { return n.signal(syscall.SIGTERM) }
 
 type cluster struct {
 	o                options
+	temporal         client.Client // the Temporal server, to see deliveries waiting for retry
+	taskQueue        string
+	failing          atomic.Bool // the webhook receiver answers 503 (deliveries then wait for retry)
+	notes            []string    // the running scenario's observations
+	proxies          []net.Listener
 	url              string // HAProxy
 	stats            string // HAProxy's stats socket
 	servers, workers []*node
@@ -224,6 +266,10 @@ func startCluster(o options, tmp string) (*cluster, error) {
 	c := &cluster{o: o, url: fmt.Sprintf("http://127.0.0.1:%d", o.base), stats: filepath.Join(tmp, "haproxy.sock"),
 		delivered: map[string]bool{}, client: &http.Client{Timeout: 30 * time.Second}}
 	c.receiver = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		var p webhook.Payload
 		b, _ := io.ReadAll(r.Body)
 		if json.Unmarshal(b, &p) == nil && p.Type == "entity.created" {
@@ -236,9 +282,13 @@ func startCluster(o options, tmp string) (*cluster, error) {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.receiver.Certificate().Raw}), 0o600); err != nil {
 		return c, err
 	}
-	env := append(os.Environ(),
+	c.taskQueue = "dds-cluster-" + randomHex(4)
+	if c.temporal, err = client.Dial(client.Options{HostPort: os.Getenv("DDS_TEMPORAL_SERVER_ADDRESS"), Logger: quietLogger{}}); err != nil {
+		return c, fmt.Errorf("the Temporal server: %w", err)
+	}
+	env := append(os.Environ(), "TEMPORAL_ADDRESS="+os.Getenv("DDS_TEMPORAL_SERVER_ADDRESS"),
 		"DATABASE_URL="+direct, "DDS_JWT_SECRET=cluster-jwt-secret-0123456789abcdef0123", "DDS_OPERATOR_TOKEN="+operatorToken,
-		"DDS_ENV=test", "DDS_TASK_QUEUE=dds-cluster-"+randomHex(4), "DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
+		"DDS_ENV=test", "DDS_TASK_QUEUE="+c.taskQueue, "DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
 		"DDS_WEBHOOK_ALLOW_PRIVATE=true", "DDS_WEBHOOK_CA_FILE="+ca, "DDS_SHUTDOWN_DRAIN=1500ms",
 		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+filepath.Join(tmp, "files"),
 		"FILE_STORAGE_LOCAL_SECRET=cluster-local-storage-secret-0123456789", "DDS_PUBLIC_URL="+c.url)
@@ -269,6 +319,11 @@ func startCluster(o options, tmp string) (*cluster, error) {
 	for i := range 2 {
 		s := &node{name: fmt.Sprintf("s%d", i+1), args: []string{o.bin, "serve"}, log: filepath.Join(tmp, fmt.Sprintf("serve-%d.log", i+1)),
 			env: append(append([]string{}, env...), fmt.Sprintf("DDS_HTTP_ADDR=127.0.0.1:%d", o.base+1+i))}
+		if i == 1 { // the second server lives in the namespace
+			if err := c.inNamespace(s, o.base+1+i); err != nil {
+				return c, err
+			}
+		}
 		w := &node{name: fmt.Sprintf("w%d", i+1), args: []string{o.bin, "worker"}, log: filepath.Join(tmp, fmt.Sprintf("worker-%d.log", i+1)),
 			env: append(append([]string{}, env...), fmt.Sprintf("DDS_WORKER_HTTP_ADDR=127.0.0.1:%d", o.base+11+i))}
 		c.servers, c.workers = append(c.servers, s), append(c.workers, w)
@@ -293,8 +348,8 @@ backend dds
     http-check expect status 200
     default-server inter 300ms fall 2 rise 2
     server s1 127.0.0.1:%d check
-    server s2 127.0.0.1:%d check
-`, c.stats, o.base, o.base+1, o.base+2)
+    server s2 %s check
+`, c.stats, o.base, o.base+1, c.nsServerAddr(o.base+2))
 	hcfg := filepath.Join(tmp, "haproxy.cfg")
 	if err := os.WriteFile(hcfg, []byte(cfg), 0o600); err != nil {
 		return c, err
@@ -319,19 +374,28 @@ func (c *cluster) stop() {
 			_ = n.terminate()
 		}
 	}
+	for _, l := range c.proxies {
+		l.Close()
+	}
+	if c.temporal != nil {
+		c.temporal.Close()
+	}
 	c.receiver.Close()
 }
 
 // awaitUp waits until HAProxy reports the server UP (its stats socket).
-func (c *cluster) awaitUp(name string) error {
-	deadline := time.Now().Add(60 * time.Second)
+func (c *cluster) awaitUp(name string) error { return c.awaitStatus(name, "UP", 60*time.Second) }
+
+// awaitStatus waits until HAProxy reports the server in state want.
+func (c *cluster) awaitStatus(name, want string, within time.Duration) error {
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		if st, err := c.serverStatus(name); err == nil && st == "UP" {
+		if st, err := c.serverStatus(name); err == nil && st == want {
 			return nil
 		}
-		time.Sleep(100 * time.Millisecond) // polling HAProxy's state: there is nothing to wait on
+		time.Sleep(50 * time.Millisecond) // polling HAProxy's state: there is nothing to wait on
 	}
-	return fmt.Errorf("HAProxy did not see %s up within 60 s", name)
+	return fmt.Errorf("HAProxy did not see %s %s within %s", name, want, within)
 }
 
 func (c *cluster) serverStatus(name string) (string, error) {
@@ -402,20 +466,60 @@ type result struct {
 	window                 time.Duration
 	requests, failed       int
 	writesLost, eventsLost int
-	samples                []string
+	codes                  map[int]int // failed requests by HTTP status (0: no answer)
+	samples, notes         []string
+}
+
+// scenarioDef is one fault: prepare runs before the load starts, fault a
+// third into it; events must all arrive within eventsWithin of the load's
+// end (90 s when zero); check names what else the scenario must not do.
+type scenarioDef struct {
+	name         string
+	fault        func(c *cluster) error
+	prepare      func(c *cluster) error
+	eventsWithin time.Duration
+	only503      bool // every failed request is a 503 (the database is unavailable)
+}
+
+func (sc scenarioDef) check(res *result) string {
+	if sc.only503 {
+		for code, n := range res.codes {
+			if code != http.StatusServiceUnavailable {
+				return fmt.Sprintf("%d failed requests answered %d, not 503", n, code)
+			}
+		}
+	}
+	return ""
+}
+
+// note records an observation of the running scenario, printed under its line.
+func (c *cluster) note(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notes = append(c.notes, fmt.Sprintf(format, args...))
 }
 
 // scenario runs 8 clients of creates and reads for load; the fault starts
-// after a third of it.
-func (c *cluster) scenario(fault func(*cluster) error, load time.Duration) (*result, error) {
+// after a third of it. A client whose request failed waits 100 ms before
+// its next one, as a client backing off would (Retry-After asks for more).
+func (c *cluster) scenario(sc scenarioDef, load time.Duration) (*result, error) {
 	var (
 		mu            sync.Mutex
 		acked         []string
 		first, last   time.Time
 		requests, bad atomic.Int64
 		samples       []string
+		codes         = map[int]int{}
 	)
-	fail := func(what string) {
+	c.mu.Lock()
+	c.notes = nil
+	c.mu.Unlock()
+	if sc.prepare != nil {
+		if err := sc.prepare(c); err != nil {
+			return nil, err
+		}
+	}
+	fail := func(code int, what string) {
 		bad.Add(1)
 		mu.Lock()
 		defer mu.Unlock()
@@ -424,6 +528,7 @@ func (c *cluster) scenario(fault func(*cluster) error, load time.Duration) (*res
 			first = now
 		}
 		last = now
+		codes[code]++
 		if len(samples) < 5 {
 			samples = append(samples, what)
 		}
@@ -443,7 +548,8 @@ func (c *cluster) scenario(fault func(*cluster) error, load time.Duration) (*res
 				requests.Add(1)
 				code, b, err := c.do("POST", "/api/v1/dynamic/Note", c.key, map[string]any{"n": i*1_000_000 + n})
 				if err != nil || code != http.StatusCreated {
-					fail(fmt.Sprintf("create: %d %.120s %v", code, b, err))
+					fail(code, fmt.Sprintf("create: %d %.120s %v", code, b, err))
+					time.Sleep(100 * time.Millisecond) // back off, as a client would
 					continue
 				}
 				var rec struct{ ID string }
@@ -453,7 +559,8 @@ func (c *cluster) scenario(fault func(*cluster) error, load time.Duration) (*res
 				mu.Unlock()
 				requests.Add(1)
 				if code, b, err := c.do("GET", "/api/v1/dynamic/Note/"+rec.ID, c.key, nil); err != nil || code != http.StatusOK {
-					fail(fmt.Sprintf("read: %d %.120s %v", code, b, err))
+					fail(code, fmt.Sprintf("read: %d %.120s %v", code, b, err))
+					time.Sleep(100 * time.Millisecond)
 				}
 			}
 		}()
@@ -463,7 +570,7 @@ func (c *cluster) scenario(fault func(*cluster) error, load time.Duration) (*res
 	early := bad.Load()
 	faultStart := time.Now()
 	mu.Unlock()
-	faultErr := fault(c)
+	faultErr := sc.fault(c)
 	time.Sleep(load / 3)
 	close(stop)
 	wg.Wait()
@@ -478,7 +585,12 @@ func (c *cluster) scenario(fault func(*cluster) error, load time.Duration) (*res
 	if early > 0 {
 		return nil, fmt.Errorf("%d requests failed before the fault: %v", early, samples)
 	}
-	res := &result{requests: int(requests.Load()), failed: int(bad.Load()), samples: samples}
+	c.mu.Lock()
+	res := &result{requests: int(requests.Load()), failed: int(bad.Load()), samples: samples, codes: codes, notes: c.notes}
+	c.mu.Unlock()
+	if res.failed > 0 {
+		res.notes = append(res.notes, "failed requests by status (0: no answer): "+fmt.Sprint(codes))
+	}
 	if !first.IsZero() {
 		res.window = last.Sub(faultStart) // from the fault to the last failed request
 	}
@@ -489,7 +601,12 @@ func (c *cluster) scenario(fault func(*cluster) error, load time.Duration) (*res
 		}
 	}
 	// Every acknowledged write's event reaches the receiver, at least once.
-	deadline := time.Now().Add(90 * time.Second)
+	within := sc.eventsWithin
+	if within == 0 {
+		within = 90 * time.Second
+	}
+	start := time.Now()
+	deadline := start.Add(within)
 	for {
 		missing := 0
 		c.mu.Lock()
@@ -501,6 +618,9 @@ func (c *cluster) scenario(fault func(*cluster) error, load time.Duration) (*res
 		c.mu.Unlock()
 		if missing == 0 || time.Now().After(deadline) {
 			res.eventsLost = missing
+			if sc.eventsWithin > 0 {
+				res.notes = append(res.notes, fmt.Sprintf("every event delivered %s after the load ended", time.Since(start).Round(time.Second)))
+			}
 			break
 		}
 		time.Sleep(200 * time.Millisecond) // deliveries arrive on their own schedule
