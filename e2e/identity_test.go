@@ -167,10 +167,21 @@ func TestUserTokenThroughTheBinary(t *testing.T) {
 			t.Fatal("no todoCreated event for 30 probes over a user token's socket")
 		}
 		var probe struct{ ID string }
-		d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Todo", key, map[string]any{"title": "probe"}).decode(t, &probe)
+		d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Todo", key, map[string]any{"title": "probe", "ownerId": "alice"}).decode(t, &probe)
 		if _, ok := events.find(time.Second, func(l json.RawMessage) bool { return strings.Contains(string(l), probe.ID) }); ok {
 			break
 		}
+	}
+	// The read rule holds on the socket: bob's todo never reaches alice's
+	// subscription; her own, written after it, does.
+	var bobs, hers struct{ ID string }
+	d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Todo", key, map[string]any{"title": "bob's", "ownerId": "bob"}).decode(t, &bobs)
+	d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Todo", key, map[string]any{"title": "hers", "ownerId": "alice"}).decode(t, &hers)
+	next := events.await(t, 15*time.Second, "alice's own todo on her socket", func(l json.RawMessage) bool {
+		return strings.Contains(string(l), hers.ID) || strings.Contains(string(l), bobs.ID)
+	})
+	if strings.Contains(string(next), bobs.ID) {
+		t.Fatalf("bob's todo reached alice's subscription: %s", next)
 	}
 	// A revoked minting key ends the user token.
 	minted := d.do(t, http.StatusCreated, "POST", "/api/v1/api-keys", key, map[string]any{"name": "backend", "scopes": []any{"entity:*:*", "user:*:create"}}).body(t)
