@@ -428,11 +428,9 @@ func vectorFields(e *schema.Entity) []*schema.Field {
 	return out
 }
 
-func (b *builder) entity(e *schema.Entity) {
-	n := e.Name
-	b.tags = append(b.tags, &openapi3.Tag{Name: n, Description: "Records of entity " + n})
-
-	// Record.
+// recordSchema is the schema of an entity's record with every field (and
+// its properties, which the callers extend).
+func recordSchema(e *schema.Entity) (*openapi3.Schema, openapi3.Schemas) {
 	props := systemFields()
 	for i := range e.Fields {
 		props[e.Fields[i].Name] = val(fieldSchema(&e.Fields[i]))
@@ -444,7 +442,16 @@ func (b *builder) entity(e *schema.Entity) {
 		}
 	}
 	rec := object(props, required...)
-	rec.Description = fmt.Sprintf("A %s record with every field.", n)
+	rec.Description = fmt.Sprintf("A %s record with every field.", e.Name)
+	return rec, props
+}
+
+func (b *builder) entity(e *schema.Entity) {
+	n := e.Name
+	b.tags = append(b.tags, &openapi3.Tag{Name: n, Description: "Records of entity " + n})
+
+	// Record.
+	rec, props := recordSchema(e)
 	b.schemas[n] = val(rec)
 	// Responses of operations taking `select` hold the id plus the
 	// selected fields (createdAt/updatedAt only when selected), or every
@@ -456,7 +463,7 @@ func (b *builder) entity(e *schema.Entity) {
 	// Input (create and replace) and patch.
 	in := openapi3.Schemas{}
 	patch := openapi3.Schemas{}
-	required = nil
+	var required []string
 	for i := range e.Fields {
 		f := &e.Fields[i]
 		in[f.Name] = val(fieldSchema(f))

@@ -22,6 +22,7 @@ import (
 	"github.com/dds-project/dds/api/connectapi"
 	"github.com/dds-project/dds/api/console"
 	apievents "github.com/dds-project/dds/api/events"
+	apieventtypes "github.com/dds-project/dds/api/eventtypes"
 	apifiles "github.com/dds-project/dds/api/files"
 	"github.com/dds-project/dds/api/graphql"
 	apijobs "github.com/dds-project/dds/api/jobs"
@@ -184,6 +185,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	s.Jobs = jobs.NewService(d, s.Records, &jobs.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
 	apijobs.New(s.Jobs).Routes(router)
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)
+	apieventtypes.New(s.Schemas).Routes(router)
 	s.Lifecycle = lifecycle.NewService(d, keys, s.authn.Revoked,
 		&lifecycle.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue}, fileStore)
 	operatorDoc, err := openapi.New(cfg.PublicURL).Operator()

@@ -124,6 +124,7 @@ func (w *Worker) register(ctx context.Context) error {
 		return err
 	}
 	webhook.Register(w.tw, deliverer)
+	webhook.RegisterReplay(w.tw, deliverer.Store, tc, cfg.TemporalTaskQueue)
 	rl, err := relay.Setup(d, tc, deliverer, relay.SetupOptions{HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue,
 		Hub: w.Hub, Metrics: w.Registry, Log: log})
 	if err != nil {

@@ -42,6 +42,8 @@ func (h *Handler) Routes(r *api.Router) {
 	r.Handle("DELETE /api/v1/webhooks/{id}", api.Func(h.delete))
 	r.Handle("GET /api/v1/webhooks/{id}/deliveries", api.Func(h.deliveries))
 	r.Handle("POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/retry", api.Func(h.retry))
+	r.Handle("POST /api/v1/webhooks/{id}/replay", api.Func(h.replay))
+	r.Handle("GET /api/v1/webhooks/{id}/replays/{replayId}", api.Func(h.getReplay))
 }
 
 // tenant checks the scope webhook:*:op and returns the caller's tenant.

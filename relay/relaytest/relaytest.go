@@ -83,6 +83,7 @@ func Start(taskQueue string, verbose bool) (*Stack, error) {
 		return fail(err)
 	}
 	webhook.Register(w, dl)
+	webhook.RegisterReplay(w, dl.Store, s.Temporal, taskQueue)
 	if err := searchattr.Ensure(ctx, s.Temporal, "default"); err != nil {
 		log.Warn("could not register the search attributes", "err", err)
 	}
