@@ -1,5 +1,6 @@
 // Command events benchmarks the two ways clients follow a tenant's events,
-// against one `dds serve` run as a child process (built from this tree):
+// against one `dds serve` run as a child process (built from this tree,
+// with its worker: load.StartDeployment):
 //
 //   - fan-out: S GraphQL subscriptions over C WebSockets, each filtered on
 //     one of B buckets (`noteCreated(where: {bucket: {equals: k}})`, a filter
@@ -23,31 +24,21 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/dds-project/dds/bench/load"
 )
@@ -77,70 +68,22 @@ func main() {
 	}
 }
 
-func freeAddr() (string, error) {
-	var lc net.ListenConfig
-	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 func run(ctx context.Context, o options) error {
-	dbURL, cli := os.Getenv("DATABASE_URL"), os.Getenv("DDS_TEMPORAL_CLI")
-	if dbURL == "" || cli == "" {
-		return errors.New("DATABASE_URL and DDS_TEMPORAL_CLI must be set (run through make bench)")
-	}
-	work, err := os.MkdirTemp("", "dds-bench-events-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
-	bin := filepath.Join(work, "dds")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/dds").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %w\n%s", err, out)
+	dbURL := os.Getenv("DATABASE_URL")
+	if dbURL == "" {
+		return errors.New("DATABASE_URL must be set (run through make bench)")
 	}
 	_, created, drop, err := load.Tenant(ctx, dbURL, "bench-events", 4)
 	if err != nil {
 		return err
 	}
 	defer drop()
-	tAddr, err := freeAddr()
+	dep, err := load.StartDeployment(ctx, dbURL, "events", "DDS_SUBSCRIPTIONS_PER_SOCKET=0", "DDS_SUBSCRIPTIONS_PER_TENANT=0")
 	if err != nil {
 		return err
 	}
-	quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{ExistingPath: cli,
-		ClientOptions: &client.Options{HostPort: tAddr, Logger: quiet}, LogLevel: "error", Stdout: io.Discard, Stderr: io.Discard})
-	if err != nil {
-		return fmt.Errorf("temporal dev server: %w", err)
-	}
-	defer dev.Stop() //nolint:errcheck // best-effort shutdown after the results are printed
-	httpAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	base := "http://" + httpAddr
-	env := append(os.Environ(), "DDS_HTTP_ADDR="+httpAddr, "DDS_PUBLIC_URL="+base, "DDS_ENV=live",
-		"DDS_JWT_SECRET="+randHex(32), "DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
-		"DDS_SUBSCRIPTIONS_PER_SOCKET=0", "DDS_SUBSCRIPTIONS_PER_TENANT=0",
-		"TEMPORAL_ADDRESS="+tAddr, "DDS_TASK_QUEUE=bench-events", "DDS_LOG_LEVEL=warn")
-	serve := exec.CommandContext(ctx, bin, "serve")
-	serve.Env, serve.Stdout, serve.Stderr = env, os.Stderr, os.Stderr
-	if err := serve.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = serve.Process.Signal(syscall.SIGTERM); _ = serve.Wait() }()
-	if err := load.WaitHealthy(ctx, base+"/livez", 30*time.Second); err != nil {
-		return err
-	}
+	defer dep.Close()
+	base := dep.Base
 	c := load.Client(64)
 	def := map[string]any{"name": "bench", "entities": []any{map[string]any{"name": "Note", "fields": []any{
 		map[string]any{"name": "title", "type": "STRING"},
@@ -150,7 +93,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if strings.Contains(o.only, "fanout") {
-		if err := fanout(ctx, o, base, created.APIKey, c, serve.Process.Pid); err != nil {
+		if err := fanout(ctx, o, base, created.APIKey, c, dep.Serve.Process.Pid); err != nil {
 			return fmt.Errorf("fanout: %w", err)
 		}
 	}
