@@ -126,17 +126,18 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	dialer := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 30 * time.Second}
 	n := 0
 	for s := 0; s < o.sockets && n < o.subs; s++ {
-		conn, _, err := dialer.DialContext(ctx, ws, nil)
+		conn, res, err := dialer.DialContext(ctx, ws, nil)
 		if err != nil {
 			return fmt.Errorf("socket %d: %w", s, err)
 		}
+		_ = res.Body.Close() // the upgrade's response: the socket is the body
 		conns = append(conns, conn)
 		if err := conn.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"authorization": "Bearer " + key}}); err != nil {
 			return err
 		}
 		var ack map[string]any
 		if err := conn.ReadJSON(&ack); err != nil || ack["type"] != "connection_ack" {
-			return fmt.Errorf("socket %d: connection_init: %v %v", s, ack, err)
+			return fmt.Errorf("socket %d: connection_init: %v: %w", s, ack, err)
 		}
 		for i := 0; i < per && n < o.subs; i++ {
 			b := n % o.buckets
@@ -152,7 +153,7 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		}
 		var pong map[string]any
 		if err := conn.ReadJSON(&pong); err != nil || pong["type"] != "pong" {
-			return fmt.Errorf("socket %d: subscribe: %v %v", s, pong, err)
+			return fmt.Errorf("socket %d: subscribe: %v: %w", s, pong, err)
 		}
 		wg.Add(1)
 		go func() {
@@ -288,7 +289,7 @@ func replay(ctx context.Context, o options, base, key, tenantID, dbURL string) e
 		}
 	}
 	if got < want {
-		return fmt.Errorf("the feed ended after %d of %d events: %v", got, want, sc.Err())
+		return fmt.Errorf("the feed ended after %d of %d events: %w", got, want, sc.Err())
 	}
 	sseRate := float64(got) / time.Since(start).Seconds()
 	fmt.Printf("replay   %d events through SSE: %.0f events/s; COPY TO of the same rows %.0f rows/s; ratio %.2f\n", got, sseRate, copyRate, sseRate/copyRate)
