@@ -128,8 +128,23 @@ func openLazy(url string, maxConns int, opts ...Option) (*sqlx.DB, error) {
 	// forwards, so the server stops working on it; pgx's default only
 	// closes the connection, leaving the statement running until it next
 	// writes to the client.
-	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+	//
+	// Through a transaction pooler no cancel request is sent: PgBouncer
+	// 1.18 (Debian's) exits with "FATAL ... disconnect_client(): bad client
+	// state" when a client's connection closes while the pooler forwards
+	// its cancel request — it crashed twice in our test runs, taking every
+	// server's pool down with it. There a deadline closes the connection
+	// instead; the pooler then drops the server connection, and Postgres
+	// stops the statement within client_connection_check_interval, which
+	// the pooler's connect_query sets (docs/operations.md).
+	if o.transactionPooler {
+		cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+			return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+		}
+	} else {
+		cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+			return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+		}
 	}
 	connector := stdlib.GetConnector(*cfg)
 	var sqlDB *sql.DB

@@ -601,7 +601,7 @@ pgbouncer_up() {
 	# parameters and knows no protocol-level prepared statements.
 	cat >"$dir/pgbouncer.ini" <<INI
 [databases]
-* = host=127.0.0.1 port=$PG_PORT user=postgres connect_query='SET jit = off; SET hnsw.ef_search = 400'
+* = host=127.0.0.1 port=$PG_PORT user=postgres connect_query='SET jit = off; SET hnsw.ef_search = 400; SET client_connection_check_interval = 1000'
 
 [pgbouncer]
 listen_addr = 127.0.0.1
