@@ -269,8 +269,12 @@ func TestProviderTokensThroughTheBinary(t *testing.T) {
 		!slices.Equal(who.Roles, []string{"member"}) || who.KeyID != "" {
 		t.Fatalf("whoami %+v", who)
 	}
-	d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Todo", member, map[string]any{"title": "from the IdP"})
-	if data, errs := gql(t, d, tenantID, member, `{ todos { id title } }`); len(errs) > 0 || len(data["todos"].([]any)) != 1 {
+	// The member role reads only its own todos (ownerId = $user.id, the
+	// token's sub): one owned by carol, one by someone else.
+	d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Todo", member, map[string]any{"title": "from the IdP", "ownerId": "carol"})
+	d.do(t, http.StatusCreated, "POST", "/api/v1/dynamic/Todo", key, map[string]any{"title": "someone else's", "ownerId": "erin"})
+	if data, errs := gql(t, d, tenantID, member, `{ todos { id title } }`); len(errs) > 0 || len(data["todos"].([]any)) != 1 ||
+		data["todos"].([]any)[0].(map[string]any)["title"] != "from the IdP" {
 		t.Fatalf("GraphQL with a provider token: %v %v", data, errs)
 	}
 	// No roles claim: the provider's default role.
