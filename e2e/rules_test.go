@@ -167,6 +167,18 @@ func TestRulesScenarioReads(t *testing.T) {
 			t.Errorf("REST count as %s: %v, want %d", c.who, q["count"], len(c.want))
 		}
 	}
+	// The change feed shows a user only the creations of the todos its
+	// read rule admits now (bob: his own and the one shared with him).
+	var feed struct{ Events []struct{ Record struct{ Title string } } }
+	d.do(t, http.StatusOK, "GET", "/api/v1/events?entities=Todo&types=entity.created&limit=100", w.bob, nil).decode(t, &feed)
+	var seen []string
+	for _, ev := range feed.Events {
+		seen = append(seen, ev.Record.Title)
+	}
+	slices.Sort(seen)
+	if !slices.Equal(seen, []string{"a2", "b1"}) {
+		t.Errorf("change feed as bob: %v, want [a2 b1]", seen)
+	}
 	// REST get: a hidden row is 404, a shared one 200.
 	d.do(t, http.StatusNotFound, "GET", "/api/v1/dynamic/Todo/"+w.todo["a1"], w.bob, nil)
 	d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Todo/"+w.todo["a2"], w.bob, nil)

@@ -120,12 +120,23 @@ func list(v string) []string {
 	return out
 }
 
-// visible reports whether p may read ev.
-func visible(p *auth.Principal, ev *outbox.Event) bool {
+// visible reports whether sc's principal may read ev: its scopes, and for
+// a principal with roles the entity's read rule on the event's record (a
+// delete is judged by the record as it was), as the live feed does. An
+// event a rule cannot judge (its entity is gone from the active schema)
+// is not shown to a ruled principal.
+func (h *Handler) visible(ctx context.Context, p *auth.Principal, sc *records.Scope, ev *outbox.Event) bool {
 	if outbox.IsRelationship(ev.Type) {
 		return p.Scopes.Allows("relationship", ev.Name, "read")
 	}
-	return p.Scopes.Allows("entity", ev.Name, "read")
+	if !p.Scopes.Allows("entity", ev.Name, "read") {
+		return false
+	}
+	if sc == nil {
+		return true // no roles: no rules
+	}
+	ok, err := h.store.Admits(ctx, sc, ev.Name, ev.Record)
+	return err == nil && ok
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
@@ -134,6 +145,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		api.WriteError(w, r, err)
 		return
+	}
+	// The scope the read rules need (principals with roles only: a key
+	// without roles reads the feed before the tenant has a schema).
+	var sc *records.Scope
+	if len(p.Roles) > 0 {
+		if sc, err = h.store.Scope(r.Context(), p); err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
 	}
 	for _, n := range req.filter.Names {
 		if !p.Scopes.Allows("entity", n, "read") && !p.Scopes.Allows("relationship", n, "read") {
@@ -161,7 +181,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if stream {
-		h.stream(w, r, p, req, pos)
+		h.stream(w, r, p, sc, req, pos)
 		return
 	}
 	safe, err := h.safe(r.Context(), true)
@@ -180,7 +200,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	for i := range evs {
 		ev := &evs[i]
-		if visible(p, ev) {
+		if h.visible(r.Context(), p, sc, ev) {
 			page.Events = append(page.Events, show(ev))
 		}
 		page.NextCursor = &ev.ID
@@ -243,7 +263,7 @@ func (h *Handler) safe(ctx context.Context, fresh bool) (int64, error) {
 }
 
 // stream writes Server-Sent Events from pos until the client leaves.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, p *auth.Principal, req request, pos int64) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, p *auth.Principal, sc *records.Scope, req request, pos int64) {
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -274,7 +294,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, p *auth.Princip
 		for i := range evs {
 			ev := &evs[i]
 			pos = ev.Seq
-			if !visible(p, ev) {
+			if !h.visible(ctx, p, sc, ev) {
 				continue
 			}
 			// id: is the cursor; EventSource sends it back as Last-Event-ID.
