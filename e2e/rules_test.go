@@ -169,7 +169,9 @@ func TestRulesScenarioReads(t *testing.T) {
 	}
 	// The change feed shows a user only the creations of the todos its
 	// read rule admits now (bob: his own and the one shared with him).
-	var feed struct{ Events []struct{ Record struct{ Title string } } }
+	var feed struct {
+		Events []struct{ Record struct{ Title string } }
+	}
 	d.do(t, http.StatusOK, "GET", "/api/v1/events?entities=Todo&types=entity.created&limit=100", w.bob, nil).decode(t, &feed)
 	var seen []string
 	for _, ev := range feed.Events {
