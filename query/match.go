@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ const (
 // (the caller must ask SQL).
 type LocalMatch struct {
 	eval func(rec map[string]any) (tri, bool)
+	key  *EqKey // a conjunct every match requires, when there is one
 }
 
 // Eval tests rec, a record decoded from JSON with UseNumber.
@@ -60,7 +62,99 @@ func (c *Compiler) Local(entity string, where Filter) (m *LocalMatch, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	return &LocalMatch{eval: f}, true
+	return &LocalMatch{eval: f, key: eqKey(e, where)}, true
+}
+
+// EqKey is a conjunct `field = value` that every record matching a filter
+// satisfies (a top-level equality, alone or inside top-level ands). The
+// live feed indexes its subscribers by it, so that an event is tested only
+// against the subscribers whose key its record carries, plus those without
+// one: fan-out then costs per matching subscriber, not per subscriber.
+// Only text, enum, id, integer and boolean fields give a key (their values
+// have one canonical spelling).
+type EqKey struct {
+	Field string // the record's JSON member
+	kind  valueKind
+	Value string // canonical: see spell
+}
+
+// Key is the filter's equality key, if it has one.
+func (m *LocalMatch) Key() (EqKey, bool) {
+	if m.key == nil {
+		return EqKey{}, false
+	}
+	return *m.key, true
+}
+
+// Of is the key value rec carries for k's field. present is false when
+// the field is null or absent (an equality with a value never matches it);
+// ok is false when the value is not of the field's type (then only a full
+// evaluation can answer: test every subscriber keyed on the field).
+func (k EqKey) Of(rec map[string]any) (value string, present, ok bool) {
+	v := rec[k.Field]
+	if v == nil {
+		return "", false, true
+	}
+	d, ok := k.kind.decode(v)
+	if !ok {
+		return "", false, false
+	}
+	return spell(k.kind, d), true, true
+}
+
+// spell spells a decoded value of kind one way: what compare finds equal
+// spells equally.
+func spell(k valueKind, v any) string {
+	switch k {
+	case kindID:
+		return strings.ToLower(v.(string))
+	case kindInt:
+		return strconv.FormatInt(v.(int64), 10)
+	case kindBool:
+		return strconv.FormatBool(v.(bool))
+	}
+	return v.(string)
+}
+
+// eqKey finds f's first top-level equality on a keyable field.
+func eqKey(e *schema.Entity, f Filter) *EqKey {
+	switch f := f.(type) {
+	case *Cond:
+		return eqKey(e, *f)
+	case And:
+		for _, t := range f {
+			if k := eqKey(e, t); k != nil {
+				return k
+			}
+		}
+	case Cond:
+		if f.Op != Eq || f.Value == nil {
+			return nil
+		}
+		r, found := entityRef(e, f.Field, "")
+		if !found || r.f.List {
+			return nil
+		}
+		var kind valueKind
+		switch {
+		case r.id:
+			kind = kindID
+		case r.f.Type == schema.String, r.f.Type == schema.Text, r.f.Type == schema.Enum:
+			kind = kindText
+		case r.f.Type == schema.Integer:
+			kind = kindInt
+		case r.f.Type == schema.Boolean:
+			kind = kindBool
+		default:
+			return nil
+		}
+		want, err := coerceScalar(r, f.Value)
+		if err != nil {
+			return nil
+		}
+		return &EqKey{Field: r.name, kind: kind, Value: spell(kind, want)}
+	}
+	return nil
 }
 
 type evalFn = func(rec map[string]any) (tri, bool)

@@ -91,6 +91,15 @@ func (m *Match) MatchesLocally(fields map[string]any) (match, ok bool) {
 	return m.local.Eval(fields)
 }
 
+// Key is m's equality key (query.EqKey): a subscriber whose filter has
+// one can only match events whose record carries it.
+func (m *Match) Key() (query.EqKey, bool) {
+	if m.local == nil {
+		return query.EqKey{}, false
+	}
+	return m.local.Key()
+}
+
 // Matches evaluates m on record (a JSON object of the entity's fields) in
 // Postgres, with the query semantics of the filter.
 func (s *Store) Matches(ctx context.Context, m *Match, record []byte) (bool, error) {

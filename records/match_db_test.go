@@ -64,6 +64,8 @@ func TestLocalMatchesAgreeWithSQL(t *testing.T) {
 	if err := json.Unmarshal(evs[0].Record, &struct{ ID *string }{&id}); err != nil {
 		t.Fatal(err)
 	}
+	keyedWheres := map[string]bool{`{"name": "apple"}`: true, `{"kind": "b"}`: true, `{"ok": true}`: true, `{"id": "` + id + `"}`: true,
+		`{"$and": [{"kind": "a"}, {"qty": {"$gt": 0}}]}`: true, `{"id": "` + strings.ToUpper(id) + `"}`: true, `{"qty": 3}`: true}
 	for _, c := range []struct {
 		where string
 		local bool
@@ -99,6 +101,11 @@ func TestLocalMatchesAgreeWithSQL(t *testing.T) {
 		{`{"name": {"$gt": "B"}}`, false},
 		{`{"tags": {"$contains": "x"}}`, false},
 		{`{"at": {"$gt": "2026-01-02T03:04:05.1234567Z"}}`, false},
+		// Keyed: the live feed offers an event only to subscribers whose key it carries.
+		{`{"$and": [{"kind": "a"}, {"qty": {"$gt": 0}}]}`, true},
+		{`{"id": "` + strings.ToUpper(id) + `"}`, true},
+		{`{"qty": 3}`, true},
+		{`{"ok": false}`, true},
 	} {
 		f, err := query.ParseWhereJSON(c.where, "where")
 		if err != nil {
@@ -117,6 +124,15 @@ func TestLocalMatchesAgreeWithSQL(t *testing.T) {
 			fields, err := ev.Fields()
 			if err != nil {
 				t.Fatal(err)
+			}
+			// A filter's equality key must be carried by every record it
+			// matches (else the live feed would never offer it the event).
+			if key, keyed := m.Key(); keyed {
+				if value, present, ok := key.Of(fields); want && (!ok || !present || value != key.Value) {
+					t.Fatalf("%s matches %s, but its key %s=%q is not carried (%q, %v, %v)", c.where, ev.Record, key.Field, key.Value, value, present, ok)
+				}
+			} else if keyedWheres[c.where] {
+				t.Fatalf("%s: no equality key", c.where)
 			}
 			got, ok := m.MatchesLocally(fields)
 			if ok != c.local {

@@ -16,9 +16,11 @@
 // overflowed) first reads (pos, a] from the outbox itself, so live and
 // replayed events are one sequence with no gap and no duplicate, on any
 // replica. Each subscriber's where is compiled by the query compiler and
-// evaluated against the event's record in Postgres
+// evaluated against the event's record in Go where the filter allows it
+// (query.LocalMatch, tested to agree with SQL), else in Postgres
 // (jsonb_populate_record), so filters mean exactly what they mean in
-// queries.
+// queries. Subscribers are indexed by the equality their filter requires
+// (subIndex): an event is offered only to those it can match.
 package live
 
 import (
@@ -180,6 +182,7 @@ func (s *Feed) join(tf *tenantFeed, r *Subscriber) {
 	}
 	tf.mu.Lock()
 	tf.subs[r] = struct{}{}
+	tf.version++
 	if h := s.horizon.Load(); h > r.pos {
 		tf.behind = max(tf.behind, h)
 	}
@@ -200,6 +203,7 @@ func (s *Feed) Remove(sub *Subscriber) {
 		tf.count--
 		tf.mu.Lock()
 		delete(tf.subs, sub)
+		tf.version++
 		tf.mu.Unlock()
 		if tf.count == 0 {
 			delete(s.tenants, tenant)
@@ -337,9 +341,12 @@ type tenantFeed struct {
 	wake  chan struct{}
 	stop  atomic.Bool
 
-	mu    sync.Mutex
-	subs  map[*Subscriber]struct{}
-	queue []batch
+	mu   sync.Mutex
+	subs map[*Subscriber]struct{}
+	// version counts changes of subs: the goroutine rebuilds its index
+	// of them when it moved.
+	version uint64
+	queue   []batch
 	// behind is a horizon its subscribers must catch up to from the
 	// outbox (batches dropped, or a subscriber joined late).
 	behind int64
@@ -366,6 +373,7 @@ func (t *tenantFeed) push(b batch) {
 }
 
 func (s *Feed) runTenant(ctx context.Context, t *tenantFeed) {
+	ix, version := newSubIndex(nil), uint64(0)
 	for !t.stop.Load() {
 		select {
 		case <-ctx.Done():
@@ -375,18 +383,15 @@ func (s *Feed) runTenant(ctx context.Context, t *tenantFeed) {
 		t.mu.Lock()
 		queue, behind := t.queue, t.behind
 		t.queue, t.behind = nil, 0
-		subs := make([]*Subscriber, 0, len(t.subs))
-		for r := range t.subs {
-			subs = append(subs, r)
+		if t.version != version {
+			ix, version = newSubIndex(t.subs), t.version
 		}
 		t.mu.Unlock()
 		for _, b := range queue {
-			for _, r := range subs {
-				s.advance(r, b)
-			}
+			s.advance(ix, b)
 		}
 		if behind > 0 {
-			for _, r := range subs {
+			for _, r := range ix.all {
 				if err := s.catchUp(r, behind, false); err != nil && !errors.Is(err, context.Canceled) {
 					s.log.Warn("graphql subscriptions: catch up", "tenant", t.id, "err", err)
 				}
@@ -395,28 +400,41 @@ func (s *Feed) runTenant(ctx context.Context, t *tenantFeed) {
 	}
 }
 
-// advance gives r the events of b it has not had.
-func (s *Feed) advance(r *Subscriber, b batch) {
-	if r.done.Load() || r.pos >= b.b {
-		return
-	}
-	if r.pos < b.a {
-		if err := s.catchUp(r, b.a, false); err != nil {
-			if !errors.Is(err, context.Canceled) {
+// advance gives every subscriber the events of b it has not had. One
+// behind b's start catches up from the outbox first (if that fails its
+// position stays before b and a later batch retries). Each event is then
+// offered to the subscribers it may match (subIndex), in order; everyone
+// else in step with b moves past it without looking at it.
+func (s *Feed) advance(ix *subIndex, b batch) {
+	for _, r := range ix.all {
+		if !r.done.Load() && r.pos < b.a {
+			if err := s.catchUp(r, b.a, false); err != nil && !errors.Is(err, context.Canceled) {
 				s.log.Warn("graphql subscriptions: catch up", "tenant", r.Scope.TenantID, "err", err)
 			}
-			return // r.pos is unchanged past what it had: a later batch retries
 		}
 	}
+	var gone map[*Subscriber]bool // consumers that went away during b
 	for i := range b.evs {
-		if ev := &b.evs[i]; ev.Seq > r.pos {
+		ev := &b.evs[i]
+		ix.each(ev, func(r *Subscriber) {
+			if r.done.Load() || gone[r] || r.pos < b.a || r.pos >= ev.Seq {
+				return
+			}
 			if !s.deliver(r, ev, false) {
+				if gone == nil {
+					gone = map[*Subscriber]bool{}
+				}
+				gone[r] = true
 				return
 			}
 			r.pos = ev.Seq
+		})
+	}
+	for _, r := range ix.all {
+		if !gone[r] && r.pos >= b.a {
+			r.pos = max(r.pos, b.b)
 		}
 	}
-	r.pos = max(r.pos, b.b)
 }
 
 // catchUp reads the tenant's events in (r.pos, upto] from the outbox and
