@@ -21,6 +21,7 @@ type Scope struct {
 
 	principal *auth.Principal
 	stmtKey   string // the schema version's memo holding stmts()
+	local     *localRules // localrules.go; shared by copies of the scope
 }
 
 // Scope resolves the active schema of p's tenant for p.
@@ -40,7 +41,7 @@ func (s *Store) Scope(ctx context.Context, p *auth.Principal) (*Scope, error) {
 			return nil, err
 		}
 	}
-	return &Scope{TenantID: p.TenantID, Schema: a, compiler: c, principal: p, stmtKey: s.stmtKey}, nil
+	return &Scope{TenantID: p.TenantID, Schema: a, compiler: c, principal: p, stmtKey: s.stmtKey, local: &localRules{}}, nil
 }
 
 // SystemPrincipal is the principal of work that no request carries and
