@@ -20,7 +20,7 @@ type Scope struct {
 	compiler *query.Compiler
 
 	principal *auth.Principal
-	stmtKey   string // the schema version's memo holding stmts()
+	stmtKey   string      // the schema version's memo holding stmts()
 	local     *localRules // localrules.go; shared by copies of the scope
 }
 
