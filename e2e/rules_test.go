@@ -181,6 +181,19 @@ func TestRulesScenarioReads(t *testing.T) {
 	if !slices.Equal(seen, []string{"a2", "b1"}) {
 		t.Errorf("change feed as bob: %v, want [a2 b1]", seen)
 	}
+	// Edges too: bob sees the sharing of a2 (his to read), not that of
+	// carol's c1 with alice, whose id it would reveal.
+	var edges struct {
+		Events []struct {
+			Record struct {
+				SourceID string `json:"sourceId"`
+			}
+		}
+	}
+	d.do(t, http.StatusOK, "GET", "/api/v1/events?types=relationship.created&limit=100", w.bob, nil).decode(t, &edges)
+	if len(edges.Events) != 1 || edges.Events[0].Record.SourceID != w.todo["a2"] {
+		t.Errorf("edge events as bob: %+v, want only a2's sharing", edges.Events)
+	}
 	// REST get: a hidden row is 404, a shared one 200.
 	d.do(t, http.StatusNotFound, "GET", "/api/v1/dynamic/Todo/"+w.todo["a1"], w.bob, nil)
 	d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Todo/"+w.todo["a2"], w.bob, nil)

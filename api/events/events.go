@@ -122,12 +122,20 @@ func list(v string) []string {
 
 // visible reports whether sc's principal may read ev: its scopes, and for
 // a principal with roles the entity's read rule on the event's record (a
-// delete is judged by the record as it was), as the live feed does. An
+// delete is judged by the record as it was), or for an edge the rules of
+// its two ends (records.AdmitsEdge), as the live feed does. An
 // event a rule cannot judge (its entity is gone from the active schema)
 // is not shown to a ruled principal.
 func (h *Handler) visible(ctx context.Context, p *auth.Principal, sc *records.Scope, ev *outbox.Event) bool {
 	if outbox.IsRelationship(ev.Type) {
-		return p.Scopes.Allows("relationship", ev.Name, "read")
+		if !p.Scopes.Allows("relationship", ev.Name, "read") {
+			return false
+		}
+		if sc == nil {
+			return true
+		}
+		ok, err := h.store.AdmitsEdge(ctx, sc, ev) // its ruled ends must be readable
+		return err == nil && ok
 	}
 	if !p.Scopes.Allows("entity", ev.Name, "read") {
 		return false

@@ -504,6 +504,15 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
 		if !ok {
 			return true
 		}
+	} else if outbox.IsRelationship(ev.Type) {
+		// An edge shows only when the principal may read its ruled ends.
+		if ok, err = s.store.AdmitsEdge(ctx, r.Scope, ev); err != nil {
+			s.log.Warn("graphql subscriptions: read rule", "err", err)
+			return ctx.Err() == nil
+		}
+		if !ok {
+			return true
+		}
 	}
 	rec := ev.Record
 	if r.Sel != nil && ev.Type != outbox.EntityDeleted {
