@@ -1,4 +1,4 @@
-package main
+package load
 
 import (
 	"context"
@@ -8,20 +8,20 @@ import (
 	"github.com/dds-project/dds/internal/testenv"
 )
 
-// TestPGClusterCountsWhatPostgresSpends: the Postgres CPU column reads the
+// TestPostgresCPUCountsWhatPostgresSpends: the Postgres CPU column reads the
 // cluster the tests run on (started on this machine by deploy/stack.sh),
 // and a statement that burns CPU in a backend shows up in it.
-func TestPGClusterCountsWhatPostgresSpends(t *testing.T) {
+func TestPostgresCPUCountsWhatPostgresSpends(t *testing.T) {
 	ctx := context.Background()
 	d := testenv.DB(t)
-	pg, err := findPostmaster(ctx, d)
+	pg, err := FindPostgres(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !pg.local() {
+	if pg.postmaster == 0 {
 		t.Fatal("the test Postgres runs on this machine, but no postmaster was found")
 	}
-	before, err := pg.cpu()
+	before, err := pg.Seconds()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestPGClusterCountsWhatPostgresSpends(t *testing.T) {
 		if _, err := d.ExecContext(ctx, `SELECT count(*) FROM generate_series(1, 2000000)`); err != nil {
 			t.Fatal(err)
 		}
-		after, err := pg.cpu()
+		after, err := pg.Seconds()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,10 +41,10 @@ func TestPGClusterCountsWhatPostgresSpends(t *testing.T) {
 	t.Fatal("Postgres' CPU did not grow while a backend counted 100 million rows")
 }
 
-// TestReadProcStatReadsThisProcess: the parent and name come from the
+// TestReadStatReadsThisProcess: the parent and name come from the
 // fields after the command name, as the CPU times do.
-func TestReadProcStatReadsThisProcess(t *testing.T) {
-	st, err := readProcStat(os.Getpid())
+func TestReadStatReadsThisProcess(t *testing.T) {
+	st, err := readStat(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
