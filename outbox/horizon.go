@@ -168,13 +168,19 @@ func ReadRange(ctx context.Context, q sqlx.QueryerContext, tenantIDs []string, a
 
 // Previous is the record of the newest event of the same subject written
 // before seq (the state an update or delete replaced), nil when none is
-// kept.
+// kept. Like Fields, it is kept on ev (not safe for concurrent use).
 func Previous(ctx context.Context, q sqlx.QueryerContext, ev *Event) ([]byte, error) {
+	if ev.previous != nil { // read once however many subscribers select it (as Fields)
+		return *ev.previous, nil
+	}
 	var rec []byte
 	err := sqlx.GetContext(ctx, q, &rec, `SELECT record FROM dds.events WHERE tenant_id = $1 AND seq < $2 AND entity_id = $3 AND entity_name = $4
 		ORDER BY seq DESC LIMIT 1`, ev.TenantID, ev.Seq, ev.SubjectID, ev.Name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		rec, err = nil, nil
+	}
+	if err == nil {
+		ev.previous = &rec
 	}
 	return rec, err
 }

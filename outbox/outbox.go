@@ -77,7 +77,8 @@ type Event struct {
 	// Seq is the event's position in the outbox (read by ReadMany only).
 	Seq int64 `db:"seq"`
 
-	fields map[string]any // Record decoded by Fields
+	fields   map[string]any // Record decoded by Fields
+	previous *[]byte        // the record Previous found, once read
 }
 
 // Fields is the event's record decoded with UseNumber, decoded once however
