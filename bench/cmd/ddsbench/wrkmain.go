@@ -150,6 +150,24 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "flat list PostGraphile 5", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
 					[]string{reqLine("POST", peerPath, gqlBody(peerFlatQuery, nil))})
 			}
+		case "deep":
+			cursor, peerCursor, derr := deepCursors(ctx, dds.URL+gqlPath, peerURL, apiKey)
+			if derr != nil {
+				return fmt.Errorf("deep: %w", derr)
+			}
+			if m, err = startChecked("deep", env.databaseURL, func(minURL string) error {
+				return checkSameDeep(ctx, dds.URL+gqlPath, minURL, peerURL, apiKey, cursor, peerCursor)
+			}); err != nil {
+				return err
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "page after 5,000 minimal handler", pid: m.Pid(), url: m.URL},
+				{name: "page after 5,000 DDS GraphQL", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, []string{reqLine("GET", "/p", nil)}, []string{reqLine("POST", gqlPath, gqlBody(gqlDeepQuery, map[string]any{"after": cursor}))})
+			if err == nil && peer != nil {
+				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "page after 5,000 PostGraphile 5", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
+					[]string{reqLine("POST", peerPath, gqlBody(peerDeepQuery, map[string]any{"after": peerCursor}))})
+			}
 		case "aggregate":
 			if m, err = startChecked("aggregate", env.databaseURL, func(minURL string) error {
 				return checkSameAggregate(ctx, dds.URL, dds.URL+gqlPath, minURL, peerURL, apiKey)
@@ -433,7 +451,7 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			case "create":
 				r := ss[1].rps / peerS.rps
 				verdict(r >= 1, "%-26s = %.2f× PostGraphile 5's plain create (target ≥ 1×)", ss[1].name, r)
-			case "flat":
+			case "flat", "deep":
 				r := ss[1].rps / peerS.rps
 				verdict(r >= 1.2, "%-26s = %.2f× PostGraphile 5 (target ≥ 1.2×)", ss[1].name, r)
 			case "nested":
