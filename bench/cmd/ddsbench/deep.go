@@ -108,7 +108,9 @@ func checkSameDeep(ctx context.Context, gqlURL, minURL, peerURL, key, cursor, pe
 	}
 	var viaDDS struct {
 		Data struct {
-			ProductsConnection struct{ Edges []struct{ Node map[string]any } }
+			ProductsConnection struct {
+				Edges []struct{ Node map[string]any }
+			}
 		}
 	}
 	if _, err := load.Call(ctx, c, "POST", gqlURL, key, gqlBody(gqlDeepQuery, map[string]any{"after": cursor}), http.StatusOK, &viaDDS); err != nil {
@@ -125,7 +127,9 @@ func checkSameDeep(ctx context.Context, gqlURL, minURL, peerURL, key, cursor, pe
 		return nil
 	}
 	var viaPeer struct {
-		Data struct{ AllProducts struct{ Nodes []struct{ RowID string } } }
+		Data struct {
+			AllProducts struct{ Nodes []struct{ RowID string } }
+		}
 	}
 	if _, err := load.Call(ctx, c, "POST", peerURL, "", gqlBody(peerDeepQuery, map[string]any{"after": peerCursor}), http.StatusOK, &viaPeer); err != nil {
 		return err
