@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/graphql/model/modeltest"
+	"github.com/dds-project/dds/schema"
 )
 
 // lists are field lists by entity (absent entity: every field).
@@ -79,5 +81,45 @@ func TestFieldListsShapeTheSchema(t *testing.T) {
 	b, _ := buildView(def, allow, lists{})
 	if a.SDL != b.SDL {
 		t.Error("empty field lists change the SDL")
+	}
+}
+
+// TestRoleModelsAreKeptApart: the model kept for one role set is found
+// again for it, and never served to another role set or to the same role
+// at another version (a role edit), nor to a key without field lists.
+func TestRoleModelsAreKeptApart(t *testing.T) {
+	a := &schema.Active{Def: modeltest.Def(t, "shop.json")}
+	p := principal(t, "entity:Product:*")
+	hide := lists{read: map[string][]string{"Product": {"name"}}}
+	show := lists{read: map[string][]string{"Product": {"name", "price"}}}
+	v1, _ := modelFor(a, p, hide, "viewer@1")
+	again, _ := modelFor(a, p, hide, "viewer@1")
+	v2, _ := modelFor(a, p, show, "viewer@2")
+	other, _ := modelFor(a, p, show, "keeper@1")
+	plain, _ := modelFor(a, p, nil, "")
+	if v1 != again {
+		t.Error("a role's model is rebuilt for its next request")
+	}
+	if v2 == v1 || other == v1 || plain == v1 || plain == other {
+		t.Error("a model is shared across role sets or versions")
+	}
+	if strings.Contains(v1.SDL, "price: FloatFilter") || !strings.Contains(v2.SDL, "price: FloatFilter") || !strings.Contains(plain.SDL, "stock: IntFilter") {
+		t.Error("a model shows another role's fields")
+	}
+}
+
+// BenchmarkRoleModelLookup: what finding a role's kept model costs a
+// request (the request path of every GraphQL call by a ruled principal).
+func BenchmarkRoleModelLookup(b *testing.B) {
+	a := &schema.Active{Def: modeltest.Def(b, "shop.json")}
+	ss, _ := auth.ParseScopes([]string{"entity:Product:*", "entity:Category:read"})
+	p := &auth.Principal{TenantID: "t", Scopes: ss}
+	l := lists{read: map[string][]string{"Product": {"name"}}}
+	if _, err := modelFor(a, p, l, "viewer@1"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = modelFor(a, p, l, "viewer@1")
 	}
 }

@@ -34,14 +34,22 @@ type modelMemo struct {
 // model's identity, so a plan validated for one role is never reused for
 // another.
 func ModelFor(sc *records.Scope, p *auth.Principal) (*Model, error) {
-	key, allow := visibilityKey(sc.Schema.Def, p)
 	var fields Fields
 	if sc.FieldListed() {
 		fields = sc
-		key += "\x00fields\x00" + sc.RuleSet()
 	}
-	mm := sc.Schema.Memo("graphql.Model"+key, func() any {
-		m, err := buildView(sc.Schema.Def, allow, fields)
+	return modelFor(sc.Schema, p, fields, sc.RuleSet())
+}
+
+// modelFor is ModelFor for fields (nil: none listed) that come from the
+// role definitions ruleSet names.
+func modelFor(a *schema.Active, p *auth.Principal, fields Fields, ruleSet string) (*Model, error) {
+	key, allow := visibilityKey(a.Def, p)
+	if fields != nil {
+		key += "\x00fields\x00" + ruleSet
+	}
+	mm := a.Memo("graphql.Model"+key, func() any {
+		m, err := buildView(a.Def, allow, fields)
 		return modelMemo{m, err}
 	}).(modelMemo)
 	return mm.m, mm.err

@@ -393,6 +393,10 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 					verdict(c <= targetRulesCPU, "%-26s Postgres CPU/request = %.2f× %q's, %s against %s (target ≤ %.1f×)", ruled.name, c, open.name, round(ruled.pgCPURq), round(open.pgCPURq), targetRulesCPU)
 				}
 			}
+			if len(ss) == 8 { // the role schema against a user token of a role without field lists: what the token itself costs is left out
+				fs, open := ss[7], ss[4]
+				fmt.Printf("  %s: %.1f%% of %q's req/s, server CPU/request %s against %s (not judged)\n", fs.name, 100*fs.rps/open.rps, open.name, round(fs.cpuPerRq), round(open.cpuPerRq))
+			}
 			continue
 		}
 		if section == "vector" {
