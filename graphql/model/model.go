@@ -616,6 +616,14 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 	// input type needs a member, so its creates and updates are not shown
 	// (writing any field would be refused).
 	canCreate, canUpdate := len(create) > 0, len(update) > 0
+	if g.fields != nil {
+		// Under field lists an input the credential cannot use is left out
+		// too: it would name fields (writable, perhaps not readable) of an
+		// entity it may only read. (Without field lists the inputs stay,
+		// as they always were, so such schemas do not change.)
+		canCreate = canCreate && g.can("entity", e.Name, "create")
+		canUpdate = canUpdate && g.can("entity", e.Name, "update")
+	}
 	if canCreate {
 		g.typ("input", n.CreateInput, "", create)
 	}
