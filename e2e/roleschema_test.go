@@ -89,8 +89,9 @@ func typeFields(t *testing.T, d *deployment, tenantID, cred, typ string) []strin
 	return out
 }
 
-// openAPIShape is a document's Todo record properties, create body
-// properties and whether a record can be deleted.
+// openAPIShape is a document's Todo record properties (as read:
+// Todo.Selected), create body properties and whether a record can be
+// deleted.
 func openAPIShape(t *testing.T, doc string) (record, input []string, del bool) {
 	t.Helper()
 	var m struct {
@@ -111,7 +112,7 @@ func openAPIShape(t *testing.T, doc string) (record, input []string, del bool) {
 		return out
 	}
 	_, del = m.Paths["/api/v1/dynamic/Todo/{id}"]["delete"]
-	return keys(m.Components.Schemas["Todo"].Properties), keys(m.Components.Schemas["Todo.Input"].Properties), del
+	return keys(m.Components.Schemas["Todo.Selected"].Properties), keys(m.Components.Schemas["Todo.Input"].Properties), del
 }
 
 // A schema per role, through the binary: each role's SDL, introspection
@@ -212,8 +213,20 @@ func TestSchemaPerRole(t *testing.T) {
 		t.Error("roles changed the admin key's OpenAPI document")
 	}
 	// The document of the schema by id still needs schema:read, which the
-	// viewer's role does not grant.
+	// viewer's role does not grant; a role that grants it gets its own view
+	// there too. A key bound to the viewer role sees the viewer's schema.
 	d.do(t, http.StatusForbidden, "GET", "/api/v1/schemas/"+schemaID+"/openapi.json", viewer, nil)
+	d.do(t, http.StatusCreated, "PUT", "/api/v1/roles/auditor", admin, map[string]any{
+		"scopes": []any{"entity:Todo:read", "schema:*:read"},
+		"fields": map[string]any{"Todo": map[string]any{"read": []any{"title"}}}})
+	auditor := tok("ada", "auditor")
+	if rec, in, del := openAPIShape(t, d.getText(t, d.URL, "/api/v1/schemas/"+schemaID+"/openapi.json", auditor)); !slices.Equal(rec, []string{"createdAt", "id", "title", "updatedAt"}) || in != nil || del {
+		t.Errorf("the auditor's document of the schema: Todo %v, Todo.Input %v, delete %v", rec, in, del)
+	}
+	bound := d.do(t, http.StatusCreated, "POST", "/api/v1/api-keys", admin, map[string]any{"name": "backend", "scopes": []any{"entity:Todo:*"}, "role": "viewer"}).body(t)["key"].(string)
+	if got := d.getText(t, d.URL, sdlPath, bound); got != d.getText(t, d.URL, sdlPath, viewer) {
+		t.Errorf("the viewer-bound key's SDL differs from the viewer's:\n%s", got)
+	}
 
 	// graphql-ws: the viewer's subscription selecting secret is refused
 	// naming it; one selecting title receives its todo without it.
