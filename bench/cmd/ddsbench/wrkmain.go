@@ -286,7 +286,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				{name: "list, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
 				{name: "GraphQL list, no rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.open)},
 				{name: "GraphQL list, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
-			}, getL, getL, listL, listL, gqlL, gqlL)
+				{name: "GraphQL list, admin key", pid: dds.Pid(), url: dds.URL, headers: auth},
+				{name: "GraphQL list, role schema", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.fielded)},
+			}, getL, getL, listL, listL, gqlL, gqlL, gqlL, gqlL)
 		case "upsert":
 			if m, err = startChecked("upsert", env.databaseURL, func(minURL string) error {
 				return checkSameUpsert(ctx, b, load.Client(1), dds.URL, minURL, apiKey)
@@ -403,11 +405,15 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 		if section == "rules" {
 			for i := 0; i+1 < len(ss); i += 2 {
 				open, ruled := ss[i], ss[i+1]
-				verdict(ruled.rps/open.rps >= targetRules && ruled.errors == 0, "%-26s = %5.1f%% of the same without a rule (target ≥ %.0f%%)", ruled.name, 100*ruled.rps/open.rps, 100*targetRules)
+				verdict(ruled.rps/open.rps >= targetRules && ruled.errors == 0, "%-26s = %5.1f%% of %q (target ≥ %.0f%%)", ruled.name, 100*ruled.rps/open.rps, open.name, 100*targetRules)
 				if open.pgCPURq > 0 {
 					c := float64(ruled.pgCPURq) / float64(open.pgCPURq)
-					verdict(c <= targetRulesCPU, "%-26s Postgres CPU/request = %.2f× without a rule, %s against %s (target ≤ %.1f×)", ruled.name, c, round(ruled.pgCPURq), round(open.pgCPURq), targetRulesCPU)
+					verdict(c <= targetRulesCPU, "%-26s Postgres CPU/request = %.2f× %q's, %s against %s (target ≤ %.1f×)", ruled.name, c, open.name, round(ruled.pgCPURq), round(open.pgCPURq), targetRulesCPU)
 				}
+			}
+			if len(ss) == 8 { // the role schema against a user token of a role without field lists: what the token itself costs is left out
+				fs, open := ss[7], ss[4]
+				fmt.Printf("  %s: %.1f%% of %q's req/s, server CPU/request %s against %s (not judged)\n", fs.name, 100*fs.rps/open.rps, open.name, round(fs.cpuPerRq), round(open.cpuPerRq))
 			}
 			continue
 		}
