@@ -394,13 +394,44 @@ func (s *Feed) runTenant(ctx context.Context, t *tenantFeed) {
 			s.advance(ix, b)
 		}
 		if behind > 0 {
-			for _, r := range ix.all {
-				if err := s.catchUp(r, behind, false); err != nil && !errors.Is(err, context.Canceled) {
-					s.log.Warn("graphql subscriptions: catch up", "tenant", t.id, "err", err)
-				}
+			if err := s.catchUpTenant(ctx, t.id, ix, behind); err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Warn("graphql subscriptions: catch up", "tenant", t.id, "err", err)
 			}
 		}
 	}
+}
+
+// catchUpTenant brings every subscriber of a tenant to upto (batches were
+// dropped, or the feed's first proof came after they joined): it reads the
+// tenant's events from the earliest subscriber's position once, in pages,
+// and hands each page to advance as a batch, so the catch-up costs one
+// read per page and the index's filter tests, not a read and a test of
+// every event per subscriber.
+func (s *Feed) catchUpTenant(ctx context.Context, tenant string, ix *subIndex, upto int64) error {
+	from := upto
+	for _, r := range ix.all {
+		if !r.done.Load() {
+			from = min(from, r.pos)
+		}
+	}
+	const page = 2000
+	for from < upto {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.reads[readCatchUp].Add(1)
+		evs, err := s.store.EventsRange(ctx, []string{tenant}, from, upto, page)
+		if err != nil {
+			return err
+		}
+		b := batch{a: from, b: upto, evs: evs}
+		if len(evs) == page {
+			b.b = evs[len(evs)-1].Seq
+		}
+		s.advance(ix, b)
+		from = b.b
+	}
+	return nil
 }
 
 // advance gives every subscriber the events of b it has not had. One
