@@ -97,6 +97,9 @@ type Relay struct {
 	// handOverWake wakes the hand-over loop after a batch left deliveries
 	// retrying.
 	handOverWake chan struct{}
+	// paceWake wakes the pacer after a batch queued deliveries of
+	// rate-limited webhooks.
+	paceWake chan struct{}
 }
 
 // New returns a relay.
@@ -104,7 +107,8 @@ func New(db *sqlx.DB, hc *webhook.Client, tc client.Client, cfg Config, log *slo
 	cfg.defaults()
 	return &Relay{outbox: outbox.NewStore(db), store: webhook.NewStore(db), client: hc, temporal: tc, cfg: cfg, log: log,
 		metrics: newMetrics(cfg.Registerer, cfg.Deliveries),
-		wake:    make(chan struct{}, 1), http: make(chan struct{}, cfg.HTTPWorkers), handOverWake: make(chan struct{}, 1)}
+		wake:    make(chan struct{}, 1), http: make(chan struct{}, cfg.HTTPWorkers), handOverWake: make(chan struct{}, 1),
+		paceWake: make(chan struct{}, 1)}
 }
 
 // Wake makes the relay look for events now (wire it to the outbox's
@@ -125,6 +129,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer wg.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); r.handOverLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.paceLoop(ctx) }()
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	batches := make(chan struct{}, r.cfg.InFlightBatches)
@@ -241,7 +247,7 @@ type batch struct {
 	// recorded yet; an event is relayed when its count reaches zero.
 	open map[string]int
 	// stats for the batch's log line and metrics
-	succeeded, retrying, gone int
+	succeeded, retrying, gone, queued int
 }
 
 // attemptJob is one first attempt to make.
@@ -278,8 +284,11 @@ func (r *Relay) process(ctx context.Context, evs []outbox.Event) error {
 	if b.retrying > 0 {
 		r.kickHandOver()
 	}
+	if b.queued > 0 {
+		r.kickPacer()
+	}
 	r.log.Info("relay batch", "events", len(evs), "deliveries", len(b.jobs), "succeeded", b.succeeded,
-		"retrying", b.retrying, "gone", b.gone, "unsubscribed", len(b.noMatch), "duration", d.Round(time.Microsecond))
+		"retrying", b.retrying, "gone", b.gone, "queued", b.queued, "unsubscribed", len(b.noMatch), "duration", d.Round(time.Microsecond))
 	return nil
 }
 
@@ -321,7 +330,7 @@ func (r *Relay) match(ctx context.Context, evs []outbox.Event) (*batch, error) {
 				}
 			}
 			b.news = append(b.news, webhook.NewDelivery{WebhookID: h.ID, TenantID: e.TenantID, EventID: e.ID,
-				EventType: e.Type, EntityName: e.Name, Body: body})
+				EventType: e.Type, EntityName: e.Name, Body: body, Queued: h.RateLimit != nil})
 		}
 		if body == nil && err == nil {
 			b.noMatch = append(b.noMatch, e.ID)
@@ -343,6 +352,9 @@ func (r *Relay) commit(ctx context.Context, b *batch) error {
 		b.open[n.EventID] = 0 // matched; a webhook deleted meanwhile has no row
 	}
 	for _, ref := range refs {
+		if ref.Status == webhook.StatusQueued {
+			b.queued++ // the pacer sends it; for the relay it is settled
+		}
 		if ref.Status == webhook.StatusPending {
 			b.jobs = append(b.jobs, &attemptJob{ref: ref, hook: b.hooks[ref.WebhookID], ev: b.evByID[ref.EventID]})
 			b.open[ref.EventID]++

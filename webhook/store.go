@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -20,6 +21,7 @@ import (
 // Delivery statuses.
 const (
 	StatusPending   = "pending"   // row committed, first attempt not yet recorded
+	StatusQueued    = "queued"    // waiting for a slot of its webhook's rate limit (pace.go)
 	StatusSucceeded = "succeeded" // a 2xx was received
 	StatusRetrying  = "retrying"  // failed; a retry workflow owns it
 	StatusFailed    = "failed"    // the fifth retry failed too
@@ -48,6 +50,9 @@ type Webhook struct {
 	// Disabled* constants); DisabledAt when. Both nil while active.
 	DisabledReason *string    `db:"disabled_reason"`
 	DisabledAt     *time.Time `db:"disabled_at"`
+	// RateLimit is the most deliveries per second this webhook receives
+	// (nil: unlimited); see pace.go.
+	RateLimit *int `db:"rate_limit"`
 }
 
 // Why a webhook was disabled.
@@ -116,7 +121,7 @@ func (s *Store) PruneFinished(ctx context.Context, age time.Duration, limit int)
 func (s *Store) DB() *sqlx.DB { return s.db }
 
 const webhookCols = `id, tenant_id, schema_name, target_url, event_types, entity_names, signing_secret,
-	is_active, created_at, updated_at, last_triggered, attempt_count, success_count, failing_since, disabled_reason, disabled_at`
+	is_active, created_at, updated_at, last_triggered, attempt_count, success_count, failing_since, disabled_reason, disabled_at, rate_limit`
 
 var entityNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
 
@@ -126,6 +131,7 @@ type CreateInput struct {
 	EventTypes  []string
 	EntityNames []string // nil or empty: every entity
 	SchemaName  string   // empty: every schema of the tenant
+	RateLimit   *int     // deliveries per second; nil: unlimited
 }
 
 // ValidateEventTypes checks a non-empty list of known event types.
@@ -137,6 +143,17 @@ func ValidateEventTypes(ts []string) *apperr.FieldError {
 		if !outbox.ValidType(t) {
 			return &apperr.FieldError{Field: "eventTypes", Message: "unknown event type " + quote(t) + "; must be one of " + strings.Join(outbox.Types, ", ")}
 		}
+	}
+	return nil
+}
+
+// MaxRateLimit is the largest rateLimit accepted (deliveries per second).
+const MaxRateLimit = 1000
+
+// ValidateRateLimit checks a rate limit: nil (unlimited) or 1..MaxRateLimit.
+func ValidateRateLimit(n *int) *apperr.FieldError {
+	if n != nil && (*n < 1 || *n > MaxRateLimit) {
+		return &apperr.FieldError{Field: "rateLimit", Message: fmt.Sprintf("must be an integer from 1 to %d (deliveries per second), or null for no limit", MaxRateLimit)}
 	}
 	return nil
 }
@@ -209,6 +226,9 @@ func (s *Store) Create(ctx context.Context, tenantID string, in CreateInput, all
 	if fe := ValidateEntityNames(in.EntityNames); fe != nil {
 		errs = append(errs, *fe)
 	}
+	if fe := ValidateRateLimit(in.RateLimit); fe != nil {
+		errs = append(errs, *fe)
+	}
 	errs, err := s.checkSchema(ctx, tenantID, in.SchemaName, errs)
 	if err != nil {
 		return nil, err
@@ -221,9 +241,12 @@ func (s *Store) Create(ctx context.Context, tenantID string, in CreateInput, all
 		return nil, apperr.Wrap(err, "create webhook")
 	}
 	var w Webhook
-	err = s.db.GetContext(ctx, &w, `INSERT INTO dds.webhooks (tenant_id, schema_name, target_url, event_types, entity_names, signing_secret)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+webhookCols,
-		tenantID, in.SchemaName, in.TargetURL, pq.StringArray(dedupe(in.EventTypes)), nullableList(in.EntityNames), secret)
+	// The pacing row exists from the moment a rate limit is set (pace.go).
+	err = s.db.GetContext(ctx, &w, `WITH w AS (INSERT INTO dds.webhooks (tenant_id, schema_name, target_url, event_types, entity_names, signing_secret, rate_limit)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+webhookCols+`),
+		p AS (INSERT INTO dds.webhook_pacing (webhook_id) SELECT id FROM w WHERE rate_limit IS NOT NULL)
+		SELECT * FROM w`,
+		tenantID, in.SchemaName, in.TargetURL, pq.StringArray(dedupe(in.EventTypes)), nullableList(in.EntityNames), secret, in.RateLimit)
 	if err != nil {
 		return nil, apperr.Wrap(err, "create webhook")
 	}
@@ -263,6 +286,9 @@ type Patch struct {
 	EntityNames *[]string
 	SchemaName  *string
 	IsActive    *bool
+	// SetRateLimit applies RateLimit (nil: unlimited).
+	SetRateLimit bool
+	RateLimit    *int
 }
 
 // Update applies p. Deactivating stops new deliveries at once and makes
@@ -301,18 +327,26 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, p Patch, allowP
 	if p.IsActive != nil {
 		w.IsActive = *p.IsActive
 	}
+	if p.SetRateLimit {
+		if fe := ValidateRateLimit(p.RateLimit); fe != nil {
+			errs = append(errs, *fe)
+		}
+		w.RateLimit = p.RateLimit
+	}
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}
 	// Activating clears the disabled reason and the failure run; a user
 	// deactivating an active webhook is the reason.
-	err = s.db.GetContext(ctx, w, `UPDATE dds.webhooks SET target_url = $3, event_types = $4, entity_names = $5,
-		schema_name = $6, is_active = $7, updated_at = now(),
+	err = s.db.GetContext(ctx, w, `WITH w AS (UPDATE dds.webhooks SET target_url = $3, event_types = $4, entity_names = $5,
+		schema_name = $6, is_active = $7, rate_limit = $8, updated_at = now(),
 		disabled_reason = CASE WHEN $7 THEN NULL WHEN is_active THEN 'user' ELSE disabled_reason END,
 		disabled_at = CASE WHEN $7 THEN NULL WHEN is_active THEN now() ELSE disabled_at END,
 		failing_since = CASE WHEN $7 AND NOT is_active THEN NULL ELSE failing_since END
-		WHERE tenant_id = $1 AND id = $2 RETURNING `+webhookCols,
-		tenantID, id, w.TargetURL, w.EventTypes, nullableList(w.EntityNames), w.SchemaName, w.IsActive)
+		WHERE tenant_id = $1 AND id = $2 RETURNING `+webhookCols+`),
+		p AS (INSERT INTO dds.webhook_pacing (webhook_id) SELECT id FROM w WHERE rate_limit IS NOT NULL ON CONFLICT DO NOTHING)
+		SELECT * FROM w`,
+		tenantID, id, w.TargetURL, w.EventTypes, nullableList(w.EntityNames), w.SchemaName, w.IsActive, w.RateLimit)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "webhook %s not found", id)
 	}
@@ -668,6 +702,9 @@ func validUUID(s string) bool { return uuidRE.MatchString(s) }
 type NewDelivery struct {
 	WebhookID, TenantID, EventID, EventType, EntityName string
 	Body                                                []byte
+	// Queued: the webhook has a rate limit, so the row starts queued for
+	// the pacer instead of pending for the relay's first attempt.
+	Queued bool
 }
 
 // DeliveryRef is a delivery row's identity and state after InsertDeliveries.
@@ -693,9 +730,14 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []NewDelivery, relayedE
 		}
 		return ds[i].EventID < ds[j].EventID
 	})
-	var w, tn, ev, et, en []string
+	var w, tn, ev, et, en, st []string
 	var bodies [][]byte
 	for _, d := range ds {
+		if d.Queued {
+			st = append(st, StatusQueued)
+		} else {
+			st = append(st, StatusPending)
+		}
 		w = append(w, d.WebhookID)
 		tn = append(tn, d.TenantID)
 		ev = append(ev, d.EventID)
@@ -715,12 +757,12 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []NewDelivery, relayedE
 	if len(ds) > 0 {
 		// DO UPDATE (a no-op write) rather than DO NOTHING so that existing
 		// rows are returned too.
-		err = tx.SelectContext(ctx, &out, `INSERT INTO dds.webhook_deliveries (webhook_id, tenant_id, event_id, event_type, entity_name, body)
-			SELECT u.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bytea[]) AS u(w, t, e, et, en, b)
+		err = tx.SelectContext(ctx, &out, `INSERT INTO dds.webhook_deliveries (webhook_id, tenant_id, event_id, event_type, entity_name, body, status)
+			SELECT u.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bytea[], $7::text[]) AS u(w, t, e, et, en, b, s)
 			WHERE EXISTS (SELECT 1 FROM dds.webhooks h WHERE h.id = u.w) -- deleted meanwhile: no delivery
 			ON CONFLICT (webhook_id, event_id) DO UPDATE SET webhook_id = EXCLUDED.webhook_id
 			RETURNING id, webhook_id, event_id, status, attempts, body`,
-			pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en), pq.ByteaArray(bodies))
+			pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en), pq.ByteaArray(bodies), pq.StringArray(st))
 		if err != nil {
 			return nil, err
 		}
