@@ -15,7 +15,7 @@ func (b *builder) webhooks() {
 	const tag = "Webhooks"
 	b.tags = append(b.tags, &openapi3.Tag{Name: tag, Description: "Webhook subscriptions (docs/webhooks.md)"})
 	types := []any{}
-	for _, t := range outbox.Types {
+	for _, t := range outbox.WebhookTypes() {
 		types = append(types, t)
 	}
 	et := str("event type")

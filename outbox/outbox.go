@@ -298,7 +298,7 @@ func ReadMany(ctx context.Context, q sqlx.QueryerContext, tenantID string, ids [
 	}
 	var out []Event
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, tenant_id, '' AS tenant_name, schema_name, type, entity_name, entity_id, record, created_at, seq
-		FROM dds.events WHERE id = ANY($1::uuid[]) AND tenant_id = $2 ORDER BY seq`, schema.ArrayLiteral(valid), tenantID)
+		FROM dds.events WHERE id = ANY($1::uuid[]) AND tenant_id = $2 AND `+recordEventsOnly+` ORDER BY seq`, schema.ArrayLiteral(valid), tenantID)
 	return out, err
 }
 

@@ -48,6 +48,9 @@ type Config struct {
 	InFlightBatches int
 	// TaskQueue of the retry workflows (default "dds").
 	TaskQueue string
+	// RetrySchedule, when set, replaces webhook.Schedule for the retry
+	// workflows this relay starts (each workflow carries its schedule).
+	RetrySchedule []time.Duration
 	// StartTimeout bounds one retry workflow start (default 5s).
 	StartTimeout time.Duration
 	// Registerer, when set, receives the relay's metrics; Deliveries is the
@@ -437,7 +440,7 @@ func (r *Relay) outcome(j *attemptJob) webhook.AttemptRecord {
 		rec.Status = webhook.StatusFailed
 	default:
 		rec.Status = webhook.StatusRetrying
-		next := j.at.Add(webhook.Schedule[0])
+		next := j.at.Add(r.schedule()[0])
 		rec.Next = &next
 	}
 	r.metrics.attempt("first", rec)
@@ -453,4 +456,12 @@ func (b *batch) count(rec webhook.AttemptRecord) {
 	default:
 		b.retrying++
 	}
+}
+
+// schedule is the retry schedule of the deliveries this relay hands over.
+func (r *Relay) schedule() []time.Duration {
+	if len(r.cfg.RetrySchedule) > 0 {
+		return r.cfg.RetrySchedule
+	}
+	return webhook.Schedule
 }

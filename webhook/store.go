@@ -68,10 +68,14 @@ const DisableAfter = 5 * 24 * time.Hour
 
 // Matches is the subscription rule (event type, entity names) plus the schema filter: the event's
 // type is subscribed, its entity is listed (or no list is set) and, when
-// the webhook names a schema, the event belongs to it.
+// the webhook names a schema, the event belongs to it. An operational
+// event matches on its type alone.
 func (w *Webhook) Matches(ev *outbox.Event) bool {
 	if !w.IsActive || !slices.Contains(w.EventTypes, ev.Type) {
 		return false
+	}
+	if outbox.IsOperational(ev.Type) {
+		return true // about the tenant's webhooks: no schema, no entity to filter on
 	}
 	if w.SchemaName != "" && w.SchemaName != ev.SchemaName {
 		return false
@@ -134,14 +138,16 @@ type CreateInput struct {
 	RateLimit   *int     // deliveries per second; nil: unlimited
 }
 
-// ValidateEventTypes checks a non-empty list of known event types.
+// ValidateEventTypes checks a non-empty list of event types a webhook may
+// subscribe to (record events and operational events).
 func ValidateEventTypes(ts []string) *apperr.FieldError {
+	all := strings.Join(outbox.WebhookTypes(), ", ")
 	if len(ts) == 0 {
-		return &apperr.FieldError{Field: "eventTypes", Message: "must list at least one of " + strings.Join(outbox.Types, ", ")}
+		return &apperr.FieldError{Field: "eventTypes", Message: "must list at least one of " + all}
 	}
 	for _, t := range ts {
-		if !outbox.ValidType(t) {
-			return &apperr.FieldError{Field: "eventTypes", Message: "unknown event type " + quote(t) + "; must be one of " + strings.Join(outbox.Types, ", ")}
+		if !outbox.ValidWebhookType(t) {
+			return &apperr.FieldError{Field: "eventTypes", Message: "unknown event type " + quote(t) + "; must be one of " + all}
 		}
 	}
 	return nil
@@ -593,10 +599,14 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 	if err := relaxCommit(ctx, tx); err != nil {
 		return err
 	}
+	var ops []outbox.Operational
 	if len(recs) > 0 {
 		// Update (and so lock) the deliveries first; the attempt log gets
 		// rows only for those still there.
-		if _, err := tx.ExecContext(ctx, `WITH u AS (
+		// The deliveries that failed for good come back: each whose retries
+		// ran out is reported as delivery.exhausted in this transaction.
+		var failed []failedDelivery
+		if err := tx.SelectContext(ctx, &failed, `WITH u AS (
 				SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[])
 					AS u(d, s, a, c, l, e, t, n)),
 			upd AS (UPDATE dds.webhook_deliveries d SET
@@ -604,19 +614,23 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 				attempts = GREATEST(d.attempts, u.a), last_attempt_at = u.t::timestamptz,
 				next_attempt_at = CASE WHEN d.status = 'succeeded' THEN NULL ELSE NULLIF(u.n, '')::timestamptz END,
 				updated_at = now()
-				FROM u WHERE d.id = u.d RETURNING d.id)
-			INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
-			SELECT u.d, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.e, ''), u.t::timestamptz, NULLIF(u.n, '')::timestamptz
-			FROM u WHERE u.d IN (SELECT id FROM upd)`,
+				FROM u WHERE d.id = u.d
+				RETURNING d.id, d.status, d.tenant_id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.last_attempt_at),
+			ins AS (INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
+				SELECT u.d, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.e, ''), u.t::timestamptz, NULLIF(u.n, '')::timestamptz
+				FROM u WHERE u.d IN (SELECT id FROM upd))
+			SELECT id, tenant_id, webhook_id, event_id, event_type, attempts, last_attempt_at FROM upd WHERE status = 'failed'`,
 			pq.StringArray(dIDs), pq.StringArray(statuses), pq.Int64Array(attempts), pq.Int64Array(codes), pq.Int64Array(lats),
 			pq.StringArray(errs), pq.StringArray(ats), pq.StringArray(nexts)); err != nil {
 			return err
 		}
+		ops = append(ops, exhaustedEvents(failed, recs)...)
 		// fs is the webhook's failure run after this group.
 		const fs = `(CASE WHEN u.ff = '' THEN (CASE WHEN u.ok > 0 THEN NULL ELSE w.failing_since END)
 			WHEN u.ok > 0 THEN u.ff::timestamptz ELSE COALESCE(w.failing_since, u.ff::timestamptz) END)`
 		const failing = `COALESCE(` + fs + ` < now() - $7::interval, false)`
-		if _, err := tx.ExecContext(ctx, `UPDATE dds.webhooks w SET attempt_count = attempt_count + u.n,
+		var disabled []disabledHook
+		if err := tx.SelectContext(ctx, &disabled, `UPDATE dds.webhooks w SET attempt_count = attempt_count + u.n,
 				success_count = success_count + u.ok,
 				last_triggered = GREATEST(COALESCE(w.last_triggered, '-infinity'), u.t::timestamptz),
 				failing_since = `+fs+`,
@@ -625,11 +639,17 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 					WHEN u.gone THEN 'gone' WHEN `+failing+` THEN 'failing' END,
 				disabled_at = CASE WHEN NOT w.is_active THEN w.disabled_at WHEN u.gone OR `+failing+` THEN now() END
 			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[]) AS u(id, n, ok, t, ff, gone)
-			WHERE w.id = u.id`,
+			WHERE w.id = u.id
+			RETURNING w.id, w.tenant_id, w.target_url, w.disabled_reason, w.disabled_at,
+				NOT w.is_active AND w.disabled_at = now() AND w.disabled_reason IN ('gone', 'failing') AS newly`,
 			pq.StringArray(wIDs), pq.Int64Array(wN), pq.Int64Array(wOK), pq.StringArray(wLast), pq.StringArray(wFail),
 			pq.BoolArray(wGone), (time.Duration(DisableAfter.Seconds()) * time.Second).String()); err != nil {
 			return err
 		}
+		ops = append(ops, disabledEvents(disabled, recs)...)
+	}
+	if err := outbox.InsertOperational(ctx, tx, ops); err != nil {
+		return err
 	}
 	if len(relayedEvents) > 0 {
 		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
