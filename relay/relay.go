@@ -366,6 +366,17 @@ func (r *Relay) commit(ctx context.Context, b *batch) error {
 	return nil
 }
 
+// recordLinger and recordBatch bound how results are grouped into
+// recording transactions: a result is recorded at most recordLinger after
+// it arrived (or at once when recordBatch results wait, or the batch's last
+// one arrived), so a crash repeats at most the POSTs in flight plus 10 ms of
+// results, while a batch needs one or two transactions instead of one per
+// handful of results.
+const (
+	recordLinger = 10 * time.Millisecond
+	recordBatch  = 64
+)
+
 // deliver makes the first attempts on the shared pool of HTTP workers and
 // records their results as they arrive: whatever arrived during one
 // recording transaction goes into the next, so a crash can repeat only the
@@ -398,10 +409,20 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 	}
 	flushed := make(chan error, 1)
 	flushing := false
+	// A result waits at most recordLinger for others to share its
+	// recording transaction (each costs a handful of round trips and takes
+	// the webhook's row lock); the last result of the batch goes at once.
+	var linger <-chan time.Time
+	flush := func() {
+		go func(recs []webhook.AttemptRecord, done []string) { flushed <- r.store.RecordAttempts(ctx, recs, done) }(recs, done)
+		recs, done, flushing, linger = nil, nil, true, nil
+	}
 	for got := 0; got < len(b.jobs) || flushing || len(recs)+len(done) > 0; {
-		if !flushing && len(recs)+len(done) > 0 {
-			go func(recs []webhook.AttemptRecord, done []string) { flushed <- r.store.RecordAttempts(ctx, recs, done) }(recs, done)
-			recs, done, flushing = nil, nil, true
+		pending := len(recs)+len(done) > 0
+		if !flushing && pending && (got == len(b.jobs) || len(recs) >= recordBatch) {
+			flush()
+		} else if !flushing && pending && linger == nil {
+			linger = time.After(recordLinger)
 		}
 		in := results
 		if got == len(b.jobs) {
@@ -420,6 +441,11 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 			flushing = false
 			if err != nil {
 				return fmt.Errorf("record attempts: %w", err)
+			}
+		case <-linger:
+			linger = nil
+			if !flushing && len(recs)+len(done) > 0 {
+				flush()
 			}
 		case <-ctx.Done():
 			return ctx.Err()

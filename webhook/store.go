@@ -625,6 +625,16 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 			return err
 		}
 		ops = append(ops, exhaustedEvents(failed, recs)...)
+	}
+	if len(relayedEvents) > 0 {
+		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
+			return err
+		}
+	}
+	// The webhooks' counters last: every recording transaction of a webhook
+	// updates its row, so concurrent batches wait for its lock; taken last,
+	// it is held only until the commit.
+	if len(recs) > 0 {
 		// fs is the webhook's failure run after this group.
 		const fs = `(CASE WHEN u.ff = '' THEN (CASE WHEN u.ok > 0 THEN NULL ELSE w.failing_since END)
 			WHEN u.ok > 0 THEN u.ff::timestamptz ELSE COALESCE(w.failing_since, u.ff::timestamptz) END)`
@@ -650,11 +660,6 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 	}
 	if err := outbox.InsertOperational(ctx, tx, ops); err != nil {
 		return err
-	}
-	if len(relayedEvents) > 0 {
-		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
-			return err
-		}
 	}
 	return tx.Commit()
 }
