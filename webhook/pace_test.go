@@ -59,3 +59,35 @@ func TestReserveSlotSpacesRetries(t *testing.T) {
 		t.Fatalf("unlimited webhook: slot %v ok %v err %v", slot, ok, err)
 	}
 }
+
+// A tenant export carries a webhook's rate limit and an import restores it.
+func TestExportRestoresRateLimit(t *testing.T) {
+	t.Parallel()
+	d := webhooktest.DB(t)
+	st := webhook.NewStore(d)
+	ctx := context.Background()
+	from := webhooktest.Tenant(t, d, "from")
+	to := webhooktest.Tenant(t, d, "to")
+	rate := 7
+	if _, err := st.Create(ctx, from, webhook.CreateInput{TargetURL: "https://example.com/h", EventTypes: []string{"entity.created"}, RateLimit: &rate}, false); err != nil {
+		t.Fatal(err)
+	}
+	var got []webhook.Exported
+	if err := st.Export(ctx, from, func(e webhook.Exported) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].RateLimit == nil || *got[0].RateLimit != rate {
+		t.Fatalf("exported %+v", got)
+	}
+	w, err := st.Restore(ctx, to, got[0], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.RateLimit == nil || *w.RateLimit != rate {
+		t.Fatalf("restored rate limit %v", w.RateLimit)
+	}
+	// Its pacing row exists: a retry reserves a slot.
+	if slot, _, ok, err := st.ReserveSlot(ctx, w.ID); err != nil || !ok || slot.IsZero() {
+		t.Fatalf("restored webhook: slot %v ok %v err %v", slot, ok, err)
+	}
+}
