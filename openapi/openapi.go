@@ -65,6 +65,7 @@ func (g *Generator) Document(info schema.Info) *openapi3.T {
 	for i := range info.Relationships {
 		b.relationship(&info.Relationships[i])
 	}
+	b.webhooks()
 	server := g.serverURL
 	if server == "" {
 		server = "/"

@@ -161,7 +161,7 @@ func ReadRange(ctx context.Context, q sqlx.QueryerContext, tenantIDs []string, a
 	}
 	var out []Event
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, tenant_id, '' AS tenant_name, schema_name, type, entity_name, entity_id, record, created_at, seq
-		FROM dds.events WHERE tenant_id = ANY($1::uuid[]) AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
+		FROM dds.events WHERE tenant_id = ANY($1::uuid[]) AND seq > $2 AND seq <= $3 AND `+recordEventsOnly+` ORDER BY seq LIMIT $4`,
 		schema.ArrayLiteral(tenantIDs), after, upto, limit)
 	return out, err
 }
@@ -199,7 +199,7 @@ func ReadFeed(ctx context.Context, q sqlx.QueryerContext, tenantID string, after
 	}
 	var out []Event
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, tenant_id, '' AS tenant_name, schema_name, type, entity_name, entity_id, record, created_at, seq
-		FROM dds.events WHERE tenant_id = $1 AND seq > $2 AND seq <= $3
+		FROM dds.events WHERE tenant_id = $1 AND seq > $2 AND seq <= $3 AND `+recordEventsOnly+`
 			AND ($4::text[] IS NULL OR entity_name = ANY($4)) AND ($5::text[] IS NULL OR type = ANY($5))
 		ORDER BY seq LIMIT $6`, tenantID, after, upto, textArray(f.Names), textArray(f.Types), limit)
 	return out, err

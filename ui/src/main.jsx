@@ -10,6 +10,7 @@ import { Webhooks } from './webhooks.jsx';
 import { Files } from './files.jsx';
 import { Jobs } from './jobs.jsx';
 import { Tenants } from './tenants.jsx';
+import { Events } from './events.jsx';
 import './style.css';
 
 // GraphiQL is most of the bundle: loaded only when its screen opens.
@@ -56,6 +57,7 @@ const screens = [
   { path: '/records', label: 'Records', can: (s) => anyOf(s, 'entity', 'read') },
   { path: '/graphql', label: 'GraphQL', can: (s) => anyOf(s, 'entity', 'read') },
   { path: '/keys', label: 'API keys', can: (s) => anyOf(s, 'apikey', 'read') },
+  { path: '/events', label: 'Events', can: (s) => anyOf(s, 'entity', 'read') || anyOf(s, 'relationship', 'read') },
   { path: '/webhooks', label: 'Webhooks', can: (s) => anyOf(s, 'webhook', 'read') },
   { path: '/files', label: 'Files', can: (s) => anyOf(s, 'file', 'read') },
   { path: '/jobs', label: 'Jobs', can: (s) => anyOf(s, 'job', 'read') },
@@ -84,6 +86,7 @@ function Shell({ me, onSignOut }) {
         </Suspense>
       ),
       '/keys': <Keys {...props} />,
+      '/events': <Events {...props} />,
       '/webhooks': <Webhooks {...props} />,
       '/files': <Files {...props} />,
       '/jobs': <Jobs {...props} />,
