@@ -5,6 +5,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -141,12 +142,16 @@ func openLazy(url string, maxConns int, opts ...Option) (*sqlx.DB, error) {
 		cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 			return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 		}
+		cfg.DialFunc = noCancelDial(cfg.DialFunc) // nocancel.go: nor when pgx closes a broken connection
 	} else {
 		cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 			return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
 		}
 	}
-	connector := stdlib.GetConnector(*cfg)
+	var connector driver.Connector = stdlib.GetConnector(*cfg)
+	if o.transactionPooler {
+		connector = connectingConnector{connector}
+	}
 	var sqlDB *sql.DB
 	if obs.Tracing() {
 		sqlDB = otelsql.OpenDB(connector, obs.SQLOptions()...)
