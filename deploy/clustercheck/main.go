@@ -51,6 +51,8 @@ import (
 
 const operatorToken = "cluster-operator-token-0123456789abcdef"
 
+const limitsName = "the per-IP limit across 3 servers"
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "clustercheck:", err)
@@ -178,8 +180,21 @@ func run() error {
 			fmt.Println("    e.g.", e)
 		}
 	}
+	if strings.Contains(limitsName, o.only) {
+		res, err := c.limits() // limits.go
+		if res != nil {
+			fmt.Printf("\n%s: sent %d requests from one address in %s (%d a minute), over %d servers syncing every %s\n",
+				limitsName, res.sent, limitLoad, res.sent*int(time.Minute/limitLoad), limitServers, limitSync)
+			fmt.Printf("    admitted %d, refused %d (limit %d, slack %d: at most %d); /livez, /readyz, /metrics answered %d probes while limited\n",
+				res.admitted, res.refused, limitPerMinute, res.slack, limitPerMinute+res.slack, res.probes)
+		}
+		if err != nil {
+			fmt.Println("    FAILED:", err)
+			failed = true
+		}
+	}
 	if failed {
-		return errors.New("a scenario lost writes or events, failed requests it must not fail, or a rolling restart or the replica's stop failed requests")
+		return errors.New("a scenario lost writes or events, failed requests it must not fail, a rolling restart or the replica's stop failed requests, or the limit did not hold")
 	}
 	fmt.Println("\nclustercheck: every scenario kept every acknowledged write and delivered every event")
 	return nil
@@ -254,7 +269,9 @@ type cluster struct {
 	delivered        map[string]bool // entity ids whose entity.created arrived
 	receiver         *httptest.Server
 	client           *http.Client
-	replica          bool // the servers read from the stack's replica (replica.go)
+	replica          bool     // the servers read from the stack's replica (replica.go)
+	env              []string // every node's environment (the servers add their address)
+	tmp              string   // the check's scratch directory (logs, HAProxy configurations)
 }
 
 func startCluster(o options, tmp string) (*cluster, error) {
@@ -311,6 +328,7 @@ func startCluster(o options, tmp string) (*cluster, error) {
 		env = append(env, "DATABASE_REPLICA_URLS="+replica)
 		c.replica = true
 	}
+	c.env, c.tmp = env, tmp
 	mig := exec.CommandContext(context.Background(), o.bin, "migrate") //nolint:gosec // G204: the dds binary the operator named, by design
 	mig.Env = env
 	if out, err := mig.CombinedOutput(); err != nil {
