@@ -117,7 +117,7 @@ func run() error {
 		return err
 	}
 	scenarios := []scenarioDef{
-		{name: "kill -9 one server mid-load (restarted 2 s later)", fault: func(c *cluster) error {
+		{name: "kill -9 one server mid-load (restarted 2 s later)", ws: true, fault: func(c *cluster) error {
 			if err := c.servers[0].kill(); err != nil {
 				return err
 			}
@@ -169,6 +169,9 @@ func run() error {
 			fmt.Println(replicaReport)
 		}
 		bad := sc.check(res)
+		if res.problem != "" {
+			bad = strings.TrimPrefix(bad+"; "+res.problem, "; ")
+		}
 		// A rolling restart, and a replica going away, must fail no request at all.
 		if res.writesLost > 0 || res.eventsLost > 0 || (strings.HasPrefix(sc.name, "rolling") || strings.HasPrefix(sc.name, "stop the replica")) && res.failed > 0 || bad != "" {
 			failed = true
@@ -271,6 +274,7 @@ type cluster struct {
 	client           *http.Client
 	replica          bool     // the servers read from the stack's replica (replica.go)
 	env              []string // every node's environment (the servers add their address)
+	direct           string   // the cluster's database, directly (not through the pooler)
 	tmp              string   // the check's scratch directory (logs, HAProxy configurations)
 }
 
@@ -328,7 +332,7 @@ func startCluster(o options, tmp string) (*cluster, error) {
 		env = append(env, "DATABASE_REPLICA_URLS="+replica)
 		c.replica = true
 	}
-	c.env, c.tmp = env, tmp
+	c.env, c.tmp, c.direct = env, tmp, direct
 	mig := exec.CommandContext(context.Background(), o.bin, "migrate") //nolint:gosec // G204: the dds binary the operator named, by design
 	mig.Env = env
 	if out, err := mig.CombinedOutput(); err != nil {
@@ -354,6 +358,7 @@ defaults
     timeout connect 2s
     timeout client 30s
     timeout server 30s
+    timeout tunnel 1h
     retries 3
     option redispatch
     retry-on conn-failure
@@ -486,6 +491,7 @@ type result struct {
 	writesLost, eventsLost int
 	codes                  map[int]int // failed requests by HTTP status (0: no answer)
 	samples, notes         []string
+	problem                string // what the scenario's own checks found wrong
 }
 
 // scenarioDef is one fault: prepare runs before the load starts, fault a
@@ -497,6 +503,7 @@ type scenarioDef struct {
 	prepare      func(c *cluster) error
 	eventsWithin time.Duration
 	only503      bool // every failed request is a 503 (the database is unavailable)
+	ws           bool // graphql-ws clients follow the scenario's events and must resume (resume.go)
 }
 
 func (sc scenarioDef) check(res *result) string {
@@ -536,6 +543,14 @@ func (c *cluster) scenario(sc scenarioDef, load time.Duration) (*result, error) 
 		if err := sc.prepare(c); err != nil {
 			return nil, err
 		}
+	}
+	var subs *subscribers
+	if sc.ws {
+		var err error
+		if subs, err = c.startSubscribers(); err != nil {
+			return nil, err
+		}
+		defer subs.stop() // idempotent: verify stops them too
 	}
 	fail := func(code int, what string) {
 		bad.Add(1)
@@ -642,6 +657,13 @@ func (c *cluster) scenario(sc scenarioDef, load time.Duration) (*result, error) 
 			break
 		}
 		time.Sleep(200 * time.Millisecond) // deliveries arrive on their own schedule
+	}
+	if subs != nil {
+		notes, problem, err := subs.verify(c, 60*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		res.notes, res.problem = append(res.notes, notes...), problem
 	}
 	return res, nil
 }
