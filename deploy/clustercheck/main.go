@@ -11,7 +11,10 @@
 // that its entity.created event reached a webhook receiver at least once,
 // and prints one line of the fault table: the fault window (from the fault
 // to the last failed request; no request may fail before the fault),
-// requests failed, writes lost, events lost.
+// requests failed, writes lost, events lost. In the kill-a-server scenario
+// graphql-ws clients follow the events through HAProxy and must resume
+// with their cursor (resume.go); at the end, three more servers with the
+// per-IP limit on measure what the cluster admits of one client (limits.go).
 //
 // It restarts the stack's Postgres and Temporal server (deploy/stack.sh
 // restart): make cluster-check gives it a stack of its own (.dds/cluster),
