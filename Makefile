@@ -69,6 +69,15 @@ cluster-check: ## Run the production topology (2 servers behind HAProxy, 2 worke
 	@$(CLUSTER_STACK) bash deploy/with-stack.sh --with-pgbouncer --with-replica --with-temporal-server --no-temporal-dev --profile run -- \
 		go run ./deploy/clustercheck -bin bin/dds
 
+.PHONY: cluster-bench
+# The scaling table over the same stack as cluster-check (bench/cluster): read throughput through
+# HAProxy with 1-3 servers, without and with the replica, and the write path through PgBouncer.
+cluster-bench: ## Benchmark the production topology: servers and a replica behind HAProxy, writes through PgBouncer vs direct
+	@bash deploy/install.sh --no-browser --no-minio --with-cluster
+	@mkdir -p bin && go build -o bin/dds ./cmd/dds
+	@$(CLUSTER_STACK) bash deploy/with-stack.sh --with-pgbouncer --with-replica --with-temporal-server --no-temporal-dev --profile run -- \
+		go run ./bench/cluster -bin bin/dds
+
 .PHONY: fresh-check
 fresh-check: ## As root: run `make run`, the README's first calls and `make test` in a fresh Debian root
 	@bash deploy/fresh-check.sh

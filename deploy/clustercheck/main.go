@@ -11,7 +11,10 @@
 // that its entity.created event reached a webhook receiver at least once,
 // and prints one line of the fault table: the fault window (from the fault
 // to the last failed request; no request may fail before the fault),
-// requests failed, writes lost, events lost.
+// requests failed, writes lost, events lost. In the kill-a-server scenario
+// graphql-ws clients follow the events through HAProxy and must resume
+// with their cursor (resume.go); at the end, three more servers with the
+// per-IP limit on measure what the cluster admits of one client (limits.go).
 //
 // It restarts the stack's Postgres and Temporal server (deploy/stack.sh
 // restart): make cluster-check gives it a stack of its own (.dds/cluster),
@@ -50,6 +53,8 @@ import (
 )
 
 const operatorToken = "cluster-operator-token-0123456789abcdef"
+
+const limitsName = "the per-IP limit across 3 servers"
 
 func main() {
 	if err := run(); err != nil {
@@ -115,7 +120,7 @@ func run() error {
 		return err
 	}
 	scenarios := []scenarioDef{
-		{name: "kill -9 one server mid-load (restarted 2 s later)", fault: func(c *cluster) error {
+		{name: "kill -9 one server mid-load (restarted 2 s later)", ws: true, fault: func(c *cluster) error {
 			if err := c.servers[0].kill(); err != nil {
 				return err
 			}
@@ -167,6 +172,9 @@ func run() error {
 			fmt.Println(replicaReport)
 		}
 		bad := sc.check(res)
+		if res.problem != "" {
+			bad = strings.TrimPrefix(bad+"; "+res.problem, "; ")
+		}
 		// A rolling restart, and a replica going away, must fail no request at all.
 		if res.writesLost > 0 || res.eventsLost > 0 || (strings.HasPrefix(sc.name, "rolling") || strings.HasPrefix(sc.name, "stop the replica")) && res.failed > 0 || bad != "" {
 			failed = true
@@ -178,8 +186,21 @@ func run() error {
 			fmt.Println("    e.g.", e)
 		}
 	}
+	if strings.Contains(limitsName, o.only) {
+		res, err := c.limits() // limits.go
+		if res != nil {
+			fmt.Printf("\n%s: sent %d requests from one address in %s (%d a minute), over %d servers syncing every %s\n",
+				limitsName, res.sent, limitLoad, res.sent*int(time.Minute/limitLoad), limitServers, limitSync)
+			fmt.Printf("    admitted %d, refused %d (limit %d, slack %d: at most %d); /livez, /readyz, /metrics answered %d probes while limited\n",
+				res.admitted, res.refused, limitPerMinute, res.slack, limitPerMinute+res.slack, res.probes)
+		}
+		if err != nil {
+			fmt.Println("    FAILED:", err)
+			failed = true
+		}
+	}
 	if failed {
-		return errors.New("a scenario lost writes or events, failed requests it must not fail, or a rolling restart or the replica's stop failed requests")
+		return errors.New("a scenario lost writes or events, failed requests it must not fail, a rolling restart or the replica's stop failed requests, or the limit did not hold")
 	}
 	fmt.Println("\nclustercheck: every scenario kept every acknowledged write and delivered every event")
 	return nil
@@ -254,7 +275,10 @@ type cluster struct {
 	delivered        map[string]bool // entity ids whose entity.created arrived
 	receiver         *httptest.Server
 	client           *http.Client
-	replica          bool // the servers read from the stack's replica (replica.go)
+	replica          bool     // the servers read from the stack's replica (replica.go)
+	env              []string // every node's environment (the servers add their address)
+	direct           string   // the cluster's database, directly (not through the pooler)
+	tmp              string   // the check's scratch directory (logs, HAProxy configurations)
 }
 
 func startCluster(o options, tmp string) (*cluster, error) {
@@ -311,6 +335,7 @@ func startCluster(o options, tmp string) (*cluster, error) {
 		env = append(env, "DATABASE_REPLICA_URLS="+replica)
 		c.replica = true
 	}
+	c.env, c.tmp, c.direct = env, tmp, direct
 	mig := exec.CommandContext(context.Background(), o.bin, "migrate") //nolint:gosec // G204: the dds binary the operator named, by design
 	mig.Env = env
 	if out, err := mig.CombinedOutput(); err != nil {
@@ -336,6 +361,7 @@ defaults
     timeout connect 2s
     timeout client 30s
     timeout server 30s
+    timeout tunnel 1h
     retries 3
     option redispatch
     retry-on conn-failure
@@ -468,6 +494,7 @@ type result struct {
 	writesLost, eventsLost int
 	codes                  map[int]int // failed requests by HTTP status (0: no answer)
 	samples, notes         []string
+	problem                string // what the scenario's own checks found wrong
 }
 
 // scenarioDef is one fault: prepare runs before the load starts, fault a
@@ -479,6 +506,7 @@ type scenarioDef struct {
 	prepare      func(c *cluster) error
 	eventsWithin time.Duration
 	only503      bool // every failed request is a 503 (the database is unavailable)
+	ws           bool // graphql-ws clients follow the scenario's events and must resume (resume.go)
 }
 
 func (sc scenarioDef) check(res *result) string {
@@ -518,6 +546,14 @@ func (c *cluster) scenario(sc scenarioDef, load time.Duration) (*result, error) 
 		if err := sc.prepare(c); err != nil {
 			return nil, err
 		}
+	}
+	var subs *subscribers
+	if sc.ws {
+		var err error
+		if subs, err = c.startSubscribers(); err != nil {
+			return nil, err
+		}
+		defer subs.stop() // idempotent: verify stops them too
 	}
 	fail := func(code int, what string) {
 		bad.Add(1)
@@ -624,6 +660,13 @@ func (c *cluster) scenario(sc scenarioDef, load time.Duration) (*result, error) 
 			break
 		}
 		time.Sleep(200 * time.Millisecond) // deliveries arrive on their own schedule
+	}
+	if subs != nil {
+		notes, problem, err := subs.verify(c, 60*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		res.notes, res.problem = append(res.notes, notes...), problem
 	}
 	return res, nil
 }
