@@ -200,7 +200,10 @@ function RoleForm({ me, existing, role, def }) {
     const v = parsed.value;
     const rules = { ...(v.rules || {}) };
     if (!rules[entity]) rules[entity] = ruleSkeleton();
-    setText(JSON.stringify({ ...v, rules }, null, 2));
+    // Rules on an entity the role's scopes do not reach would rule nothing.
+    let scopes = Array.isArray(v.scopes) ? v.scopes : [];
+    if (!scopes.some((x) => typeof x === 'string' && allows([x], 'entity', entity, 'read'))) scopes = [...scopes, `entity:${entity}:*`];
+    setText(JSON.stringify({ ...v, scopes, rules }, null, 2));
   }
   function jump(offset) {
     const el = area.current;

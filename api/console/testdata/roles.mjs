@@ -94,7 +94,8 @@ try {
     const ref = page.getByRole('complementary', { name: 'Schema reference' });
     await ref.getByText('ownerId', { exact: true }).waitFor();
     await ref.getByRole('button', { name: 'Insert rules for Todo' }).click();
-    const rules = JSON.parse(await page.locator('textarea[name=roleJSON]').inputValue()).rules;
+    const { scopes, rules } = JSON.parse(await page.locator('textarea[name=roleJSON]').inputValue());
+    if (scopes.join(',') !== 'entity:Todo:*') throw new Error(`skeleton scopes: ${scopes}`);
     for (const k of ['read', 'create', 'update', 'delete']) if (!(k in rules.Todo)) throw new Error(`skeleton lacks ${k}: ${JSON.stringify(rules)}`);
     if (!('check' in rules.Todo.create) || !('preset' in rules.Todo.create) || !('where' in rules.Todo.update)) throw new Error(`skeleton: ${JSON.stringify(rules)}`);
     // The skeleton as inserted is a role the API accepts (its empty conditions restrict nothing).
