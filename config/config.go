@@ -111,6 +111,10 @@ type Config struct {
 	WebhookAllowPrivate bool   `env:"DDS_WEBHOOK_ALLOW_PRIVATE" envDefault:"false"`
 	WebhookCAFile       string `env:"DDS_WEBHOOK_CA_FILE"`
 	WebhookHTTPWorkers  int    `env:"DDS_WEBHOOK_HTTP_WORKERS" envDefault:"64"`
+	// WebhookRetrySchedule replaces the retry waits (1m,5m,30m,2h,8h) of
+	// deliveries handed over by this worker, e.g. "1s,1s" in tests; each
+	// workflow carries its schedule, so replays stay deterministic.
+	WebhookRetrySchedule []time.Duration `env:"DDS_WEBHOOK_RETRY_SCHEDULE" envSeparator:","`
 
 	// Identity providers: the least time between two JWKS fetches of one
 	// provider (a token naming an unknown key refetches at most this often).

@@ -165,7 +165,8 @@ func start(tmp, driver string) (*deployment, func(), error) {
 		"DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0",
 		"DDS_WEBHOOK_ALLOW_PRIVATE=true", // the test's receiver listens on 127.0.0.1
 		"DDS_WEBHOOK_CA_FILE="+webhookCA,
-		"DDS_IDP_JWKS_MIN_REFETCH=200ms", // key rotation is picked up within the test's patience
+		"DDS_WEBHOOK_RETRY_SCHEDULE=1s,1s", // retries run out within seconds (operational events)
+		"DDS_IDP_JWKS_MIN_REFETCH=200ms",   // key rotation is picked up within the test's patience
 		"FILE_STORAGE_DRIVER="+driver,
 		"FILE_STORAGE_LOCAL_DIR="+filepath.Join(tmp, "files-"+driver),
 		"FILE_STORAGE_LOCAL_SECRET=e2e-local-storage-secret-0123456789",

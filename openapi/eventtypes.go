@@ -25,6 +25,8 @@ var eventDescriptions = map[string]string{
 	outbox.RelationshipCreated: "An edge was created.",
 	outbox.RelationshipUpdated: "An edge's properties were updated.",
 	outbox.RelationshipDeleted: "An edge was deleted.",
+	outbox.WebhookDisabled:     "A webhook of the tenant was disabled automatically: its receiver answered 410 Gone, or every attempt failed for 5 days.",
+	outbox.DeliveryExhausted:   "A delivery's retries ran out: its last retry failed and it will not be attempted again (unless replayed).",
 }
 
 // EventTypes lists every event type with its payload schema, generated
@@ -42,7 +44,51 @@ func EventTypes(def *schema.Definition) []EventType {
 		}
 		out = append(out, EventType{Type: t, Description: eventDescriptions[t], Schema: envelope(t, data)})
 	}
+	out = append(out,
+		EventType{Type: outbox.WebhookDisabled, Description: eventDescriptions[outbox.WebhookDisabled], Schema: envelope(outbox.WebhookDisabled, disabledData())},
+		EventType{Type: outbox.DeliveryExhausted, Description: eventDescriptions[outbox.DeliveryExhausted], Schema: envelope(outbox.DeliveryExhausted, exhaustedData())})
 	return out
+}
+
+// disabledData is the data of webhook.disabled (webhook.DisabledData).
+func disabledData() *openapi3.Schema {
+	reason := str("gone: the receiver answered 410; failing: every attempt failed for 5 days")
+	reason.Enum = []any{"gone", "failing"}
+	code := nullable(integer("HTTP status of the failed attempt; null when no answer arrived (time-out, refused)"))
+	last := closed(object(openapi3.Schemas{
+		"deliveryId":  val(withFormat(str("the delivery whose attempt failed last"), "uuid")),
+		"statusCode":  val(code),
+		"error":       val(nullable(str("what went wrong"))),
+		"attemptedAt": val(withFormat(str("when"), "date-time")),
+	}, "deliveryId", "statusCode", "error", "attemptedAt"))
+	last.Description = "the latest failed attempt (the one that disabled it)"
+	return closed(object(openapi3.Schemas{
+		"webhookId":  val(withFormat(str("the disabled webhook"), "uuid")),
+		"targetUrl":  val(str("its receiver")),
+		"reason":     val(reason),
+		"disabledAt": val(withFormat(str("when it was disabled"), "date-time")),
+		"lastError":  val(last),
+	}, "webhookId", "targetUrl", "reason", "disabledAt", "lastError"))
+}
+
+// exhaustedData is the data of delivery.exhausted (webhook.ExhaustedData).
+func exhaustedData() *openapi3.Schema {
+	types := []any{}
+	for _, t := range outbox.Types {
+		types = append(types, t)
+	}
+	et := str("the type of the event that was not delivered")
+	et.Enum = types
+	return closed(object(openapi3.Schemas{
+		"webhookId":      val(withFormat(str("the webhook"), "uuid")),
+		"deliveryId":     val(withFormat(str("the delivery (GET /api/v1/webhooks/{id}/deliveries)"), "uuid")),
+		"eventId":        val(withFormat(str("the event not delivered (its webhook-id)"), "uuid")),
+		"eventType":      val(et),
+		"attempts":       val(integer("attempts made, the first included")),
+		"lastStatusCode": val(nullable(integer("HTTP status of the last attempt; null when no answer arrived"))),
+		"lastError":      val(nullable(str("what went wrong on the last attempt"))),
+		"lastAttemptAt":  val(withFormat(str("when the last attempt was made"), "date-time")),
+	}, "webhookId", "deliveryId", "eventId", "eventType", "attempts", "lastStatusCode", "lastError", "lastAttemptAt"))
 }
 
 func envelope(t string, data *openapi3.Schema) *openapi3.Schema {

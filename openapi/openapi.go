@@ -3,7 +3,9 @@
 // of components per entity (record, input, patch, filter, query, list, batch
 // bodies, vector search) and per relationship (properties, edge bodies, list
 // items), every path of the dynamic REST API (records, query, batch, vector search, relationships), the bearer security scheme, and the
-// error envelope and batch result shared by all of them.
+// error envelope and batch result shared by all of them. OpenAPIFor renders
+// it as one credential may see it (view.go: its scopes' operations, its
+// roles' fields; GET /api/v1/openapi.json).
 //
 // Component names of entities are the entity names (Product, Product.Input,
 // ...); relationship components start with the relationship name
@@ -63,6 +65,7 @@ func (g *Generator) Document(info schema.Info) *openapi3.T {
 	for i := range info.Relationships {
 		b.relationship(&info.Relationships[i])
 	}
+	b.webhooks()
 	server := g.serverURL
 	if server == "" {
 		server = "/"

@@ -158,6 +158,8 @@ func TestShopPaths(t *testing.T) {
 	want = append(want, "GET /api/v1/dynamic/Category/{id}/relationships/IN_CATEGORY",
 		"PATCH /api/v1/dynamic/Category/{id}/relationships/IN_CATEGORY/by-id/{relationshipId}",
 		"DELETE /api/v1/dynamic/Category/{id}/relationships/IN_CATEGORY/by-id/{relationshipId}")
+	// The webhook routes a tenant key manages its subscriptions with.
+	want = append(want, "POST /api/v1/webhooks", "GET /api/v1/webhooks", "GET /api/v1/webhooks/{id}", "PATCH /api/v1/webhooks/{id}")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("operations:\n got %v\nwant %v", got, want)

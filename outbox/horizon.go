@@ -161,20 +161,26 @@ func ReadRange(ctx context.Context, q sqlx.QueryerContext, tenantIDs []string, a
 	}
 	var out []Event
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, tenant_id, '' AS tenant_name, schema_name, type, entity_name, entity_id, record, created_at, seq
-		FROM dds.events WHERE tenant_id = ANY($1::uuid[]) AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
+		FROM dds.events WHERE tenant_id = ANY($1::uuid[]) AND seq > $2 AND seq <= $3 AND `+recordEventsOnly+` ORDER BY seq LIMIT $4`,
 		schema.ArrayLiteral(tenantIDs), after, upto, limit)
 	return out, err
 }
 
 // Previous is the record of the newest event of the same subject written
 // before seq (the state an update or delete replaced), nil when none is
-// kept.
+// kept. Like Fields, it is kept on ev (not safe for concurrent use).
 func Previous(ctx context.Context, q sqlx.QueryerContext, ev *Event) ([]byte, error) {
+	if ev.previous != nil { // read once however many subscribers select it (as Fields)
+		return *ev.previous, nil
+	}
 	var rec []byte
 	err := sqlx.GetContext(ctx, q, &rec, `SELECT record FROM dds.events WHERE tenant_id = $1 AND seq < $2 AND entity_id = $3 AND entity_name = $4
 		ORDER BY seq DESC LIMIT 1`, ev.TenantID, ev.Seq, ev.SubjectID, ev.Name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		rec, err = nil, nil
+	}
+	if err == nil {
+		ev.previous = &rec
 	}
 	return rec, err
 }
@@ -193,7 +199,7 @@ func ReadFeed(ctx context.Context, q sqlx.QueryerContext, tenantID string, after
 	}
 	var out []Event
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT id, tenant_id, '' AS tenant_name, schema_name, type, entity_name, entity_id, record, created_at, seq
-		FROM dds.events WHERE tenant_id = $1 AND seq > $2 AND seq <= $3
+		FROM dds.events WHERE tenant_id = $1 AND seq > $2 AND seq <= $3 AND `+recordEventsOnly+`
 			AND ($4::text[] IS NULL OR entity_name = ANY($4)) AND ($5::text[] IS NULL OR type = ANY($5))
 		ORDER BY seq LIMIT $6`, tenantID, after, upto, textArray(f.Names), textArray(f.Types), limit)
 	return out, err

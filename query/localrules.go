@@ -51,12 +51,7 @@ func bindVars(f Filter, lookup func(Var) (any, bool)) (Filter, bool) {
 		f.Value = v
 		return f, true
 	case And, Or:
-		terms, isAnd := []Filter(nil), false
-		if a, ok := f.(And); ok {
-			terms, isAnd = a, true
-		} else {
-			terms = f.(Or)
-		}
+		terms, isAnd := junction(f)
 		out := make([]Filter, len(terms))
 		for i, t := range terms {
 			var ok bool

@@ -166,13 +166,7 @@ func local(e *schema.Entity, f Filter) (evalFn, bool) {
 	case *Cond:
 		return local(e, *f)
 	case And, Or:
-		var terms []Filter
-		isAnd := false
-		if a, ok := f.(And); ok {
-			terms, isAnd = a, true
-		} else {
-			terms = f.(Or)
-		}
+		terms, isAnd := junction(f)
 		fns := make([]evalFn, len(terms))
 		for i, t := range terms {
 			fn, ok := local(e, t)
@@ -217,6 +211,14 @@ func local(e *schema.Entity, f Filter) (evalFn, bool) {
 		return localCond(e, f)
 	}
 	return nil, false // Related, and anything new: SQL
+}
+
+// junction is the terms of an And or an Or, and which it is.
+func junction(f Filter) (terms []Filter, isAnd bool) {
+	if a, ok := f.(And); ok {
+		return a, true
+	}
+	return f.(Or), false
 }
 
 func localCond(e *schema.Entity, c Cond) (evalFn, bool) {

@@ -31,21 +31,22 @@ func WithRuleSource(r RuleSource) Option {
 // ruledCompiler returns base applying the rules of p's roles, kept on the
 // schema version a per role set. A principal resolved before its roles
 // changed (its RoleSet names older versions) gets a compiler of the
-// current rules that is not kept under the old name.
-func (s *Store) ruledCompiler(ctx context.Context, a *schema.Active, base *query.Compiler, roleSet string, tenantID string, roles []string) (*query.Compiler, error) {
+// current rules that is not kept under the old name. The role set
+// returned names the definitions the compiler's rules come from.
+func (s *Store) ruledCompiler(ctx context.Context, a *schema.Active, base *query.Compiler, roleSet string, tenantID string, roles []string) (*query.Compiler, string, error) {
 	key := s.compilerKey + "\x00rules\x00" + roleSet
 	if c, ok := a.Lookup(key); ok {
-		return c.(*query.Compiler), nil
+		return c.(*query.Compiler), roleSet, nil
 	}
 	rr, set, err := s.rules.RoleRules(ctx, tenantID, a.Def, roles)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	c := base.WithRules(rr)
 	if set != roleSet {
-		return c, nil
+		return c, set, nil
 	}
-	return a.Memo(key, func() any { return c }).(*query.Compiler), nil
+	return a.Memo(key, func() any { return c }).(*query.Compiler), set, nil
 }
 
 // variable is the value of a rule variable for the scope's principal.

@@ -21,6 +21,7 @@ type Scope struct {
 
 	principal *auth.Principal
 	stmtKey   string      // the schema version's memo holding stmts()
+	ruleSet   string      // the role definitions compiler's rules come from (schemaview.go)
 	local     *localRules // localrules.go; shared by copies of the scope
 }
 
@@ -36,12 +37,13 @@ func (s *Store) Scope(ctx context.Context, p *auth.Principal) (*Scope, error) {
 	c := a.Memo(s.compilerKey, func() any {
 		return query.New(a.Def, a.PgSchema).WithVectorEfSearch(s.efSearch)
 	}).(*query.Compiler)
+	var ruleSet string
 	if p.RoleSet != "" && s.rules != nil { // rules.go
-		if c, err = s.ruledCompiler(ctx, a, c, p.RoleSet, p.TenantID, p.Roles); err != nil {
+		if c, ruleSet, err = s.ruledCompiler(ctx, a, c, p.RoleSet, p.TenantID, p.Roles); err != nil {
 			return nil, err
 		}
 	}
-	return &Scope{TenantID: p.TenantID, Schema: a, compiler: c, principal: p, stmtKey: s.stmtKey, local: &localRules{}}, nil
+	return &Scope{TenantID: p.TenantID, Schema: a, compiler: c, principal: p, stmtKey: s.stmtKey, ruleSet: ruleSet, local: &localRules{}}, nil
 }
 
 // SystemPrincipal is the principal of work that no request carries and

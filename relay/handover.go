@@ -56,7 +56,8 @@ func (r *Relay) HandOver(ctx context.Context) (int, error) {
 				sctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 				defer cancel()
 				err := webhook.StartDelivery(sctx, r.temporal, r.cfg.TaskQueue, webhook.DeliveryInput{
-					DeliveryID: ref.ID, WebhookID: ref.WebhookID, EventID: ref.EventID, TenantID: ref.TenantID, EventType: ref.EventType})
+					DeliveryID: ref.ID, WebhookID: ref.WebhookID, EventID: ref.EventID, TenantID: ref.TenantID, EventType: ref.EventType,
+					Schedule: r.cfg.RetrySchedule})
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {

@@ -13,6 +13,7 @@ import (
 type metrics struct {
 	duration   prometheus.Histogram
 	events     prometheus.Counter
+	missed     prometheus.Counter
 	deliveries *webhook.Metrics
 }
 
@@ -29,9 +30,13 @@ func newMetrics(reg prometheus.Registerer, deliveries *webhook.Metrics) *metrics
 		events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dds_relay_events_total", Help: "Outbox events claimed and processed by the relay.",
 		}),
+		missed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dds_webhook_paced_slots_missed_total",
+			Help: "Queued deliveries of rate-limited webhooks not started within the allowed lateness of their slot (taken again with a new slot).",
+		}),
 		deliveries: deliveries,
 	}
-	reg.MustRegister(m.duration, m.events)
+	reg.MustRegister(m.duration, m.events, m.missed)
 	return m
 }
 
@@ -48,4 +53,11 @@ func (m *metrics) attempt(kind string, rec webhook.AttemptRecord) {
 		return
 	}
 	m.deliveries.Observe(kind, rec)
+}
+
+func (m *metrics) pacedMissed(n int) {
+	if m == nil {
+		return
+	}
+	m.missed.Add(float64(n))
 }

@@ -48,6 +48,9 @@ type Config struct {
 	InFlightBatches int
 	// TaskQueue of the retry workflows (default "dds").
 	TaskQueue string
+	// RetrySchedule, when set, replaces webhook.Schedule for the retry
+	// workflows this relay starts (each workflow carries its schedule).
+	RetrySchedule []time.Duration
 	// StartTimeout bounds one retry workflow start (default 5s).
 	StartTimeout time.Duration
 	// Registerer, when set, receives the relay's metrics; Deliveries is the
@@ -97,6 +100,9 @@ type Relay struct {
 	// handOverWake wakes the hand-over loop after a batch left deliveries
 	// retrying.
 	handOverWake chan struct{}
+	// paceWake wakes the pacer after a batch queued deliveries of
+	// rate-limited webhooks.
+	paceWake chan struct{}
 }
 
 // New returns a relay.
@@ -104,7 +110,8 @@ func New(db *sqlx.DB, hc *webhook.Client, tc client.Client, cfg Config, log *slo
 	cfg.defaults()
 	return &Relay{outbox: outbox.NewStore(db), store: webhook.NewStore(db), client: hc, temporal: tc, cfg: cfg, log: log,
 		metrics: newMetrics(cfg.Registerer, cfg.Deliveries),
-		wake:    make(chan struct{}, 1), http: make(chan struct{}, cfg.HTTPWorkers), handOverWake: make(chan struct{}, 1)}
+		wake:    make(chan struct{}, 1), http: make(chan struct{}, cfg.HTTPWorkers), handOverWake: make(chan struct{}, 1),
+		paceWake: make(chan struct{}, 1)}
 }
 
 // Wake makes the relay look for events now (wire it to the outbox's
@@ -125,6 +132,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer wg.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); r.handOverLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.paceLoop(ctx) }()
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	batches := make(chan struct{}, r.cfg.InFlightBatches)
@@ -241,7 +250,7 @@ type batch struct {
 	// recorded yet; an event is relayed when its count reaches zero.
 	open map[string]int
 	// stats for the batch's log line and metrics
-	succeeded, retrying, gone int
+	succeeded, retrying, gone, queued int
 }
 
 // attemptJob is one first attempt to make.
@@ -278,8 +287,11 @@ func (r *Relay) process(ctx context.Context, evs []outbox.Event) error {
 	if b.retrying > 0 {
 		r.kickHandOver()
 	}
+	if b.queued > 0 {
+		r.kickPacer()
+	}
 	r.log.Info("relay batch", "events", len(evs), "deliveries", len(b.jobs), "succeeded", b.succeeded,
-		"retrying", b.retrying, "gone", b.gone, "unsubscribed", len(b.noMatch), "duration", d.Round(time.Microsecond))
+		"retrying", b.retrying, "gone", b.gone, "queued", b.queued, "unsubscribed", len(b.noMatch), "duration", d.Round(time.Microsecond))
 	return nil
 }
 
@@ -321,7 +333,7 @@ func (r *Relay) match(ctx context.Context, evs []outbox.Event) (*batch, error) {
 				}
 			}
 			b.news = append(b.news, webhook.NewDelivery{WebhookID: h.ID, TenantID: e.TenantID, EventID: e.ID,
-				EventType: e.Type, EntityName: e.Name, Body: body})
+				EventType: e.Type, EntityName: e.Name, Body: body, Queued: h.RateLimit != nil})
 		}
 		if body == nil && err == nil {
 			b.noMatch = append(b.noMatch, e.ID)
@@ -343,6 +355,9 @@ func (r *Relay) commit(ctx context.Context, b *batch) error {
 		b.open[n.EventID] = 0 // matched; a webhook deleted meanwhile has no row
 	}
 	for _, ref := range refs {
+		if ref.Status == webhook.StatusQueued {
+			b.queued++ // the pacer sends it; for the relay it is settled
+		}
 		if ref.Status == webhook.StatusPending {
 			b.jobs = append(b.jobs, &attemptJob{ref: ref, hook: b.hooks[ref.WebhookID], ev: b.evByID[ref.EventID]})
 			b.open[ref.EventID]++
@@ -350,6 +365,17 @@ func (r *Relay) commit(ctx context.Context, b *batch) error {
 	}
 	return nil
 }
+
+// recordLinger and recordBatch bound how results are grouped into
+// recording transactions: a result is recorded at most recordLinger after
+// it arrived (or at once when recordBatch results wait, or the batch's last
+// one arrived), so a crash repeats at most the POSTs in flight plus 10 ms of
+// results, while a batch needs one or two transactions instead of one per
+// handful of results.
+const (
+	recordLinger = 10 * time.Millisecond
+	recordBatch  = 64
+)
 
 // deliver makes the first attempts on the shared pool of HTTP workers and
 // records their results as they arrive: whatever arrived during one
@@ -383,10 +409,20 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 	}
 	flushed := make(chan error, 1)
 	flushing := false
+	// A result waits at most recordLinger for others to share its
+	// recording transaction (each costs a handful of round trips and takes
+	// the webhook's row lock); the last result of the batch goes at once.
+	var linger <-chan time.Time
+	flush := func() {
+		go func(recs []webhook.AttemptRecord, done []string) { flushed <- r.store.RecordAttempts(ctx, recs, done) }(recs, done)
+		recs, done, flushing, linger = nil, nil, true, nil
+	}
 	for got := 0; got < len(b.jobs) || flushing || len(recs)+len(done) > 0; {
-		if !flushing && len(recs)+len(done) > 0 {
-			go func(recs []webhook.AttemptRecord, done []string) { flushed <- r.store.RecordAttempts(ctx, recs, done) }(recs, done)
-			recs, done, flushing = nil, nil, true
+		pending := len(recs)+len(done) > 0
+		if !flushing && pending && (got == len(b.jobs) || len(recs) >= recordBatch) {
+			flush()
+		} else if !flushing && pending && linger == nil {
+			linger = time.After(recordLinger)
 		}
 		in := results
 		if got == len(b.jobs) {
@@ -405,6 +441,11 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 			flushing = false
 			if err != nil {
 				return fmt.Errorf("record attempts: %w", err)
+			}
+		case <-linger:
+			linger = nil
+			if !flushing && len(recs)+len(done) > 0 {
+				flush()
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -425,7 +466,7 @@ func (r *Relay) outcome(j *attemptJob) webhook.AttemptRecord {
 		rec.Status = webhook.StatusFailed
 	default:
 		rec.Status = webhook.StatusRetrying
-		next := j.at.Add(webhook.Schedule[0])
+		next := j.at.Add(r.schedule()[0])
 		rec.Next = &next
 	}
 	r.metrics.attempt("first", rec)
@@ -441,4 +482,12 @@ func (b *batch) count(rec webhook.AttemptRecord) {
 	default:
 		b.retrying++
 	}
+}
+
+// schedule is the retry schedule of the deliveries this relay hands over.
+func (r *Relay) schedule() []time.Duration {
+	if len(r.cfg.RetrySchedule) > 0 {
+		return r.cfg.RetrySchedule
+	}
+	return webhook.Schedule
 }

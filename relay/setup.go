@@ -17,6 +17,9 @@ import (
 type SetupOptions struct {
 	HTTPWorkers int // DDS_WEBHOOK_HTTP_WORKERS
 	TaskQueue   string
+	// RetrySchedule replaces webhook.Schedule for the deliveries this
+	// relay hands over (DDS_WEBHOOK_RETRY_SCHEDULE; tests).
+	RetrySchedule []time.Duration
 	// Hub, when set, wakes the relay on every committed event (NOTIFY);
 	// without it the relay polls. Run the hub yourself.
 	Hub   *pgnotify.Hub
@@ -35,7 +38,7 @@ func Setup(d *sqlx.DB, tc client.Client, dl *webhook.Deliverer, o SetupOptions) 
 	if o.Metrics != nil {
 		o.Metrics.MustRegister(outbox.NewCollector(outbox.NewStore(d)))
 	}
-	r := New(d, dl.Client, tc, Config{Lease: o.Lease, HTTPWorkers: o.HTTPWorkers, TaskQueue: o.TaskQueue, Registerer: o.Metrics, Deliveries: dl.Metrics}, o.Log)
+	r := New(d, dl.Client, tc, Config{Lease: o.Lease, HTTPWorkers: o.HTTPWorkers, TaskQueue: o.TaskQueue, RetrySchedule: o.RetrySchedule, Registerer: o.Metrics, Deliveries: dl.Metrics}, o.Log)
 	if o.Hub != nil {
 		if err := o.Hub.Subscribe(outbox.Channel, func(string) { r.Wake() }); err != nil {
 			return nil, err

@@ -111,6 +111,7 @@ func TestAccessLogAndMetrics(t *testing.T) {
 		`go_sql_in_use_connections{db_name="dds"}`,
 		`go_sql_wait_count_total{db_name="dds"}`,
 		`dds_graphql_subscriptions_active 0`,
+		`dds_graphql_feed_reads_total{kind="filter"} 0`,
 	} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)

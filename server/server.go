@@ -209,6 +209,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dds_graphql_subscriptions_active", Help: "GraphQL subscriptions running on this server.",
 	}, func() float64 { return float64(s.gqlFeed.Active()) }))
+	for i, kind := range gqllive.ReadKinds {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "dds_graphql_feed_reads_total", ConstLabels: prometheus.Labels{"kind": kind},
+			Help: "Statements the subscription feed sent Postgres: batch (shared by every subscriber), catch_up, and per subscriber filter, rule and record.",
+		}, func() float64 { return float64(s.gqlFeed.Reads(i)) }))
+	}
 	if s.replicas != nil {
 		s.replicas.Register(reg)
 	}

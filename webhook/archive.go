@@ -16,6 +16,7 @@ type Exported struct {
 	EventTypes  []string `json:"eventTypes"`
 	EntityNames []string `json:"entityNames,omitempty"`
 	IsActive    bool     `json:"isActive"`
+	RateLimit   *int     `json:"rateLimit,omitempty"`
 }
 
 // Export calls each with every webhook of the tenant, oldest first.
@@ -26,13 +27,15 @@ func (s *Store) Export(ctx context.Context, tenantID string, each func(Exported)
 		EventTypes  pq.StringArray `db:"event_types"`
 		EntityNames pq.StringArray `db:"entity_names"`
 		IsActive    bool           `db:"is_active"`
+		RateLimit   *int           `db:"rate_limit"`
 	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT schema_name, target_url, event_types, entity_names, is_active
+	if err := s.db.SelectContext(ctx, &rows, `SELECT schema_name, target_url, event_types, entity_names, is_active, rate_limit
 		FROM dds.webhooks WHERE tenant_id = $1 ORDER BY created_at, id`, tenantID); err != nil {
 		return apperr.Wrap(err, "export webhooks")
 	}
 	for _, r := range rows {
-		if err := each(Exported{SchemaName: r.SchemaName, TargetURL: r.TargetURL, EventTypes: r.EventTypes, EntityNames: r.EntityNames, IsActive: r.IsActive}); err != nil {
+		if err := each(Exported{SchemaName: r.SchemaName, TargetURL: r.TargetURL, EventTypes: r.EventTypes, EntityNames: r.EntityNames, IsActive: r.IsActive,
+			RateLimit: r.RateLimit}); err != nil {
 			return err
 		}
 	}
@@ -43,7 +46,8 @@ func (s *Store) Export(ctx context.Context, tenantID string, each func(Exported)
 // secret, validated as a new webhook is, and returns it (with the secret,
 // which the import shows once).
 func (s *Store) Restore(ctx context.Context, tenantID string, e Exported, allowPrivate bool) (*Webhook, error) {
-	w, err := s.Create(ctx, tenantID, CreateInput{TargetURL: e.TargetURL, EventTypes: e.EventTypes, EntityNames: e.EntityNames, SchemaName: e.SchemaName}, allowPrivate)
+	w, err := s.Create(ctx, tenantID, CreateInput{TargetURL: e.TargetURL, EventTypes: e.EventTypes, EntityNames: e.EntityNames, SchemaName: e.SchemaName,
+		RateLimit: e.RateLimit}, allowPrivate)
 	if err != nil {
 		return nil, err
 	}

@@ -66,10 +66,11 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string, next time.Du
 		TargetURL string `db:"target_url"`
 		Secret    string `db:"signing_secret"`
 		Active    bool   `db:"is_active"`
+		RateLimit *int   `db:"rate_limit"`
 	}
 	err := d.Store.db.GetContext(ctx, &row, `SELECT d.id, d.webhook_id, d.tenant_id, d.event_id, d.event_type, d.entity_name, d.body,
 			d.status, d.attempts, d.last_attempt_at, d.next_attempt_at, d.created_at, d.updated_at,
-			w.target_url, w.signing_secret, w.is_active
+			w.target_url, w.signing_secret, w.is_active, w.rate_limit
 		FROM dds.webhook_deliveries d JOIN dds.webhooks w ON w.id = d.webhook_id WHERE d.id = $1`, deliveryID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return OutcomeCancelled, nil // the webhook (and with it the delivery) was deleted
@@ -86,6 +87,11 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string, next time.Du
 			return "", err
 		}
 		return OutcomeCancelled, nil
+	}
+	if row.RateLimit != nil {
+		if err := d.awaitSlot(ctx, row.WebhookID); err != nil {
+			return "", err
+		}
 	}
 	res := d.Client.Send(ctx, row.TargetURL, row.Secret, row.EventID, row.Body)
 	now := time.Now()
@@ -107,4 +113,32 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string, next time.Du
 	}
 	d.Metrics.Observe("retry", rec)
 	return Outcome(rec.Status), nil
+}
+
+// awaitSlot waits for a slot of a rate-limited webhook's pacing (pace.go):
+// a retry counts against the limit like a first attempt. The wait holds no
+// connection; a slot missed by more than PaceLateness is replaced by a new
+// one. Bounded by ctx (the activity's timeout): an activity that times out
+// is retried by Temporal and waits again.
+func (d *Deliverer) awaitSlot(ctx context.Context, webhookID string) error {
+	for {
+		slot, wait, ok, err := d.Store.ReserveSlot(ctx, webhookID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+			continue
+		}
+		onTime, err := AwaitSlot(ctx, slot)
+		if err != nil || onTime {
+			return err
+		}
+	}
 }

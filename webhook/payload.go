@@ -65,6 +65,19 @@ func Body(ev outbox.Event) ([]byte, error) {
 		Timestamp: ev.CreatedAt.UTC().Format(time.RFC3339Nano),
 		Tenant:    PayloadTenant{ID: ev.TenantID, Name: ev.TenantName},
 	}
+	if outbox.IsOperational(ev.Type) {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, ev.Record); err != nil {
+			return nil, fmt.Errorf("event %s: data is not JSON: %w", ev.ID, err)
+		}
+		return json.Marshal(struct {
+			ID        string          `json:"id"`
+			Type      string          `json:"type"`
+			Timestamp string          `json:"timestamp"`
+			Data      json.RawMessage `json:"data"`
+			Tenant    PayloadTenant   `json:"tenant"`
+		}{p.ID, p.Type, p.Timestamp, compact.Bytes(), p.Tenant})
+	}
 	if outbox.IsRelationship(ev.Type) {
 		x, err := ev.Edge()
 		if err != nil {

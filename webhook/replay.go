@@ -36,12 +36,15 @@ const QueryReplayProgress = "progress"
 const replayBatch = 200
 
 // ReplayInput is one replay: the deliveries of WebhookID created at or
-// after Since (all of them, or only those that finally failed).
+// after Since and, when Until is set, before Until (all of them, or only
+// those that finally failed).
 type ReplayInput struct {
 	TenantID   string
 	WebhookID  string
 	Since      time.Time
 	OnlyFailed bool
+	// Until is absent from replays started before it existed: nil, no end.
+	Until *time.Time `json:",omitempty"`
 }
 
 // ReplayProgress is what a replay reports while it runs and when done.
@@ -109,7 +112,8 @@ func (a *ReplayActivities) ListReplay(ctx context.Context, in ReplayInput) ([]Re
 	refs := []ReplayRef{}
 	err := a.Store.db.SelectContext(ctx, &refs, `SELECT id, event_id, event_type FROM dds.webhook_deliveries
 		WHERE webhook_id = $1 AND tenant_id = $2 AND created_at >= $3 AND status = ANY($4::text[])
-		ORDER BY created_at, id`, in.WebhookID, in.TenantID, in.Since, pq.StringArray(statuses))
+			AND ($5::timestamptz IS NULL OR created_at < $5)
+		ORDER BY created_at, id`, in.WebhookID, in.TenantID, in.Since, pq.StringArray(statuses), in.Until)
 	return refs, err
 }
 

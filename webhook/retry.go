@@ -37,6 +37,10 @@ type DeliveryInput struct {
 	EventType  string
 	// Immediate makes an attempt at once before the schedule (manual replay).
 	Immediate bool
+	// Schedule, when set, replaces Schedule (DDS_WEBHOOK_RETRY_SCHEDULE,
+	// tests). It is part of the workflow's input, so a replay of its
+	// history takes the same waits whatever the replaying worker's settings.
+	Schedule []time.Duration `json:",omitempty"`
 }
 
 // DeliveryWorkflowID is deterministic in (webhook, event): the relay
@@ -69,6 +73,9 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (Outcome, error) {
 		return out, err
 	}
 	schedule := Schedule
+	if len(in.Schedule) > 0 {
+		schedule = in.Schedule
+	}
 	if in.Immediate {
 		drain(retryNow)
 		out, err := attempt(schedule[0])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -20,6 +21,7 @@ import (
 // Delivery statuses.
 const (
 	StatusPending   = "pending"   // row committed, first attempt not yet recorded
+	StatusQueued    = "queued"    // waiting for a slot of its webhook's rate limit (pace.go)
 	StatusSucceeded = "succeeded" // a 2xx was received
 	StatusRetrying  = "retrying"  // failed; a retry workflow owns it
 	StatusFailed    = "failed"    // the fifth retry failed too
@@ -48,6 +50,9 @@ type Webhook struct {
 	// Disabled* constants); DisabledAt when. Both nil while active.
 	DisabledReason *string    `db:"disabled_reason"`
 	DisabledAt     *time.Time `db:"disabled_at"`
+	// RateLimit is the most deliveries per second this webhook receives
+	// (nil: unlimited); see pace.go.
+	RateLimit *int `db:"rate_limit"`
 }
 
 // Why a webhook was disabled.
@@ -63,10 +68,14 @@ const DisableAfter = 5 * 24 * time.Hour
 
 // Matches is the subscription rule (event type, entity names) plus the schema filter: the event's
 // type is subscribed, its entity is listed (or no list is set) and, when
-// the webhook names a schema, the event belongs to it.
+// the webhook names a schema, the event belongs to it. An operational
+// event matches on its type alone.
 func (w *Webhook) Matches(ev *outbox.Event) bool {
 	if !w.IsActive || !slices.Contains(w.EventTypes, ev.Type) {
 		return false
+	}
+	if outbox.IsOperational(ev.Type) {
+		return true // about the tenant's webhooks: no schema, no entity to filter on
 	}
 	if w.SchemaName != "" && w.SchemaName != ev.SchemaName {
 		return false
@@ -116,7 +125,7 @@ func (s *Store) PruneFinished(ctx context.Context, age time.Duration, limit int)
 func (s *Store) DB() *sqlx.DB { return s.db }
 
 const webhookCols = `id, tenant_id, schema_name, target_url, event_types, entity_names, signing_secret,
-	is_active, created_at, updated_at, last_triggered, attempt_count, success_count, failing_since, disabled_reason, disabled_at`
+	is_active, created_at, updated_at, last_triggered, attempt_count, success_count, failing_since, disabled_reason, disabled_at, rate_limit`
 
 var entityNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,62}$`)
 
@@ -126,17 +135,31 @@ type CreateInput struct {
 	EventTypes  []string
 	EntityNames []string // nil or empty: every entity
 	SchemaName  string   // empty: every schema of the tenant
+	RateLimit   *int     // deliveries per second; nil: unlimited
 }
 
-// ValidateEventTypes checks a non-empty list of known event types.
+// ValidateEventTypes checks a non-empty list of event types a webhook may
+// subscribe to (record events and operational events).
 func ValidateEventTypes(ts []string) *apperr.FieldError {
+	all := strings.Join(outbox.WebhookTypes(), ", ")
 	if len(ts) == 0 {
-		return &apperr.FieldError{Field: "eventTypes", Message: "must list at least one of " + strings.Join(outbox.Types, ", ")}
+		return &apperr.FieldError{Field: "eventTypes", Message: "must list at least one of " + all}
 	}
 	for _, t := range ts {
-		if !outbox.ValidType(t) {
-			return &apperr.FieldError{Field: "eventTypes", Message: "unknown event type " + quote(t) + "; must be one of " + strings.Join(outbox.Types, ", ")}
+		if !outbox.ValidWebhookType(t) {
+			return &apperr.FieldError{Field: "eventTypes", Message: "unknown event type " + quote(t) + "; must be one of " + all}
 		}
+	}
+	return nil
+}
+
+// MaxRateLimit is the largest rateLimit accepted (deliveries per second).
+const MaxRateLimit = 1000
+
+// ValidateRateLimit checks a rate limit: nil (unlimited) or 1..MaxRateLimit.
+func ValidateRateLimit(n *int) *apperr.FieldError {
+	if n != nil && (*n < 1 || *n > MaxRateLimit) {
+		return &apperr.FieldError{Field: "rateLimit", Message: fmt.Sprintf("must be an integer from 1 to %d (deliveries per second), or null for no limit", MaxRateLimit)}
 	}
 	return nil
 }
@@ -209,6 +232,9 @@ func (s *Store) Create(ctx context.Context, tenantID string, in CreateInput, all
 	if fe := ValidateEntityNames(in.EntityNames); fe != nil {
 		errs = append(errs, *fe)
 	}
+	if fe := ValidateRateLimit(in.RateLimit); fe != nil {
+		errs = append(errs, *fe)
+	}
 	errs, err := s.checkSchema(ctx, tenantID, in.SchemaName, errs)
 	if err != nil {
 		return nil, err
@@ -221,9 +247,12 @@ func (s *Store) Create(ctx context.Context, tenantID string, in CreateInput, all
 		return nil, apperr.Wrap(err, "create webhook")
 	}
 	var w Webhook
-	err = s.db.GetContext(ctx, &w, `INSERT INTO dds.webhooks (tenant_id, schema_name, target_url, event_types, entity_names, signing_secret)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+webhookCols,
-		tenantID, in.SchemaName, in.TargetURL, pq.StringArray(dedupe(in.EventTypes)), nullableList(in.EntityNames), secret)
+	// The pacing row exists from the moment a rate limit is set (pace.go).
+	err = s.db.GetContext(ctx, &w, `WITH w AS (INSERT INTO dds.webhooks (tenant_id, schema_name, target_url, event_types, entity_names, signing_secret, rate_limit)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+webhookCols+`),
+		p AS (INSERT INTO dds.webhook_pacing (webhook_id) SELECT id FROM w WHERE rate_limit IS NOT NULL)
+		SELECT * FROM w`,
+		tenantID, in.SchemaName, in.TargetURL, pq.StringArray(dedupe(in.EventTypes)), nullableList(in.EntityNames), secret, in.RateLimit)
 	if err != nil {
 		return nil, apperr.Wrap(err, "create webhook")
 	}
@@ -263,6 +292,9 @@ type Patch struct {
 	EntityNames *[]string
 	SchemaName  *string
 	IsActive    *bool
+	// SetRateLimit applies RateLimit (nil: unlimited).
+	SetRateLimit bool
+	RateLimit    *int
 }
 
 // Update applies p. Deactivating stops new deliveries at once and makes
@@ -301,18 +333,26 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, p Patch, allowP
 	if p.IsActive != nil {
 		w.IsActive = *p.IsActive
 	}
+	if p.SetRateLimit {
+		if fe := ValidateRateLimit(p.RateLimit); fe != nil {
+			errs = append(errs, *fe)
+		}
+		w.RateLimit = p.RateLimit
+	}
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}
 	// Activating clears the disabled reason and the failure run; a user
 	// deactivating an active webhook is the reason.
-	err = s.db.GetContext(ctx, w, `UPDATE dds.webhooks SET target_url = $3, event_types = $4, entity_names = $5,
-		schema_name = $6, is_active = $7, updated_at = now(),
+	err = s.db.GetContext(ctx, w, `WITH w AS (UPDATE dds.webhooks SET target_url = $3, event_types = $4, entity_names = $5,
+		schema_name = $6, is_active = $7, rate_limit = $8, updated_at = now(),
 		disabled_reason = CASE WHEN $7 THEN NULL WHEN is_active THEN 'user' ELSE disabled_reason END,
 		disabled_at = CASE WHEN $7 THEN NULL WHEN is_active THEN now() ELSE disabled_at END,
 		failing_since = CASE WHEN $7 AND NOT is_active THEN NULL ELSE failing_since END
-		WHERE tenant_id = $1 AND id = $2 RETURNING `+webhookCols,
-		tenantID, id, w.TargetURL, w.EventTypes, nullableList(w.EntityNames), w.SchemaName, w.IsActive)
+		WHERE tenant_id = $1 AND id = $2 RETURNING `+webhookCols+`),
+		p AS (INSERT INTO dds.webhook_pacing (webhook_id) SELECT id FROM w WHERE rate_limit IS NOT NULL ON CONFLICT DO NOTHING)
+		SELECT * FROM w`,
+		tenantID, id, w.TargetURL, w.EventTypes, nullableList(w.EntityNames), w.SchemaName, w.IsActive, w.RateLimit)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "webhook %s not found", id)
 	}
@@ -559,10 +599,14 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 	if err := relaxCommit(ctx, tx); err != nil {
 		return err
 	}
+	var ops []outbox.Operational
 	if len(recs) > 0 {
 		// Update (and so lock) the deliveries first; the attempt log gets
 		// rows only for those still there.
-		if _, err := tx.ExecContext(ctx, `WITH u AS (
+		// The deliveries that failed for good come back: each whose retries
+		// ran out is reported as delivery.exhausted in this transaction.
+		var failed []failedDelivery
+		if err := tx.SelectContext(ctx, &failed, `WITH u AS (
 				SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[])
 					AS u(d, s, a, c, l, e, t, n)),
 			upd AS (UPDATE dds.webhook_deliveries d SET
@@ -570,19 +614,33 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 				attempts = GREATEST(d.attempts, u.a), last_attempt_at = u.t::timestamptz,
 				next_attempt_at = CASE WHEN d.status = 'succeeded' THEN NULL ELSE NULLIF(u.n, '')::timestamptz END,
 				updated_at = now()
-				FROM u WHERE d.id = u.d RETURNING d.id)
-			INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
-			SELECT u.d, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.e, ''), u.t::timestamptz, NULLIF(u.n, '')::timestamptz
-			FROM u WHERE u.d IN (SELECT id FROM upd)`,
+				FROM u WHERE d.id = u.d
+				RETURNING d.id, d.status, d.tenant_id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.last_attempt_at),
+			ins AS (INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
+				SELECT u.d, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.e, ''), u.t::timestamptz, NULLIF(u.n, '')::timestamptz
+				FROM u WHERE u.d IN (SELECT id FROM upd))
+			SELECT id, tenant_id, webhook_id, event_id, event_type, attempts, last_attempt_at FROM upd WHERE status = 'failed'`,
 			pq.StringArray(dIDs), pq.StringArray(statuses), pq.Int64Array(attempts), pq.Int64Array(codes), pq.Int64Array(lats),
 			pq.StringArray(errs), pq.StringArray(ats), pq.StringArray(nexts)); err != nil {
 			return err
 		}
+		ops = append(ops, exhaustedEvents(failed, recs)...)
+	}
+	if len(relayedEvents) > 0 {
+		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
+			return err
+		}
+	}
+	// The webhooks' counters last: every recording transaction of a webhook
+	// updates its row, so concurrent batches wait for its lock; taken last,
+	// it is held only until the commit.
+	if len(recs) > 0 {
 		// fs is the webhook's failure run after this group.
 		const fs = `(CASE WHEN u.ff = '' THEN (CASE WHEN u.ok > 0 THEN NULL ELSE w.failing_since END)
 			WHEN u.ok > 0 THEN u.ff::timestamptz ELSE COALESCE(w.failing_since, u.ff::timestamptz) END)`
 		const failing = `COALESCE(` + fs + ` < now() - $7::interval, false)`
-		if _, err := tx.ExecContext(ctx, `UPDATE dds.webhooks w SET attempt_count = attempt_count + u.n,
+		var disabled []disabledHook
+		if err := tx.SelectContext(ctx, &disabled, `UPDATE dds.webhooks w SET attempt_count = attempt_count + u.n,
 				success_count = success_count + u.ok,
 				last_triggered = GREATEST(COALESCE(w.last_triggered, '-infinity'), u.t::timestamptz),
 				failing_since = `+fs+`,
@@ -591,16 +649,17 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 					WHEN u.gone THEN 'gone' WHEN `+failing+` THEN 'failing' END,
 				disabled_at = CASE WHEN NOT w.is_active THEN w.disabled_at WHEN u.gone OR `+failing+` THEN now() END
 			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[]) AS u(id, n, ok, t, ff, gone)
-			WHERE w.id = u.id`,
+			WHERE w.id = u.id
+			RETURNING w.id, w.tenant_id, w.target_url, w.disabled_reason, w.disabled_at,
+				NOT w.is_active AND w.disabled_at = now() AND w.disabled_reason IN ('gone', 'failing') AS newly`,
 			pq.StringArray(wIDs), pq.Int64Array(wN), pq.Int64Array(wOK), pq.StringArray(wLast), pq.StringArray(wFail),
 			pq.BoolArray(wGone), (time.Duration(DisableAfter.Seconds()) * time.Second).String()); err != nil {
 			return err
 		}
+		ops = append(ops, disabledEvents(disabled, recs)...)
 	}
-	if len(relayedEvents) > 0 {
-		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
-			return err
-		}
+	if err := outbox.InsertOperational(ctx, tx, ops); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
@@ -668,6 +727,9 @@ func validUUID(s string) bool { return uuidRE.MatchString(s) }
 type NewDelivery struct {
 	WebhookID, TenantID, EventID, EventType, EntityName string
 	Body                                                []byte
+	// Queued: the webhook has a rate limit, so the row starts queued for
+	// the pacer instead of pending for the relay's first attempt.
+	Queued bool
 }
 
 // DeliveryRef is a delivery row's identity and state after InsertDeliveries.
@@ -693,9 +755,14 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []NewDelivery, relayedE
 		}
 		return ds[i].EventID < ds[j].EventID
 	})
-	var w, tn, ev, et, en []string
+	var w, tn, ev, et, en, st []string
 	var bodies [][]byte
 	for _, d := range ds {
+		if d.Queued {
+			st = append(st, StatusQueued)
+		} else {
+			st = append(st, StatusPending)
+		}
 		w = append(w, d.WebhookID)
 		tn = append(tn, d.TenantID)
 		ev = append(ev, d.EventID)
@@ -715,12 +782,12 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []NewDelivery, relayedE
 	if len(ds) > 0 {
 		// DO UPDATE (a no-op write) rather than DO NOTHING so that existing
 		// rows are returned too.
-		err = tx.SelectContext(ctx, &out, `INSERT INTO dds.webhook_deliveries (webhook_id, tenant_id, event_id, event_type, entity_name, body)
-			SELECT u.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bytea[]) AS u(w, t, e, et, en, b)
+		err = tx.SelectContext(ctx, &out, `INSERT INTO dds.webhook_deliveries (webhook_id, tenant_id, event_id, event_type, entity_name, body, status)
+			SELECT u.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bytea[], $7::text[]) AS u(w, t, e, et, en, b, s)
 			WHERE EXISTS (SELECT 1 FROM dds.webhooks h WHERE h.id = u.w) -- deleted meanwhile: no delivery
 			ON CONFLICT (webhook_id, event_id) DO UPDATE SET webhook_id = EXCLUDED.webhook_id
 			RETURNING id, webhook_id, event_id, status, attempts, body`,
-			pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en), pq.ByteaArray(bodies))
+			pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en), pq.ByteaArray(bodies), pq.StringArray(st))
 		if err != nil {
 			return nil, err
 		}

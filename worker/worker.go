@@ -126,7 +126,7 @@ func (w *Worker) register(ctx context.Context) error {
 	webhook.Register(w.tw, deliverer)
 	webhook.RegisterReplay(w.tw, deliverer.Store, tc, cfg.TemporalTaskQueue)
 	rl, err := relay.Setup(d, tc, deliverer, relay.SetupOptions{HTTPWorkers: cfg.WebhookHTTPWorkers, TaskQueue: cfg.TemporalTaskQueue,
-		Hub: w.Hub, Metrics: w.Registry, Log: log})
+		RetrySchedule: cfg.WebhookRetrySchedule, Hub: w.Hub, Metrics: w.Registry, Log: log})
 	if err != nil {
 		return err
 	}

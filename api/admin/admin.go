@@ -13,13 +13,16 @@ import (
 	"github.com/dds-project/dds/api"
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/openapi"
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/tenant"
 )
 
-// OpenAPIGenerator renders the OpenAPI document of a schema.
+// OpenAPIGenerator renders the OpenAPI document of a schema, whole or as
+// one credential may see it (openapiview.go).
 type OpenAPIGenerator interface {
 	OpenAPI(info schema.Info) ([]byte, error)
+	OpenAPIFor(info schema.Info, v *openapi.View) ([]byte, error)
 }
 
 // Handler serves the management routes.
@@ -53,6 +56,7 @@ func (h *Handler) Routes(r *api.Router) {
 	r.Handle("PUT /api/v1/schemas/{id}", api.Func(h.updateSchema))
 	r.Handle("POST /api/v1/schemas/{id}/activate", api.Func(h.activateSchema))
 	r.Handle("GET /api/v1/schemas/{id}/openapi.json", api.Func(h.openAPI))
+	r.Handle("GET /api/v1/openapi.json", api.Func(h.activeOpenAPI))
 	h.identityRoutes(r)
 }
 
@@ -254,7 +258,13 @@ func (h *Handler) openAPI(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	doc, err := h.openapi.OpenAPI(info)
+	var v *openapi.View
+	if p.RoleSet != "" { // a ruled principal sees its own schema (openapiview.go)
+		if v, err = h.viewFor(r.Context(), p, &info.Definition); err != nil {
+			return 0, nil, err
+		}
+	}
+	doc, err := h.openapi.OpenAPIFor(info, v)
 	return http.StatusOK, json.RawMessage(doc), err
 }
 

@@ -29,7 +29,7 @@ func TestEventTypesList(t *testing.T) {
 	}
 	var l listing
 	app.Must(t, http.StatusOK, "GET", "/api/v1/event-types", key, nil).Decode(t, &l)
-	if len(l.EventTypes) != 6 || l.EventTypes[0].Type != "entity.created" {
+	if len(l.EventTypes) != 8 || l.EventTypes[0].Type != "entity.created" {
 		t.Fatalf("without a schema: %+v", l)
 	}
 	app.Schema(t, key, shop)
@@ -38,7 +38,8 @@ func TestEventTypesList(t *testing.T) {
 	for _, et := range l.EventTypes {
 		types = append(types, et.Type)
 	}
-	want := []string{"entity.created", "entity.updated", "entity.deleted", "relationship.created", "relationship.updated", "relationship.deleted"}
+	want := []string{"entity.created", "entity.updated", "entity.deleted", "relationship.created", "relationship.updated", "relationship.deleted",
+		"webhook.disabled", "delivery.exhausted"}
 	if !slices.Equal(types, want) {
 		t.Fatalf("types %v, want %v", types, want)
 	}

@@ -19,6 +19,7 @@ func (h *Handler) replay(r *http.Request) (int, any, error) {
 	}
 	var req struct {
 		Since      json.RawMessage `json:"since"`
+		Until      json.RawMessage `json:"until"`
 		OnlyFailed *bool           `json:"onlyFailed"`
 	}
 	if err := api.DecodeJSON(r, &req); err != nil {
@@ -38,6 +39,21 @@ func (h *Handler) replay(r *http.Request) (int, any, error) {
 	if since.After(time.Now()) {
 		return 0, nil, apperr.Field("since", "must not be in the future")
 	}
+	var until *time.Time
+	if len(req.Until) > 0 && string(req.Until) != "null" {
+		var s string
+		if err := json.Unmarshal(req.Until, &s); err != nil {
+			return 0, nil, apperr.Field("until", "must be an RFC 3339 time string")
+		}
+		u, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return 0, nil, apperr.Field("until", "must be an RFC 3339 time, e.g. 2026-01-02T15:04:05Z")
+		}
+		if !u.After(since) {
+			return 0, nil, apperr.Field("until", "must be after since")
+		}
+		until = &u
+	}
 	ctx := r.Context()
 	wh, err := h.store.Get(ctx, t, r.PathValue("id"))
 	if err != nil {
@@ -49,13 +65,13 @@ func (h *Handler) replay(r *http.Request) (int, any, error) {
 	if h.temporal == nil {
 		return 0, nil, apperr.New(apperr.Unavailable, "replay needs the Temporal service, which is not configured")
 	}
-	in := webhook.ReplayInput{TenantID: t, WebhookID: wh.ID, Since: since, OnlyFailed: req.OnlyFailed != nil && *req.OnlyFailed}
+	in := webhook.ReplayInput{TenantID: t, WebhookID: wh.ID, Since: since, Until: until, OnlyFailed: req.OnlyFailed != nil && *req.OnlyFailed}
 	id, err := webhook.StartReplay(ctx, h.temporal, h.taskQueue, in)
 	if err != nil {
 		return 0, nil, apperr.Wrap(err, "start replay")
 	}
 	return http.StatusAccepted, map[string]any{"id": id, "webhookId": wh.ID, "status": "running",
-		"since": since, "onlyFailed": in.OnlyFailed}, nil
+		"since": since, "until": until, "onlyFailed": in.OnlyFailed}, nil
 }
 
 // getReplay answers a replay's status and progress.

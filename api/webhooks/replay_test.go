@@ -131,6 +131,23 @@ func TestReplaySinceATime(t *testing.T) {
 	app.Must(t, http.StatusAccepted, "POST", "/api/v1/webhooks/"+hook.ID+"/replay", key,
 		map[string]any{"since": time.Now().UTC().Format(time.RFC3339Nano)}).Decode(t, &rv)
 	wait(rv.ID, 0)
+	// until ends the window: one ending a millisecond after since holds none
+	// of the deliveries (made later); one ending now holds all four.
+	sinceT, _ := time.Parse(time.RFC3339Nano, since)
+	app.Must(t, http.StatusAccepted, "POST", "/api/v1/webhooks/"+hook.ID+"/replay", key,
+		map[string]any{"since": since, "until": sinceT.Add(time.Millisecond).Format(time.RFC3339Nano)}).Decode(t, &rv)
+	wait(rv.ID, 0)
+	app.Must(t, http.StatusAccepted, "POST", "/api/v1/webhooks/"+hook.ID+"/replay", key,
+		map[string]any{"since": since, "until": time.Now().UTC().Format(time.RFC3339Nano), "onlyFailed": true}).Decode(t, &rv)
+	wait(rv.ID, 0) // none failed any more
+	for _, until := range []any{"tomorrow", 5, since} {
+		r := app.Must(t, http.StatusBadRequest, "POST", "/api/v1/webhooks/"+hook.ID+"/replay", key, map[string]any{"since": since, "until": until})
+		var e errBody
+		r.Decode(t, &e)
+		if len(e.Error.Details) == 0 || e.Error.Details[0].Field != "until" {
+			t.Errorf("replay until %v: %s; want the field until named", until, r.Body)
+		}
+	}
 
 	// Bad input names the field; unknown or another tenant's webhook is 404.
 	for _, body := range []map[string]any{

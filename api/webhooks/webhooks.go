@@ -6,6 +6,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -72,12 +73,14 @@ type view struct {
 	DisabledAt     *time.Time `json:"disabledAt"`
 	// FailingSince is the first failure of the current unbroken run.
 	FailingSince *time.Time `json:"failingSince"`
+	// RateLimit is the most deliveries per second; null: unlimited.
+	RateLimit *int `json:"rateLimit"`
 }
 
 func toView(wh *webhook.Webhook) view {
 	v := view{ID: wh.ID, TargetURL: wh.TargetURL, EventTypes: wh.EventTypes, IsActive: wh.IsActive,
 		CreatedAt: wh.CreatedAt, UpdatedAt: wh.UpdatedAt, LastTriggered: wh.LastTriggered, SuccessRate: wh.SuccessRate(),
-		DisabledReason: wh.DisabledReason, DisabledAt: wh.DisabledAt, FailingSince: wh.FailingSince}
+		DisabledReason: wh.DisabledReason, DisabledAt: wh.DisabledAt, FailingSince: wh.FailingSince, RateLimit: wh.RateLimit}
 	if wh.EntityNames != nil {
 		v.EntityNames = wh.EntityNames
 	}
@@ -92,6 +95,25 @@ type createRequest struct {
 	EventTypes  []string `json:"eventTypes"`
 	EntityNames []string `json:"entityNames"`
 	SchemaName  string   `json:"schemaName"`
+	// RateLimit is parsed by rateLimit: a wrong type must be a 400 naming it.
+	RateLimit json.RawMessage `json:"rateLimit"`
+}
+
+// rateLimit parses a rateLimit member: null (or absent) is unlimited,
+// otherwise an integer within webhook.ValidateRateLimit's range.
+func rateLimit(raw json.RawMessage) (*int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+		return nil, apperr.Fields([]apperr.FieldError{*webhook.ValidateRateLimit(new(int))})
+	}
+	n := int(f)
+	if fe := webhook.ValidateRateLimit(&n); fe != nil {
+		return nil, apperr.Fields([]apperr.FieldError{*fe})
+	}
+	return &n, nil
 }
 
 func (h *Handler) create(r *http.Request) (int, any, error) {
@@ -106,8 +128,12 @@ func (h *Handler) create(r *http.Request) (int, any, error) {
 	if req.TargetURL == "" {
 		return 0, nil, apperr.Field("targetUrl", "is required")
 	}
+	rate, err := rateLimit(req.RateLimit)
+	if err != nil {
+		return 0, nil, err
+	}
 	wh, err := h.store.Create(r.Context(), t, webhook.CreateInput{TargetURL: req.TargetURL, EventTypes: req.EventTypes,
-		EntityNames: req.EntityNames, SchemaName: req.SchemaName}, h.allowPrivate)
+		EntityNames: req.EntityNames, SchemaName: req.SchemaName, RateLimit: rate}, h.allowPrivate)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -157,7 +183,7 @@ func (h *Handler) update(r *http.Request) (int, any, error) {
 	if err := api.DecodeJSON(r, &raw); err != nil {
 		return 0, nil, err
 	}
-	if err := api.UnknownMembers(raw, "targetUrl", "eventTypes", "entityNames", "schemaName", "isActive"); err != nil {
+	if err := api.UnknownMembers(raw, "targetUrl", "eventTypes", "entityNames", "schemaName", "isActive", "rateLimit"); err != nil {
 		return 0, nil, err
 	}
 	var p webhook.Patch
@@ -191,6 +217,13 @@ func (h *Handler) update(r *http.Request) (int, any, error) {
 	if field("isActive", &active, "a boolean") {
 		p.IsActive = &active
 	}
+	if v, ok := raw["rateLimit"]; ok {
+		rate, err := rateLimit(v)
+		if err != nil {
+			errs = append(errs, apperr.As(err).Details...)
+		}
+		p.SetRateLimit, p.RateLimit = err == nil, rate
+	}
 	if err := apperr.Fields(errs); err != nil {
 		return 0, nil, err
 	}
@@ -220,9 +253,9 @@ func (h *Handler) deliveries(r *http.Request) (int, any, error) {
 	}
 	status := r.URL.Query().Get("status")
 	switch status {
-	case "", webhook.StatusPending, webhook.StatusSucceeded, webhook.StatusRetrying, webhook.StatusFailed, webhook.StatusCancelled:
+	case "", webhook.StatusPending, webhook.StatusQueued, webhook.StatusSucceeded, webhook.StatusRetrying, webhook.StatusFailed, webhook.StatusCancelled:
 	default:
-		return 0, nil, apperr.Field("status", "must be one of pending, succeeded, retrying, failed, cancelled")
+		return 0, nil, apperr.Field("status", "must be one of pending, queued, succeeded, retrying, failed, cancelled")
 	}
 	ds, err := h.store.Deliveries(r.Context(), t, r.PathValue("id"), limit, status)
 	return http.StatusOK, map[string]any{"deliveries": ds}, err
@@ -247,6 +280,9 @@ func (h *Handler) retry(r *http.Request) (int, any, error) {
 	}
 	if d.Status == webhook.StatusPending {
 		return 0, nil, apperr.New(apperr.Conflict, "delivery %s is being attempted right now", d.ID)
+	}
+	if d.Status == webhook.StatusQueued {
+		return 0, nil, apperr.New(apperr.Conflict, "delivery %s is queued behind the webhook's rate limit and has not been attempted yet", d.ID)
 	}
 	if h.temporal == nil {
 		return 0, nil, apperr.New(apperr.Unavailable, "replay needs the Temporal service, which is not configured")

@@ -182,6 +182,10 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		}()
 	}
 	fmt.Fprintf(os.Stderr, "bench/events: %d subscriptions over %d sockets set up\n", n, len(conns))
+	reads0, err := feedReads(ctx, c, base)
+	if err != nil {
+		return err
+	}
 	// The writer: R creates a second, paced, each its own request.
 	var expected, writes, failed atomic.Int64
 	tick := time.NewTicker(time.Second / time.Duration(o.rate))
@@ -220,6 +224,10 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
+	reads1, err := feedReads(ctx, c, base)
+	if err != nil {
+		return err
+	}
 	mu.Lock()
 	slices.Sort(latencies)
 	p50, p99 := load.Percentile(latencies, 50), load.Percentile(latencies, 99)
@@ -227,6 +235,12 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	fmt.Printf("fan-out  %d subs / %d sockets, %d writes at %d/s (%d failed): frames %d of %d expected (lost %d); write-to-frame p50 %.1f ms p99 %.1f ms; server peak RSS %d MB\n",
 		n, len(conns), writes.Load(), o.rate, failed.Load(), received.Load(), expected.Load(), expected.Load()-received.Load(),
 		float64(p50.Microseconds())/1000, float64(p99.Microseconds())/1000, hwm>>20)
+	perSub := 0.0
+	for _, k := range []string{"filter", "rule", "record", "catch_up"} {
+		perSub += reads1[k] - reads0[k]
+	}
+	fmt.Printf("fan-out  Postgres reads of the feed: %.0f shared (%.2f per write, whatever the subscribers), %.0f per subscriber (filters, rules, records, catch-ups)\n",
+		reads1["batch"]-reads0["batch"], (reads1["batch"]-reads0["batch"])/float64(max(writes.Load(), 1)), perSub)
 	return nil
 }
 
@@ -297,3 +311,26 @@ func replay(ctx context.Context, o options, base, key, tenantID, dbURL string) e
 }
 
 func step(s string) { fmt.Fprintln(os.Stderr, "bench/events:", s) }
+
+// feedReads reads the server's dds_graphql_feed_reads_total by kind.
+func feedReads(ctx context.Context, c *http.Client, base string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		var kind string
+		var v float64
+		if _, err := fmt.Sscanf(sc.Text(), "dds_graphql_feed_reads_total{kind=%q} %g", &kind, &v); err == nil {
+			out[kind] = v
+		}
+	}
+	return out, sc.Err()
+}

@@ -26,7 +26,8 @@ func ProcessCPU(pid int) (float64, error) {
 // to, when it runs on this machine: the postmaster and every process it
 // started (backends, WAL sender and receiver, startup process replaying
 // WAL, checkpointer). It is what Postgres spent, unlike
-// pg_stat_statements' wall time. (bench/cmd/ddsbench reads the same way.)
+// pg_stat_statements' wall time, which grows when the server under test
+// takes CPU from Postgres on a shared machine.
 type PostgresCPU struct{ postmaster int }
 
 // FindPostgres finds the postmaster of d's cluster through the parent of

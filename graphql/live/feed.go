@@ -89,6 +89,7 @@ type Feed struct {
 	horizon atomic.Int64
 
 	localMatches, sqlMatches atomic.Uint64 // filter evaluations, in Go and in Postgres
+	reads                    [len(ReadKinds)]atomic.Uint64
 
 	mu      sync.Mutex
 	tenants map[string]*tenantFeed
@@ -270,6 +271,7 @@ func (s *Feed) Run(ctx context.Context) {
 // poll advances the horizon and hands the events up to it to their
 // tenants; more reports that a full batch was read (read again now).
 func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (bool, error) {
+	s.reads[readBatch].Add(1)
 	safe, err := s.store.EventsHorizon(ctx, h)
 	if err != nil {
 		return false, err
@@ -292,6 +294,7 @@ func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (b
 		}
 		return false, nil
 	}
+	s.reads[readBatch].Add(1)
 	evs, err := s.store.EventsRange(ctx, tenants, from, safe, batchRead)
 	if err != nil {
 		return false, err
@@ -391,13 +394,44 @@ func (s *Feed) runTenant(ctx context.Context, t *tenantFeed) {
 			s.advance(ix, b)
 		}
 		if behind > 0 {
-			for _, r := range ix.all {
-				if err := s.catchUp(r, behind, false); err != nil && !errors.Is(err, context.Canceled) {
-					s.log.Warn("graphql subscriptions: catch up", "tenant", t.id, "err", err)
-				}
+			if err := s.catchUpTenant(ctx, t.id, ix, behind); err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Warn("graphql subscriptions: catch up", "tenant", t.id, "err", err)
 			}
 		}
 	}
+}
+
+// catchUpTenant brings every subscriber of a tenant to upto (batches were
+// dropped, or the feed's first proof came after they joined): it reads the
+// tenant's events from the earliest subscriber's position once, in pages,
+// and hands each page to advance as a batch, so the catch-up costs one
+// read per page and the index's filter tests, not a read and a test of
+// every event per subscriber.
+func (s *Feed) catchUpTenant(ctx context.Context, tenant string, ix *subIndex, upto int64) error {
+	from := upto
+	for _, r := range ix.all {
+		if !r.done.Load() {
+			from = min(from, r.pos)
+		}
+	}
+	const page = 2000
+	for from < upto {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.reads[readCatchUp].Add(1)
+		evs, err := s.store.EventsRange(ctx, []string{tenant}, from, upto, page)
+		if err != nil {
+			return err
+		}
+		b := batch{a: from, b: upto, evs: evs}
+		if len(evs) == page {
+			b.b = evs[len(evs)-1].Seq
+		}
+		s.advance(ix, b)
+		from = b.b
+	}
+	return nil
 }
 
 // advance gives every subscriber the events of b it has not had. One
@@ -445,6 +479,7 @@ func (s *Feed) catchUp(r *Subscriber, upto int64, wait bool) error {
 		if r.done.Load() {
 			return context.Canceled
 		}
+		s.reads[readCatchUp].Add(1)
 		evs, err := s.store.EventsRange(r.ctx, []string{r.Scope.TenantID}, r.pos, upto, page)
 		if err != nil {
 			return err
@@ -496,6 +531,7 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
 			ok, local = r.Scope.AdmitsLocally(r.Entity.Name, fields) // in Go: no round trip
 		}
 		if !local {
+			s.reads[readRule].Add(1)
 			if ok, err = s.store.Admits(ctx, r.Scope, r.Entity.Name, ev.Record); err != nil {
 				s.log.Warn("graphql subscriptions: read rule", "err", err)
 				return ctx.Err() == nil
@@ -506,6 +542,7 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
 		}
 	} else if outbox.IsRelationship(ev.Type) {
 		// An edge shows only when the principal may read its ruled ends.
+		s.reads[readRule].Add(1)
 		if ok, err = s.store.AdmitsEdge(ctx, r.Scope, ev); err != nil {
 			s.log.Warn("graphql subscriptions: read rule", "err", err)
 			return ctx.Err() == nil
@@ -606,6 +643,7 @@ func (s *Feed) read(ctx context.Context, sub *Subscriber, record []byte) ([]byte
 	if err := json.Unmarshal(jsonshape.Lookup(ms, schema.ColID), &id); err != nil {
 		return nil, err
 	}
+	s.reads[readRecord].Add(1)
 	raw, err := s.exec.EventRecord(ctx, sub.Scope, sub.Entity.Name, *sub.Sel, id)
 	if err != nil {
 		return nil, err
@@ -634,12 +672,31 @@ func (s *Feed) matches(ctx context.Context, sub *Subscriber, ev *outbox.Event) (
 		}
 	}
 	s.sqlMatches.Add(1)
+	s.reads[readFilter].Add(1)
 	return s.store.Matches(ctx, sub.Match, ev.Record)
 }
 
 // Matches reports how many filter evaluations ran in Go and in Postgres
 // (for tests and the metrics).
 func (s *Feed) Matches() (local, sql uint64) { return s.localMatches.Load(), s.sqlMatches.Load() }
+
+// ReadKinds name the statements the feed sends Postgres (Reads): batch
+// (the horizon samples and the outbox reads shared by every subscriber of
+// the server), catch_up (a subscriber reading what it missed), filter and
+// rule (a where or a read rule Go could not evaluate: per subscriber and
+// event), record (a selection needing more than the event's record).
+var ReadKinds = [...]string{"batch", "catch_up", "filter", "rule", "record"}
+
+const (
+	readBatch = iota
+	readCatchUp
+	readFilter
+	readRule
+	readRecord
+)
+
+// Reads is how many statements of each of ReadKinds the feed has sent.
+func (s *Feed) Reads(kind int) uint64 { return s.reads[kind].Load() }
 
 // Polls is how many times the feed has read the outbox (for tests that
 // must let it run past a moment).

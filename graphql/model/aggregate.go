@@ -18,7 +18,7 @@ var AggregateFuncs = []string{"countDistinct", "sum", "avg", "min", "max"}
 // no field takes is left out.
 func (g *gen) aggregateRoot(e *schema.Entity, n entityNames, rf RootField) {
 	t := e.Name + "Aggregate"
-	members, key := aggregateMembers(e)
+	members, key := g.aggregateMembers(e)
 	g.aggregateGroupInputs(e)
 	var agg, group []string
 	agg = append(agg, "  \"Records matching where.\"", "  count: Int!")
@@ -57,13 +57,7 @@ func (g *gen) aggregateGroupInputs(e *schema.Entity) {
 			[]string{"  \"A TIMESTAMP or DATE field named in groupBy.\"", "  field: String!", "  unit: DateBucket!"})
 	}
 	t := e.Name + "Aggregate"
-	fields := []*schema.Field{
-		{Name: schema.ColCreatedAt, Type: schema.Timestamp, Required: true},
-		{Name: schema.ColUpdatedAt, Type: schema.Timestamp, Required: true},
-	}
-	for i := range e.Fields {
-		fields = append(fields, &e.Fields[i])
-	}
+	fields := g.aggregated(e)
 	members := map[string][]string{}
 	for _, f := range fields {
 		if f.List || f.Type == schema.JSON || f.Type == schema.Vector {
@@ -96,14 +90,8 @@ func (g *gen) aggregateGroupInputs(e *schema.Entity) {
 
 // aggregateMembers lists, per aggregate function, the members of its type
 // (the fields it takes), and the members of the group key type.
-func aggregateMembers(e *schema.Entity) (members map[string][]string, key []string) {
-	fields := []*schema.Field{
-		{Name: schema.ColCreatedAt, Type: schema.Timestamp, Required: true},
-		{Name: schema.ColUpdatedAt, Type: schema.Timestamp, Required: true},
-	}
-	for i := range e.Fields {
-		fields = append(fields, &e.Fields[i])
-	}
+func (g *gen) aggregateMembers(e *schema.Entity) (members map[string][]string, key []string) {
+	fields := g.aggregated(e)
 	members = map[string][]string{}
 	for _, f := range fields {
 		if f.List || f.Type == schema.JSON || f.Type == schema.Vector {
@@ -144,7 +132,7 @@ func (g *gen) relatedAggregate(target *schema.Entity) string {
 	if g.defined[tn] {
 		return tn
 	}
-	members, _ := aggregateMembers(target)
+	members, _ := g.aggregateMembers(target)
 	lines := []string{"  \"Related records matching where.\"", "  count: Int!"}
 	for _, fn := range AggregateFuncs {
 		if len(members[fn]) > 0 {
@@ -153,4 +141,19 @@ func (g *gen) relatedAggregate(target *schema.Entity) string {
 	}
 	g.typ("type", tn, "Aggregates over the "+target.Name+" records related to a record, in the record's statement.", lines)
 	return tn
+}
+
+// aggregated lists the fields of e aggregates may name: createdAt,
+// updatedAt and the fields the credential may read.
+func (g *gen) aggregated(e *schema.Entity) []*schema.Field {
+	fields := []*schema.Field{
+		{Name: schema.ColCreatedAt, Type: schema.Timestamp, Required: true},
+		{Name: schema.ColUpdatedAt, Type: schema.Timestamp, Required: true},
+	}
+	for i := range e.Fields {
+		if g.readable(e, &e.Fields[i]) {
+			fields = append(fields, &e.Fields[i])
+		}
+	}
+	return fields
 }

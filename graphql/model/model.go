@@ -127,8 +127,22 @@ type Allows func(kind, name, op string) bool
 // its where-predicates) only with read on the relationship and on the
 // entity at its far end, an edge mutation only with the relationship's
 // scope for it.
-func build(def *schema.Definition, allow Allows) (*Model, error) {
-	g := &gen{n: newNamer(), def: def, allow: allow, defined: map[string]bool{}, m: &Model{
+func build(def *schema.Definition, allow Allows) (*Model, error) { return buildView(def, allow, nil) }
+
+// Fields reports which fields of an entity a credential's roles let it
+// read and write (docs/auth.md, "A schema per role"). id, createdAt and
+// updatedAt are always readable.
+type Fields interface {
+	Readable(entity, field string) bool
+	Writable(entity, field string) bool
+}
+
+// buildView is build showing, besides, only the fields fields lets the
+// credential read (object, where, aggregate and group types) and write
+// (create, update and nested create inputs); nil: every field. fields is
+// read only while building: the model holds no reference to it.
+func buildView(def *schema.Definition, allow Allows, fields Fields) (*Model, error) {
+	g := &gen{n: newNamer(), def: def, allow: allow, fields: fields, defined: map[string]bool{}, m: &Model{
 		Def: def, roots: map[string]RootField{}, rels: map[string]map[string]RelField{},
 		preds: map[string]map[string]RelPred{}, objects: map[string]*schema.Entity{},
 		files: map[string]map[string]string{},
@@ -189,6 +203,7 @@ func (m *Model) load() error {
 
 type gen struct {
 	allow   Allows
+	fields  Fields // nil: every field (buildView)
 	n       namer
 	def     *schema.Definition
 	m       *Model
@@ -201,6 +216,16 @@ type gen struct {
 }
 
 func (g *gen) can(kind, name, op string) bool { return g.allow == nil || g.allow(kind, name, op) }
+
+// readable and writable report whether field f of entity e is shown in
+// output and input types.
+func (g *gen) readable(e *schema.Entity, f *schema.Field) bool {
+	return g.fields == nil || g.fields.Readable(e.Name, f.Name)
+}
+
+func (g *gen) writable(e *schema.Entity, f *schema.Field) bool {
+	return g.fields == nil || g.fields.Writable(e.Name, f.Name)
+}
 
 // visible reports whether anything of entity or relationship name is shown.
 func (g *gen) visible(kind, name string) bool {
@@ -509,11 +534,13 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 	for i := range e.Fields {
 		f := &e.Fields[i]
 		claim(f.Name)
-		obj = append(obj, "  "+f.Name+": "+outType(e.Name, f))
+		if g.readable(e, f) {
+			obj = append(obj, "  "+f.Name+": "+outType(e.Name, f))
+		}
 	}
 	for i := range e.Fields {
 		f := &e.Fields[i]
-		if f.Type != schema.File {
+		if f.Type != schema.File || !g.readable(e, f) {
 			continue
 		}
 		fn := f.Name + "File"
@@ -555,6 +582,9 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		where = append(where, "  deletedAt: DateTimeFilter")
 	}
 	for i := range e.Fields {
+		if !g.readable(e, &e.Fields[i]) {
+			continue
+		}
 		if ft := filterType(e.Name, &e.Fields[i]); ft != "" {
 			where = append(where, "  "+e.Fields[i].Name+": "+ft)
 		}
@@ -575,13 +605,32 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 	var create, update []string
 	for i := range e.Fields {
 		f := &e.Fields[i]
+		if !g.writable(e, f) {
+			continue
+		}
 		create = append(create, "  "+f.Name+": "+inType(e.Name, f, f.Required && f.Default == nil))
 		update = append(update, "  "+f.Name+": "+inType(e.Name, f, false))
 	}
 	create = append(create, g.nestedInputs(e)...)
-	g.typ("input", n.CreateInput, "", create)
-	g.typ("input", n.UpdateInput, "Only the fields present change; null clears a field.", update)
-	g.typ("input", n.BatchUpdateInput, "", []string{"  id: ID!", "  data: " + n.UpdateInput + "!"})
+	// A role whose write list names no field of e has nothing to send: an
+	// input type needs a member, so its creates and updates are not shown
+	// (writing any field would be refused).
+	canCreate, canUpdate := len(create) > 0, len(update) > 0
+	if g.fields != nil {
+		// Under field lists an input the credential cannot use is left out
+		// too: it would name fields (writable, perhaps not readable) of an
+		// entity it may only read. (Without field lists the inputs stay,
+		// as they always were, so such schemas do not change.)
+		canCreate = canCreate && g.can("entity", e.Name, "create")
+		canUpdate = canUpdate && g.can("entity", e.Name, "update")
+	}
+	if canCreate {
+		g.typ("input", n.CreateInput, "", create)
+	}
+	if canUpdate {
+		g.typ("input", n.UpdateInput, "Only the fields present change; null clears a field.", update)
+		g.typ("input", n.BatchUpdateInput, "", []string{"  id: ID!", "  data: " + n.UpdateInput + "!"})
+	}
 	g.typ("type", n.Connection, "", []string{"  edges: [" + n.Edge + "!]!", "  pageInfo: PageInfo!", "  totalCount: Int!"})
 	g.typ("type", n.Edge, "", []string{"  cursor: String!", "  node: " + n.Type + "!"})
 	g.typ("type", n.BatchResult, "", []string{"  successful: [" + n.Type + "!]!", "  failed: [BatchFailure!]!",
@@ -589,7 +638,7 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 
 	rf := RootField{Entity: e}
 	page := fmt.Sprintf("where: %s, search: String, limit: Int, offset: Int, orderBy: [%s!], distinctOn: [String!]", n.Where, n.OrderBy)
-	if hasVector(e) {
+	if g.hasVector(e) {
 		g.typ("input", n.VectorInput, "", []string{"  \"A VECTOR field of " + e.Name + ".\"", "  field: String!", "  vector: [Float!]!",
 			"  \"1 to 100.\"", "  topK: Int = 10",
 			"  \"HNSW candidate list size for this search, topK to 1000 (default: the server's).\"", "  efSearch: Int",
@@ -611,14 +660,16 @@ func (g *gen) entity(e *schema.Entity, rels []RelField, relNames []string) {
 		{"update", n.BatchUpdate, KindBatchUpdate, "(input: [" + n.BatchUpdateInput + "!]!): " + n.BatchResult + "!"},
 		{"delete", n.BatchDelete, KindBatchDelete, "(ids: [ID!]!): " + n.BatchResult + "!"},
 	} {
-		if g.can("entity", e.Name, m.op) {
+		if g.can("entity", e.Name, m.op) && (m.op != "create" || canCreate) && (m.op != "update" || canUpdate) {
 			g.root(&g.mut, m.name, with(rf, m.kind), m.decl)
 		}
 	}
 	if e.SoftDelete && g.can("entity", e.Name, "delete") {
 		g.root(&g.mut, "restore"+n.Type, with(rf, KindRestore), "(id: ID!): "+n.Type+"!")
 	}
-	g.writeRoots(e, n, rf)
+	if canCreate && canUpdate {
+		g.writeRoots(e, n, rf)
+	}
 }
 
 // readRoots are the queries and subscriptions of an entity (its read scope).
@@ -634,7 +685,7 @@ func (g *gen) readRoots(e *schema.Entity, n entityNames, rf RootField, page stri
 	g.root(&g.query, n.Count, with(rf, KindCount), fmt.Sprintf("(where: %s, search: String%s): Int!", n.Where, wd))
 	g.root(&g.query, n.ConnectionField, with(rf, KindConnection),
 		fmt.Sprintf("(first: Int, after: String, last: Int, before: String, where: %s, search: String, orderBy: [%s!]%s): %s!", n.Where, n.OrderBy, wd, n.Connection))
-	if hasVector(e) {
+	if g.hasVector(e) {
 		g.root(&g.query, n.VectorSearch, with(rf, KindVectorSearch), "(input: "+n.VectorInput+"!): ["+n.VectorResult+"!]!")
 	}
 	g.aggregateRoot(e, n, rf)
@@ -657,9 +708,11 @@ const changeTypeEnum = "ChangeType"
 
 func with(rf RootField, k RootKind) RootField { rf.Kind = k; return rf }
 
-func hasVector(e *schema.Entity) bool {
+// hasVector reports whether e has a VECTOR field the credential may read
+// (search by it).
+func (g *gen) hasVector(e *schema.Entity) bool {
 	for i := range e.Fields {
-		if e.Fields[i].Type == schema.Vector {
+		if e.Fields[i].Type == schema.Vector && g.readable(e, &e.Fields[i]) {
 			return true
 		}
 	}

@@ -70,10 +70,13 @@ func (g *gen) nestedInputs(e *schema.Entity) []string {
 			}
 			g.typ("input", stem+"Connect", "An existing "+far.Name+" to link through "+r.Name+".", connect)
 			members := []string{fmt.Sprintf("  %q\n  connect: [%sConnect!]", "Existing "+far.Name+" records to link.", stem)}
-			if g.can("entity", far.Name, "create") {
+			if g.can("entity", far.Name, "create") && g.hasWritable(far, props != "") {
 				var create []string
 				for j := range far.Fields {
 					f := &far.Fields[j]
+					if !g.writable(far, f) {
+						continue
+					}
 					create = append(create, "  "+f.Name+": "+inType(far.Name, f, f.Required && f.Default == nil))
 				}
 				if _, clash := far.Field("properties"); props != "" && !clash {
@@ -87,4 +90,18 @@ func (g *gen) nestedInputs(e *schema.Entity) []string {
 		}
 	}
 	return lines
+}
+
+// hasWritable reports whether a nested create of e has a member: a field
+// the credential may write, or the edge's properties.
+func (g *gen) hasWritable(e *schema.Entity, props bool) bool {
+	if props {
+		return true
+	}
+	for i := range e.Fields {
+		if g.writable(e, &e.Fields[i]) {
+			return true
+		}
+	}
+	return false
 }

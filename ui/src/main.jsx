@@ -10,6 +10,7 @@ import { Webhooks } from './webhooks.jsx';
 import { Files } from './files.jsx';
 import { Jobs } from './jobs.jsx';
 import { Tenants } from './tenants.jsx';
+import { Events } from './events.jsx';
 import { Roles } from './roles.jsx';
 import { ViewAsBanner } from './viewas.jsx';
 import './style.css';
@@ -59,6 +60,7 @@ const screens = [
   { path: '/graphql', label: 'GraphQL', can: (s) => anyOf(s, 'entity', 'read') },
   { path: '/roles', label: 'Roles', can: (s) => anyOf(s, 'role', 'read') },
   { path: '/keys', label: 'API keys', can: (s) => anyOf(s, 'apikey', 'read') },
+  { path: '/events', label: 'Events', can: (s) => anyOf(s, 'entity', 'read') || anyOf(s, 'relationship', 'read') },
   { path: '/webhooks', label: 'Webhooks', can: (s) => anyOf(s, 'webhook', 'read') },
   { path: '/files', label: 'Files', can: (s) => anyOf(s, 'file', 'read') },
   { path: '/jobs', label: 'Jobs', can: (s) => anyOf(s, 'job', 'read') },
@@ -92,6 +94,7 @@ function Shell({ me: signedIn, onSignOut, viewAs, onViewAs, onLeaveViewAs }) {
       ),
       '/roles': <Roles {...props} onViewAs={onViewAs} />,
       '/keys': <Keys {...props} />,
+      '/events': <Events {...props} />,
       '/webhooks': <Webhooks {...props} />,
       '/files': <Files {...props} />,
       '/jobs': <Jobs {...props} />,

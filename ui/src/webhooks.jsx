@@ -1,10 +1,20 @@
 // Webhooks: create (the signing secret shown once), edit, toggle, delete,
-// and the delivery log with its attempts, response codes and manual retry.
-import { useState } from 'react';
+// the delivery log with its attempts, response codes and manual retry, and
+// a replay of the deliveries of a time window with its progress.
+import { useEffect, useState } from 'react';
 import { allows, api, ApiError, enc, errorAt } from './api.js';
 import { ErrorBox, fmtTime, Link, ListTable, Row, Secret, useAction, useLoad } from './ui.jsx';
 
-const EVENTS = ['entity.created', 'entity.updated', 'entity.deleted'];
+const EVENTS = [
+  'entity.created',
+  'entity.updated',
+  'entity.deleted',
+  'relationship.created',
+  'relationship.updated',
+  'relationship.deleted',
+  'webhook.disabled',
+  'delivery.exhausted',
+];
 
 export function Webhooks({ me, rest }) {
   if (rest) return <WebhookPage me={me} id={rest} />;
@@ -51,6 +61,7 @@ function WebhookForm({ existing, onSaved, onCancel }) {
   const [targetUrl, setTargetUrl] = useState(existing?.targetUrl || '');
   const [eventTypes, setEventTypes] = useState(existing?.eventTypes || ['entity.created']);
   const [entityNames, setEntityNames] = useState((existing?.entityNames || []).join(', '));
+  const [rateLimit, setRateLimit] = useState(existing?.rateLimit == null ? '' : String(existing.rateLimit));
   const [error, setError] = useState(null);
   const errs = error instanceof ApiError ? error.fieldErrors() : {};
   return (
@@ -67,12 +78,16 @@ function WebhookForm({ existing, onSaved, onCancel }) {
             .split(',')
             .map((s) => s.trim())
             .filter(Boolean),
+          // Empty: no limit. Anything else is sent as typed (a number when it
+          // reads as one) so the API's message names what is wrong.
+          rateLimit: rateLimit.trim() === '' ? null : Number.isNaN(Number(rateLimit)) ? rateLimit : Number(rateLimit),
         };
         try {
           const w = existing ? await api.patch('/webhooks/' + enc(existing.id), body) : await api.post('/webhooks', body);
           if (!existing) {
             setTargetUrl('');
             setEntityNames('');
+            setRateLimit('');
           }
           onSaved(w);
         } catch (x) {
@@ -95,6 +110,9 @@ function WebhookForm({ existing, onSaved, onCancel }) {
       </fieldset>
       <Row label="Entities" error={errorAt(errs, 'entityNames')} hint="comma-separated; empty = every entity">
         <input name="entityNames" value={entityNames} onChange={(e) => setEntityNames(e.target.value)} />
+      </Row>
+      <Row label="Rate limit" error={errs.rateLimit} hint="deliveries per second, 1–1000; empty = unlimited">
+        <input name="rateLimit" inputMode="numeric" value={rateLimit} onChange={(e) => setRateLimit(e.target.value)} />
       </Row>
       <ErrorBox error={error} hideFields />
       <div className="actions">
@@ -157,7 +175,9 @@ function WebhookPage({ me, id }) {
       </div>
       <p className="meta">
         {w.isActive ? 'active' : 'inactive'} · events {w.eventTypes.join(', ')} · entities {(w.entityNames || []).join(', ') || 'all'} · success rate{' '}
-        {Math.round((w.successRate ?? 1) * 100)}% · last triggered {fmtTime(w.lastTriggered)}
+        {Math.round((w.successRate ?? 1) * 100)}% · last triggered {fmtTime(w.lastTriggered)} · rate limit{' '}
+        {w.rateLimit == null ? 'none' : w.rateLimit + '/s'}
+        {w.disabledReason ? ` · disabled (${w.disabledReason}) ${fmtTime(w.disabledAt)}` : ''}
       </p>
       {editing ? (
         <WebhookForm
@@ -169,12 +189,13 @@ function WebhookPage({ me, id }) {
           onCancel={() => setEditing(false)}
         />
       ) : null}
+      {canUpdate ? <Replay id={id} active={w.isActive} onDone={reloadDl} /> : null}
       <ErrorBox error={actError || dlError} />
       <div className="toolbar">
         <h2>Deliveries</h2>
         <select aria-label="Delivery status" value={status} onChange={(e) => setStatus(e.target.value)}>
           <option value="">all</option>
-          {['pending', 'retrying', 'succeeded', 'failed'].map((s) => (
+          {['queued', 'pending', 'retrying', 'succeeded', 'failed', 'cancelled'].map((s) => (
             <option key={s}>{s}</option>
           ))}
         </select>
@@ -213,5 +234,77 @@ function WebhookPage({ me, id }) {
         )}
       </ListTable>
     </section>
+  );
+}
+
+// localInput renders a Date for <input type="datetime-local"> (local time).
+function localInput(d) {
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+// Replay re-sends the webhook's deliveries of a time window (POST
+// .../replay, a durable job) and shows the job's progress, polled every
+// second while it runs.
+function Replay({ id, active, onDone }) {
+  const [since, setSince] = useState(() => localInput(new Date(Date.now() - 3600e3)));
+  const [until, setUntil] = useState('');
+  const [onlyFailed, setOnlyFailed] = useState(true);
+  const [error, setError] = useState(null);
+  const [job, setJob] = useState(null);
+  useEffect(() => {
+    if (!job || job.status !== 'running') return undefined;
+    const t = setTimeout(async () => {
+      try {
+        const j = await api.get(`/webhooks/${enc(id)}/replays/${enc(job.id)}`);
+        setJob(j);
+        if (j.status !== 'running') onDone();
+      } catch (x) {
+        setError(x);
+      }
+    }, 1000);
+    return () => clearTimeout(t);
+  }, [id, job, onDone]);
+  const errs = error instanceof ApiError ? error.fieldErrors() : {};
+  return (
+    <form
+      className="card"
+      aria-label="Replay deliveries"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(null);
+        try {
+          const body = { since: new Date(since).toISOString(), onlyFailed };
+          if (until) body.until = new Date(until).toISOString();
+          setJob(await api.post(`/webhooks/${enc(id)}/replay`, body));
+        } catch (x) {
+          setError(x);
+        }
+      }}
+    >
+      <h2>Replay</h2>
+      <p className="meta">Re-send this webhook's deliveries created in a time window (same event ids, fresh signatures).</p>
+      <Row label="Since" error={errs.since}>
+        <input type="datetime-local" step="1" name="since" value={since} onChange={(e) => setSince(e.target.value)} required />
+      </Row>
+      <Row label="Until" error={errs.until} hint="empty = up to now">
+        <input type="datetime-local" step="1" name="until" value={until} onChange={(e) => setUntil(e.target.value)} />
+      </Row>
+      <label className="check">
+        <input type="checkbox" name="onlyFailed" checked={onlyFailed} onChange={(e) => setOnlyFailed(e.target.checked)} /> only failed deliveries
+      </label>
+      <ErrorBox error={error} hideFields />
+      <div className="actions">
+        <button type="submit" disabled={!active || (job && job.status === 'running')} title={active ? undefined : 'Enable the webhook to replay'}>
+          Replay
+        </button>
+      </div>
+      {job ? (
+        <p role="status" aria-label="Replay progress">
+          replay <code>{job.id}</code>: <span className={'badge ' + (job.status === 'completed' ? 'ok' : job.status === 'failed' ? 'bad' : '')}>{job.status}</span>{' '}
+          <progress max={job.total || 1} value={job.total ? job.sent : job.status === 'completed' ? 1 : 0} /> {job.sent ?? 0} / {job.total ?? '…'} sent
+        </p>
+      ) : null}
+    </form>
   );
 }

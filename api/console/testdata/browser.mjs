@@ -319,6 +319,78 @@ try {
     await page.locator('form[aria-label="Edit webhook"] input[name=entityNames]').fill('Product');
     await page.locator('form[aria-label="Edit webhook"]').getByRole('button', { name: 'Save' }).click();
     await page.getByText(/entities Product ·/).waitFor();
+    // Rate limit: a bad value is named next to the field; a good one is shown.
+    await page.getByRole('button', { name: 'Edit', exact: true }).click();
+    const edit = page.locator('form[aria-label="Edit webhook"]');
+    await edit.locator('input[name=rateLimit]').fill('0');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await expectText(edit.locator('.field-error'), '1 to 1000');
+    await edit.locator('input[name=rateLimit]').fill('50');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await page.getByText(/rate limit 50\/s/).waitFor();
+  });
+
+  await step('webhook-replay', async () => {
+    const replay = page.locator('form[aria-label="Replay deliveries"]');
+    // An end before the start is refused next to the field.
+    await replay.locator('input[name=until]').fill('2001-01-01T00:00:00');
+    await replay.getByRole('button', { name: 'Replay' }).click();
+    await expectText(replay.locator('.field-error'), 'after since');
+    await replay.locator('input[name=until]').fill('');
+    await replay.getByRole('checkbox', { name: 'only failed deliveries' }).uncheck();
+    await replay.getByRole('button', { name: 'Replay' }).click();
+    // The job's progress, polled until it completes: every delivery of the hour handed over.
+    const progress = replay.getByRole('status', { name: 'Replay progress' });
+    await progress.filter({ hasText: 'completed' }).waitFor({ timeout: 60000 });
+    const m = (await progress.textContent()).match(/(\d+) \/ (\d+) sent/);
+    if (!m || m[1] !== m[2] || Number(m[1]) < 1) throw new Error('replay progress: ' + (await progress.textContent()));
+    // The retried delivery gets a third attempt (first, manual retry, replay).
+    const deliveries = page.getByRole('table', { name: 'Deliveries' });
+    const third = deliveries.locator('tbody tr').first().locator('li', { hasText: '#3' });
+    for (let i = 0; !(await third.isVisible()); i++) {
+      if (i === 60) throw new Error('the replayed delivery shows no third attempt');
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await third.waitFor({ timeout: 500 }).catch(() => {});
+    }
+  });
+
+  await step('events', async () => {
+    await nav('Events');
+    const filters = page.locator('form[aria-label="Event filters"]');
+    // A cursor that is not an event id is refused next to the field.
+    await filters.locator('input[name=after]').fill('not-a-cursor');
+    await filters.getByRole('button', { name: 'Show events' }).click();
+    await expectText(filters.locator('.field-error'), 'cursor');
+    await filters.locator('input[name=after]').fill('');
+    await filters.locator('input[name=entities]').fill('Product');
+    await filters.getByRole('checkbox', { name: 'entity.created' }).check();
+    await filters.getByRole('button', { name: 'Show events' }).click();
+    const table = page.getByRole('table', { name: 'Events' });
+    await expectText(table.locator('td'), 'entity.created');
+    const rows = table.locator('tbody tr');
+    const before = await rows.count();
+    for (const r of await rows.all()) {
+      const t = await r.locator('td').nth(1).textContent();
+      const e = await r.locator('td').nth(2).textContent();
+      if (t !== 'entity.created' || e !== 'Product') throw new Error(`filtered feed shows ${t} ${e}`);
+    }
+    // A product created now appears with "Load more" (the feed after the last cursor shown).
+    const status = await page.evaluate(async () => {
+      const res = await fetch('/api/v1/dynamic/Product', {
+        method: 'POST',
+        headers: { Authorization: 'Bearer ' + sessionStorage.getItem('dds.credential'), 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: 'Event lamp', price: 12 }),
+      });
+      return res.status;
+    });
+    if (status !== 201) throw new Error('create for the events page: HTTP ' + status);
+    for (let i = 0; !(await table.locator('td', { hasText: 'Event lamp' }).first().isVisible()); i++) {
+      if (i === 60) throw new Error('Load more never showed the new product');
+      await page.getByRole('button', { name: 'Load more' }).click();
+      await page.waitForTimeout(250); // the page's answer
+      await table.locator('details').evaluateAll((ds) => ds.forEach((d) => (d.open = true)));
+    }
+    if ((await rows.count()) !== before + 1) throw new Error(`after Load more ${await rows.count()} rows, want ${before + 1}`);
   });
 
   await step('files', async () => {

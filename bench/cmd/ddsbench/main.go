@@ -12,7 +12,7 @@
 //     the same work;
 //   - DDS: the real routes with auth, validation, outbox and logging on.
 //
-// Sections (-only): get, list, flat, create, nested, vector, batch,
+// Sections (-only): get, list, flat, deep, create, nested, vector, batch,
 // aggregate, upsert, nestedwrite, history (a create with history: true
 // against the same create without). Before
 // the timed runs each section checks its contenders return the same
@@ -82,7 +82,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured duration of each contender (split into -rounds; capped at 2m)")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each run")
 	flag.IntVar(&o.concurrency, "concurrency", 0, "concurrent clients (default 32 with -load wrk, 16 with go)")
-	flag.StringVar(&only, "only", "", "sections to run: get, list, flat, create, nested, vector, batch, aggregate, aggcategory, upsert, nestedwrite, history, rules (-load wrk; default all), get, create (-load go; default both)")
+	flag.StringVar(&only, "only", "", "sections to run: get, list, flat, deep, create, nested, vector, batch, aggregate, aggcategory, upsert, nestedwrite, history, rules (-load wrk; default all), get, create (-load go; default both)")
 	flag.StringVar(&o.driver, "load", "wrk", "load generator: wrk (its own process; what users see) or go (in-process, for profiling)")
 	flag.IntVar(&o.records, "records", 100000, "records seeded before the sections")
 	flag.IntVar(&o.vectors, "vectors", 100000, "vectors of the vector section (128 dimensions)")
@@ -120,7 +120,7 @@ func main() {
 			}
 		}
 		o.rounds = min(max(o.rounds, 1), 100)
-		sections := map[string][]string{"wrk": {"get", "list", "flat", "create", "nested", "vector", "batch", "aggregate", "aggcategory", "upsert", "nestedwrite", "history", "rules"}, "go": {"get", "create"}}[o.driver]
+		sections := map[string][]string{"wrk": {"get", "list", "flat", "deep", "create", "nested", "vector", "batch", "aggregate", "aggcategory", "upsert", "nestedwrite", "history", "rules"}, "go": {"get", "create"}}[o.driver]
 		if sections == nil {
 			err = fmt.Errorf("-load: %q is neither wrk nor go", o.driver)
 		}
@@ -446,8 +446,14 @@ func serveMinimal(ctx context.Context, kind, tenantID string, maxConns int) erro
 			}
 			return a
 		})
-	case "flat":
-		st, lerr := b.scope.ListStatement(flatPlan)
+	case "flat", "deep":
+		plan := flatPlan
+		if kind == "deep" {
+			if plan, err = deepPlan(os.Getenv(deepCursorEnv)); err != nil {
+				return err
+			}
+		}
+		st, lerr := b.scope.ListStatement(plan)
 		if lerr != nil {
 			return lerr
 		}

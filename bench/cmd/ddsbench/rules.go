@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/dds-project/dds/bench/load"
 )
@@ -15,6 +16,12 @@ import (
 // the rule costs. Target: ≥ targetRules of the unruled req/s, Postgres CPU
 // per request ≤ targetDBTime×. The entity is added by evolving the schema
 // when the section starts, as the history section does.
+//
+// One more pair measures a schema per role: the GraphQL list by a user
+// token whose role has a field list (its own GraphQL model, cached after
+// the first request) against the same list by the admin key (the shared
+// model); no row rule, so both read the same rows and the ratio is what
+// the role's schema costs on the request path.
 
 const (
 	ruleEntity  = "Item"
@@ -28,6 +35,7 @@ const (
 // ruleSetup is what the section's requests need.
 type ruleSetup struct {
 	ruled, open string   // user tokens of user u1: role owner (rule), role open (none)
+	fielded     string   // user token of u1 with role fielded (a field list, no rule)
 	ids         []string // u1's records
 }
 
@@ -80,7 +88,11 @@ func enableRules(ctx context.Context, ddsURL, tenantID, key string) (*ruleSetup,
 		}
 	}
 	rs := &ruleSetup{}
-	for role, dst := range map[string]*string{"owner": &rs.ruled, "open": &rs.open} {
+	if _, err := load.Call(ctx, c, "PUT", ddsURL+"/api/v1/roles/fielded", key, map[string]any{"scopes": scopes,
+		"fields": map[string]any{ruleEntity: map[string]any{"read": []any{"name", "price"}}}}, http.StatusCreated, nil); err != nil {
+		return nil, err
+	}
+	for role, dst := range map[string]*string{"owner": &rs.ruled, "open": &rs.open, "fielded": &rs.fielded} {
 		var tok struct{ AccessToken string }
 		if _, err := load.Call(ctx, c, "POST", ddsURL+"/api/v1/auth/token", key, map[string]any{"userId": "u1", "roles": []any{role}, "expiresIn": 3600}, http.StatusCreated, &tok); err != nil {
 			return nil, err
@@ -111,6 +123,21 @@ func enableRules(ctx context.Context, ddsURL, tenantID, key string) (*ruleSetup,
 	}
 	if len(g.Errors) > 0 || len(g.Data.Items) != 10 {
 		return nil, fmt.Errorf("rules: the GraphQL list answered %d items, errors %v", len(g.Data.Items), g.Errors)
+	}
+	// The field-listed role's schema has no ownerId; its list answers.
+	sdl, err := load.Call(ctx, c, "GET", ddsURL+"/api/v1/dynamic-gql/"+tenantID+"/schema.graphql", rs.fielded, nil, http.StatusOK, nil)
+	if err != nil {
+		return nil, err
+	}
+	if strings.Contains(string(sdl), "ownerId") {
+		return nil, fmt.Errorf("rules: the fielded role's schema shows ownerId")
+	}
+	g.Data.Items, g.Errors = nil, nil
+	if _, err := load.Call(ctx, c, "POST", ddsURL+"/api/v1/dynamic-gql/"+tenantID, rs.fielded, map[string]any{"query": ruleGQLList, "variables": map[string]any{"n": 10}}, http.StatusOK, &g); err != nil {
+		return nil, err
+	}
+	if len(g.Errors) > 0 || len(g.Data.Items) != 10 {
+		return nil, fmt.Errorf("rules: the fielded role's GraphQL list answered %d items, errors %v", len(g.Data.Items), g.Errors)
 	}
 	for _, it := range mine.Items {
 		if it.OwnerID != "u1" {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/dds-project/dds/bench/load"
 )
 
 // wrkTarget is one contender driven by wrk: a server process and the
@@ -36,7 +38,7 @@ type wrkResult struct {
 	P50, P99         time.Duration
 	CPUSeconds       float64 // server process user+system time
 	DBms             float64 // Postgres execution + planning time
-	PGCPUSeconds     float64 // the Postgres cluster's user+system time (pgCluster)
+	PGCPUSeconds     float64 // the Postgres cluster's user+system time (load.PostgresCPU)
 	DBCalls          int64   // statements Postgres ran
 }
 
@@ -54,7 +56,7 @@ type wrkRunner struct {
 	concurrency int
 	threads     int
 	stats       *sqlx.DB // a connection to the benchmark database
-	pg          pgCluster
+	pg          load.PostgresCPU
 	statements  bool // print each run's statements (-statements)
 }
 
@@ -77,7 +79,7 @@ func newWrkRunner(ctx context.Context, root string, stats *sqlx.DB, concurrency 
 	if _, err := stats.ExecContext(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 		return nil, fmt.Errorf("pg_stat_statements (is it in shared_preload_libraries? deploy/stack.sh puts it there): %w", err)
 	}
-	pg, err := findPostmaster(ctx, stats)
+	pg, err := load.FindPostgres(ctx, stats)
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +92,11 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 	if _, err := w.stats.ExecContext(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 		return r, err
 	}
-	cpu0, err := procCPU(t.pid)
+	cpu0, err := load.ProcessCPU(t.pid)
 	if err != nil {
 		return r, err
 	}
-	pg0, err := w.pg.cpu()
+	pg0, err := w.pg.Seconds()
 	if err != nil {
 		return r, err
 	}
@@ -112,11 +114,11 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 	if err != nil {
 		return r, fmt.Errorf("wrk %s: %w: %s%s", t.name, err, out, stderr.Bytes())
 	}
-	cpu1, err := procCPU(t.pid)
+	cpu1, err := load.ProcessCPU(t.pid)
 	if err != nil {
 		return r, err
 	}
-	pg1, err := w.pg.cpu()
+	pg1, err := w.pg.Seconds()
 	if err != nil {
 		return r, err
 	}
@@ -188,12 +190,6 @@ func parseWrk(out []byte, r *wrkResult) error {
 		return nil
 	}
 	return fmt.Errorf("no summary line in wrk's output: %s", out)
-}
-
-// procCPU is a process's user+system CPU time in seconds.
-func procCPU(pid int) (float64, error) {
-	st, err := readProcStat(pid)
-	return (st.utime + st.stime) / 100, err
 }
 
 // wrkSummary is a contender's rounds: medians of rate and latency, sums of

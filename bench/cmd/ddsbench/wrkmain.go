@@ -150,6 +150,24 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "flat list PostGraphile 5", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
 					[]string{reqLine("POST", peerPath, gqlBody(peerFlatQuery, nil))})
 			}
+		case "deep":
+			cursor, peerCursor, derr := deepCursors(ctx, dds.URL+gqlPath, peerURL, apiKey)
+			if derr != nil {
+				return fmt.Errorf("deep: %w", derr)
+			}
+			if m, err = startChecked("deep", env.databaseURL, func(minURL string) error {
+				return checkSameDeep(ctx, dds.URL+gqlPath, minURL, peerURL, apiKey, cursor, peerCursor)
+			}); err != nil {
+				return err
+			}
+			ts, err = targets(tmp, section, []wrkTarget{
+				{name: "page after 5,000 minimal handler", pid: m.Pid(), url: m.URL},
+				{name: "page after 5,000 DDS GraphQL", pid: dds.Pid(), url: dds.URL, headers: auth},
+			}, []string{reqLine("GET", "/p", nil)}, []string{reqLine("POST", gqlPath, gqlBody(gqlDeepQuery, map[string]any{"after": cursor}))})
+			if err == nil && peer != nil {
+				ts, err = addTarget(tmp, section, ts, wrkTarget{name: "page after 5,000 PostGraphile 5", pid: peer.Pid(), url: peer.URL, headers: auth[1:]},
+					[]string{reqLine("POST", peerPath, gqlBody(peerDeepQuery, map[string]any{"after": peerCursor}))})
+			}
 		case "aggregate":
 			if m, err = startChecked("aggregate", env.databaseURL, func(minURL string) error {
 				return checkSameAggregate(ctx, dds.URL, dds.URL+gqlPath, minURL, peerURL, apiKey)
@@ -268,7 +286,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				{name: "list, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
 				{name: "GraphQL list, no rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.open)},
 				{name: "GraphQL list, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
-			}, getL, getL, listL, listL, gqlL, gqlL)
+				{name: "GraphQL list, admin key", pid: dds.Pid(), url: dds.URL, headers: auth},
+				{name: "GraphQL list, role schema", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.fielded)},
+			}, getL, getL, listL, listL, gqlL, gqlL, gqlL, gqlL)
 		case "upsert":
 			if m, err = startChecked("upsert", env.databaseURL, func(minURL string) error {
 				return checkSameUpsert(ctx, b, load.Client(1), dds.URL, minURL, apiKey)
@@ -385,11 +405,15 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 		if section == "rules" {
 			for i := 0; i+1 < len(ss); i += 2 {
 				open, ruled := ss[i], ss[i+1]
-				verdict(ruled.rps/open.rps >= targetRules && ruled.errors == 0, "%-26s = %5.1f%% of the same without a rule (target ≥ %.0f%%)", ruled.name, 100*ruled.rps/open.rps, 100*targetRules)
+				verdict(ruled.rps/open.rps >= targetRules && ruled.errors == 0, "%-26s = %5.1f%% of %q (target ≥ %.0f%%)", ruled.name, 100*ruled.rps/open.rps, open.name, 100*targetRules)
 				if open.pgCPURq > 0 {
 					c := float64(ruled.pgCPURq) / float64(open.pgCPURq)
-					verdict(c <= targetRulesCPU, "%-26s Postgres CPU/request = %.2f× without a rule, %s against %s (target ≤ %.1f×)", ruled.name, c, round(ruled.pgCPURq), round(open.pgCPURq), targetRulesCPU)
+					verdict(c <= targetRulesCPU, "%-26s Postgres CPU/request = %.2f× %q's, %s against %s (target ≤ %.1f×)", ruled.name, c, open.name, round(ruled.pgCPURq), round(open.pgCPURq), targetRulesCPU)
 				}
+			}
+			if len(ss) == 8 { // the role schema against a user token of a role without field lists: what the token itself costs is left out
+				fs, open := ss[7], ss[4]
+				fmt.Printf("  %s: %.1f%% of %q's req/s, server CPU/request %s against %s (not judged)\n", fs.name, 100*fs.rps/open.rps, open.name, round(fs.cpuPerRq), round(open.cpuPerRq))
 			}
 			continue
 		}
@@ -433,7 +457,7 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			case "create":
 				r := ss[1].rps / peerS.rps
 				verdict(r >= 1, "%-26s = %.2f× PostGraphile 5's plain create (target ≥ 1×)", ss[1].name, r)
-			case "flat":
+			case "flat", "deep":
 				r := ss[1].rps / peerS.rps
 				verdict(r >= 1.2, "%-26s = %.2f× PostGraphile 5 (target ≥ 1.2×)", ss[1].name, r)
 			case "nested":
