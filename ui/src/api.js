@@ -10,6 +10,20 @@ export const credential = {
   clear: () => sessionStorage.removeItem(KEY),
 };
 
+// The "view as user" token: kept in this module's memory only (never in
+// storage), so a reload or sign-out ends the view. While set, every call
+// goes with it instead of the signed-in credential.
+let viewAsToken = '';
+export const viewAsCredential = {
+  get: () => viewAsToken,
+  set: (t) => {
+    viewAsToken = t;
+  },
+  clear: () => {
+    viewAsToken = '';
+  },
+};
+
 export class ApiError extends Error {
   constructor(status, body) {
     const e = (body && body.error) || {};
@@ -29,7 +43,7 @@ export class ApiError extends Error {
 }
 
 export async function request(method, path, body, opts = {}) {
-  const headers = { Authorization: 'Bearer ' + (opts.credential ?? credential.get()) };
+  const headers = { Authorization: 'Bearer ' + (opts.credential ?? (viewAsToken || credential.get())) };
   let payload;
   if (body !== undefined && body !== null) {
     headers['Content-Type'] = 'application/json';

@@ -1,7 +1,7 @@
 // The DDS console: sign-in, then the screens the credential's scopes allow.
 import { lazy, StrictMode, Suspense, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { anyOf, credential, identify } from './api.js';
+import { anyOf, credential, identify, viewAsCredential } from './api.js';
 import { ErrorBox, Link, navigate, usePath } from './ui.jsx';
 import { Schemas } from './schemas.jsx';
 import { Records } from './records.jsx';
@@ -11,6 +11,8 @@ import { Files } from './files.jsx';
 import { Jobs } from './jobs.jsx';
 import { Tenants } from './tenants.jsx';
 import { Events } from './events.jsx';
+import { Roles } from './roles.jsx';
+import { ViewAsBanner } from './viewas.jsx';
 import './style.css';
 
 // GraphiQL is most of the bundle: loaded only when its screen opens.
@@ -56,6 +58,7 @@ const screens = [
   { path: '/schemas', label: 'Schemas', can: (s) => anyOf(s, 'schema', 'read') },
   { path: '/records', label: 'Records', can: (s) => anyOf(s, 'entity', 'read') },
   { path: '/graphql', label: 'GraphQL', can: (s) => anyOf(s, 'entity', 'read') },
+  { path: '/roles', label: 'Roles', can: (s) => anyOf(s, 'role', 'read') },
   { path: '/keys', label: 'API keys', can: (s) => anyOf(s, 'apikey', 'read') },
   { path: '/events', label: 'Events', can: (s) => anyOf(s, 'entity', 'read') || anyOf(s, 'relationship', 'read') },
   { path: '/webhooks', label: 'Webhooks', can: (s) => anyOf(s, 'webhook', 'read') },
@@ -64,19 +67,23 @@ const screens = [
   { path: '/tenants', label: 'Tenants', can: (s, me) => !!me.operator },
 ];
 
-function Shell({ me, onSignOut }) {
+// While viewing as a user only Records is offered: it is the screen whose
+// every call goes with the user's token (GraphiQL keeps the console's own).
+function Shell({ me: signedIn, onSignOut, viewAs, onViewAs, onLeaveViewAs }) {
   const path = usePath();
-  const allowed = screens.filter((s) => s.can(me.scopes, me));
+  const me = viewAs ? viewAs.me : signedIn;
+  const allowed = screens.filter((s) => s.can(me.scopes, me) && (!viewAs || s.path === '/records'));
   useEffect(() => {
     if (path === '/' && allowed.length) navigate(allowed[0].path);
   }, [path, allowed]);
   const current = screens.find((s) => path === s.path || path.startsWith(s.path + '/'));
   let body;
   if (!current) body = allowed.length ? null : <p className="empty">This credential grants no screen of the console.</p>;
+  else if (viewAs && current.path !== '/records') body = <ErrorBox error={{ message: `Viewing as a user shows Records only: leave the view to open ${current.label}.` }} />;
   else if (!current.can(me.scopes, me)) body = <ErrorBox error={{ message: `This credential's scopes do not allow ${current.label}.` }} />;
   else {
     const rest = path.slice(current.path.length).replace(/^\//, '');
-    const props = { me, rest };
+    const props = { me, rest, entityNames: viewAs ? viewAs.entityNames : undefined };
     body = {
       '/schemas': <Schemas {...props} />,
       '/records': <Records {...props} />,
@@ -85,6 +92,7 @@ function Shell({ me, onSignOut }) {
           <GraphQL {...props} />
         </Suspense>
       ),
+      '/roles': <Roles {...props} onViewAs={onViewAs} />,
       '/keys': <Keys {...props} />,
       '/events': <Events {...props} />,
       '/webhooks': <Webhooks {...props} />,
@@ -108,13 +116,14 @@ function Shell({ me, onSignOut }) {
           <span className="who">operator</span>
         ) : (
         <span className="who" title={me.scopes.join('\n')}>
-          tenant <code>{me.tenantId}</code> · {me.credential === 'accessToken' ? 'token' : 'key'} · {me.scopes.length} scope{me.scopes.length === 1 ? '' : 's'}
+          tenant <code>{me.tenantId}</code> · {me.credential === 'userToken' ? <>user <code>{me.userId}</code></> : me.credential === 'accessToken' ? 'token' : 'key'} · {me.scopes.length} scope{me.scopes.length === 1 ? '' : 's'}
         </span>
         )}
         <button type="button" className="link" onClick={onSignOut}>
           Sign out
         </button>
       </header>
+      {viewAs ? <ViewAsBanner viewAs={viewAs} onLeave={onLeaveViewAs} /> : null}
       <main className={current && current.path === '/graphql' ? 'full' : ''}>{body}</main>
     </div>
   );
@@ -122,6 +131,7 @@ function Shell({ me, onSignOut }) {
 
 function App() {
   const [me, setMe] = useState(null);
+  const [viewAs, setViewAs] = useState(null);
   const [state, setState] = useState(credential.get() ? 'checking' : 'out');
   const [error, setError] = useState(null);
   useEffect(() => {
@@ -152,7 +162,20 @@ function App() {
   return (
     <Shell
       me={me}
+      viewAs={viewAs}
+      onViewAs={(v) => {
+        viewAsCredential.set(v.token);
+        setViewAs(v);
+        navigate('/records');
+      }}
+      onLeaveViewAs={() => {
+        viewAsCredential.clear();
+        setViewAs(null);
+        navigate('/roles');
+      }}
       onSignOut={() => {
+        viewAsCredential.clear();
+        setViewAs(null);
         credential.clear();
         setMe(null);
         setError(null);

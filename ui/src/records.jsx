@@ -16,14 +16,16 @@ const SYSTEM = [
   { name: 'updatedAt', type: 'TIMESTAMP' },
 ];
 
-export function Records({ me, rest }) {
+export function Records({ me, rest, entityNames }) {
   const canSchema = allows(me.scopes, 'schema', '*', 'read');
   const { data: def, error } = useLoad((signal) => (canSchema ? loadActive(signal) : Promise.resolve(null)), [canSchema]);
   const [entity, sub] = splitOnce(rest, '/');
   // Without schema:read the entities come from the scopes and the columns from the data.
   const entities = def
     ? def.entities.filter((e) => allows(me.scopes, 'entity', e.name, 'read'))
-    : [...new Set(me.scopes.map((s) => s.split(':')).filter(([k, n, o]) => (k === 'entity' || k === '*') && n !== '*' && (o === 'read' || o === '*')).map(([, n]) => n))].map((n) => ({ name: n, fields: null }));
+    : entityNames // view as user: the schema's names (read by the console's credential) the user's scopes allow
+      ? entityNames.filter((n) => allows(me.scopes, 'entity', n, 'read')).map((n) => ({ name: n, fields: null }))
+      : [...new Set(me.scopes.map((s) => s.split(':')).filter(([k, n, o]) => (k === 'entity' || k === '*') && n !== '*' && (o === 'read' || o === '*')).map(([, n]) => n))].map((n) => ({ name: n, fields: null }));
   // A deep link to an entity the scopes do not cover still asks the API, which
   // answers with its own reason (403 naming the missing scope).
   const ent = entities.find((e) => e.name === entity) || (entity ? (def ? def.entities.find((e) => e.name === entity) : { name: entity, fields: null }) : undefined);
