@@ -60,6 +60,10 @@ type Aggregation struct {
 	OrderBy []Order
 	Limit   int // 0 means DefaultLimit (groups)
 	Offset  int
+	// Output, when set, makes the statement's value the JSON array of the
+	// groups, each written as these members say (aggoutput.go) instead of
+	// {"groups": [{"key": {...}, <alias>: value}]}.
+	Output []GroupMember
 }
 
 var aliasRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -205,12 +209,21 @@ func (c *Compiler) Aggregate(p Aggregation) (Statement, error) {
 	if len(keyJSON) > 0 {
 		keyObj = "json_build_object(" + strings.Join(keyJSON, ", ") + ")"
 	}
-	agg := "json_agg(json_build_object('key', " + keyObj + ", " + strings.Join(measureJSON, ", ") + ")"
+	obj := "json_build_object('key', " + keyObj + ", " + strings.Join(measureJSON, ", ") + ")"
+	if p.Output != nil {
+		if obj, err = groupObject(p.Output, keyExpr, "output"); err != nil {
+			return Statement{}, err
+		}
+	}
+	agg := "json_agg(" + obj
 	if len(outer) > 0 {
 		agg += " ORDER BY " + strings.Join(outer, ", ")
 	}
 	agg += ")"
 	sql := fmt.Sprintf("SELECT json_build_object('groups', coalesce(%s, '[]'::json)) FROM (%s) g", agg, q)
+	if p.Output != nil {
+		sql = fmt.Sprintf("SELECT coalesce(%s, '[]'::json) FROM (%s) g", agg, q)
+	}
 	return Statement{SQL: sql, Args: a.List(), Budgeted: true}, nil
 }
 

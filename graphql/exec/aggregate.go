@@ -80,24 +80,38 @@ func (x *execCtx) aggregateField(e *schema.Entity, cf *cfield, args map[string]a
 		}
 	}
 	var groupRows []map[string]json.RawMessage
+	var groupsJSON []byte // the groups as the response has them (Output)
 	if groups != nil {
 		if len(groups.Measures) == 0 { // only keys selected: count them anyway, to group
 			groups.Measures = []query.Measure{{Alias: "_n", Func: query.Count, Field: "*"}}
 		}
+		groups.Output = groupOutput(groupsOut)
 		raw, err := x.aggregate(*groups)
 		if err != nil {
 			return nil, namedMeasures(groups, err)
 		}
-		var res struct {
-			Groups []map[string]json.RawMessage `json:"groups"`
+		if groups.Output != nil {
+			groupsJSON = raw
+		} else {
+			var res struct {
+				Groups []map[string]json.RawMessage `json:"groups"`
+			}
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return nil, apperr.Wrap(err, "read aggregate")
+			}
+			groupRows = res.Groups
 		}
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, apperr.Wrap(err, "read aggregate")
-		}
-		groupRows = res.Groups
 	}
 	var b bytes.Buffer
 	writeAgg(&b, out, totalRow, func(b *bytes.Buffer) {
+		if groupsJSON != nil {
+			// Postgres wrote the groups as the response has them; only the
+			// spaces json_build_object and json_agg put between members go.
+			if err := json.Compact(b, groupsJSON); err != nil {
+				b.WriteString("[]") // not reached: Postgres writes valid JSON
+			}
+			return
+		}
 		b.WriteByte('[')
 		for i, g := range groupRows {
 			if i > 0 {
@@ -110,6 +124,33 @@ func (x *execCtx) aggregateField(e *schema.Entity, cf *cfield, args map[string]a
 		b.WriteByte(']')
 	})
 	return b.Bytes(), nil
+}
+
+// groupOutput is the JSON of one group as out writes it, for Postgres to
+// build (query.Aggregation.Output); nil when an object of it has more
+// members than one json_build_object takes (Go then writes the groups).
+func groupOutput(out []aggOut) []query.GroupMember {
+	if len(out) > 50 {
+		return nil
+	}
+	ms := make([]query.GroupMember, 0, len(out))
+	for _, o := range out {
+		m := query.GroupMember{Key: o.key}
+		switch {
+		case o.typename != "":
+			m.Const = o.typename
+		case o.alias != "":
+			m.Measure = o.alias
+		case o.keyField != "":
+			m.KeyField = o.keyField
+		default:
+			if m.Sub = groupOutput(o.sub); m.Sub == nil {
+				return nil
+			}
+		}
+		ms = append(ms, m)
+	}
+	return ms
 }
 
 func (x *execCtx) aggregate(p query.Aggregation) ([]byte, error) {
