@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -63,10 +64,12 @@ func (s *Store) CountTable(ctx context.Context, q sqlx.QueryerContext, pg, table
 }
 
 // DumpTable writes every row of pg.table to w, by id, as one JSON object
-// of its stored columns per line, members in the order of their names
-// (Postgres renders it with row_to_json, 2–3 times faster than building
-// jsonb and printing it; generated columns such as the full-text one are
-// left out). Naming the columns in name order, not the table's, makes
+// of its stored columns per line, members in the order of their names,
+// exactly as Postgres's row_to_json prints the row (generated columns
+// such as the full-text one are left out). The table streams out in
+// COPY's text format and the JSON is rendered here (dumpjson.go), which
+// spares Postgres the JSON work; a column of a type dumpjson.go does not
+// render sends the table through row_to_json instead. Naming the columns in name order, not the table's, makes
 // the bytes of a row the same in every deployment, whatever order its
 // columns were added in there, so a re-export after an import checksums
 // the same. It reads in the snapshot an
@@ -99,23 +102,46 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 		if _, err := tx.Exec(ctx, `SET TRANSACTION SNAPSHOT `+pq.QuoteLiteral(snapshot)); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT column_name FROM information_schema.columns
-			WHERE table_schema = $1 AND table_name = $2 AND is_generated = 'NEVER' ORDER BY ordinal_position`, pg, table)
-		if err != nil {
-			return err
-		}
-		cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		cols, err := dumpColumns(ctx, tx, pg, table)
 		if err != nil {
 			return err
 		}
 		if len(cols) == 0 {
 			return apperr.New(apperr.NotFound, "no table %s in schema %s", table, pg)
 		}
-		slices.Sort(cols)
-		tag, err := c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT row_to_json(r)::text FROM (SELECT %s FROM %s t) r ORDER BY r.%s) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
-			"t."+joinWith(cols, ", t."), schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
-		if err != nil {
-			return err
+		slices.SortFunc(cols, func(a, b dumpCol) int { return strings.Compare(a.name, b.name) })
+		names := make([]string, len(cols))
+		kinds := make([]dumpKind, len(cols))
+		arrays := make([]bool, len(cols))
+		known := true
+		for i, c := range cols {
+			names[i], arrays[i] = c.name, c.array
+			var ok bool
+			kinds[i], ok = dumpKindOf(c.typname)
+			known = known && ok
+		}
+		var tag pgconn.CommandTag
+		if known {
+			// Timestamps print in ISO style for appendTimestamp; JSON's form
+			// does not depend on DateStyle, so this changes nothing else.
+			if _, err := tx.Exec(ctx, `SET LOCAL DateStyle = ISO`); err != nil {
+				return err
+			}
+			nw := newNDJSONWriter(w, names, kinds, arrays)
+			tag, err = c.PgConn().CopyTo(ctx, nw, fmt.Sprintf(`COPY (SELECT %s FROM %s ORDER BY %s) TO STDOUT`,
+				quoted(names), schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
+			if err != nil {
+				return err
+			}
+			if err := nw.Close(); err != nil {
+				return err
+			}
+		} else {
+			tag, err = c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT row_to_json(r)::text FROM (SELECT %s FROM %s t) r ORDER BY r.%s) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
+				"t."+joinWith(names, ", t."), schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
+			if err != nil {
+				return err
+			}
 		}
 		n = tag.RowsAffected()
 		return tx.Commit(ctx)
@@ -215,4 +241,30 @@ func loadError(table string, line int64, err error) error {
 		return apperr.New(apperr.Validation, "%s, line %d: %s", table, line+1, msg)
 	}
 	return apperr.New(apperr.Validation, "%s: %s", table, msg)
+}
+
+// dumpCol is a stored column of a dumped table and its type's name (of
+// the element type, for an array).
+type dumpCol struct {
+	name, typname string
+	array         bool
+}
+
+func dumpColumns(ctx context.Context, tx pgx.Tx, pg, table string) ([]dumpCol, error) {
+	rows, err := tx.Query(ctx, `SELECT a.attname, coalesce(e.typname, t.typname), e.oid IS NOT NULL
+		FROM pg_attribute a
+		JOIN pg_class c ON c.oid = a.attrelid
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		JOIN pg_type t ON t.oid = a.atttypid
+		LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'
+		WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+		ORDER BY a.attnum`, pg, table)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (dumpCol, error) {
+		var c dumpCol
+		err := r.Scan(&c.name, &c.typname, &c.array)
+		return c, err
+	})
 }
