@@ -2,10 +2,13 @@ package records
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -244,26 +247,60 @@ func (sc *Scope) batchRules(e *schema.Entity, lock *lockIDs, op string) {
 		return
 	}
 	lock.after = func(ctx context.Context, tx *sqlx.Tx, b *batch) error {
-		var a query.Args
-		idArg := a.Add(schema.ArrayLiteral(lock.ids), "uuid[]")
-		check, err := sc.compiler.RuleWhere(e.Name, wr.UpdateCheck, "t", "rules."+e.Name+".update.check", &a)
-		if err != nil {
-			return err
-		}
-		var bad []string
-		if err := tx.SelectContext(ctx, &bad, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE t."id" = ANY(%s) AND NOT coalesce(%s, FALSE)`,
-			sc.compiler.Table(e.Name), idArg, check), sc.bind(a.List())...); err != nil {
-			return MapError(sc, e.Name, err)
-		}
-		for _, id := range bad {
-			for i, x := range lock.ids {
-				if x == id {
-					b.fail(i, lock.raws[i], ruleDenied(e.Name, "update.check"))
-				}
-			}
-		}
+		return sc.checkItems(ctx, tx, e, wr.UpdateCheck, "update.check", lock.ids, lock.raws, b)
+	}
+}
+
+// checkItems runs a check rule on the records ids (item i wrote ids[i],
+// "" for none) inside the write's transaction, after the write: every
+// item whose record fails it fails with 403 naming the rule (and the
+// batch then rolls back). A nil rule passes.
+func (sc *Scope) checkItems(ctx context.Context, tx sqlx.QueryerContext, e *schema.Entity, rule query.Filter, name string, ids []string, raws []any, b *batch) error {
+	if rule == nil {
 		return nil
 	}
+	var mine []string
+	for _, id := range ids {
+		if id != "" {
+			mine = append(mine, id)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	var a query.Args
+	idArg := a.Add(schema.ArrayLiteral(mine), "uuid[]")
+	check, err := sc.compiler.RuleWhere(e.Name, rule, "t", "rules."+e.Name+"."+name, &a)
+	if err != nil {
+		return err
+	}
+	var bad []string
+	if err := sqlx.SelectContext(ctx, tx, &bad, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE t."id" = ANY(%s) AND NOT coalesce(%s, FALSE)`,
+		sc.compiler.Table(e.Name), idArg, check), sc.bind(a.List())...); err != nil {
+		return MapError(sc, e.Name, err)
+	}
+	for _, id := range bad {
+		for i, x := range ids {
+			if x == id {
+				b.fail(i, raws[i], ruleDenied(e.Name, name))
+			}
+		}
+	}
+	return nil
+}
+
+// createRules applies the create rules of e to a batch create's item i
+// (fields.write, then the presets): the input to validate, or the item's
+// failure.
+func (sc *Scope) createRules(e *schema.Entity, obj map[string]any) (map[string]any, error) {
+	wr := sc.compiler.WriteRules(e.Name)
+	if wr == nil {
+		return obj, nil
+	}
+	if err := checkWritable(e, wr, obj); err != nil {
+		return nil, err
+	}
+	return sc.withPresets(wr, obj), nil
 }
 
 // redactList is redact for a JSON array of records.
@@ -283,4 +320,270 @@ func (sc *Scope) redactList(entity string, recs json.RawMessage) json.RawMessage
 		return recs
 	}
 	return out
+}
+
+// edgeEnds are the rules' conditions on the ends of an edge write of rel,
+// for the source record and the target record each at alias tbl: the
+// source must be readable and match update.where (writing an edge changes
+// the source's relationships, as updating it would), the target must be
+// readable. "TRUE" where no rule applies.
+func (sc *Scope) edgeEnds(rel *schema.Relationship, tbl string, a *query.Args) (string, string, error) {
+	s, err := sc.edgeSourceRule(rel, tbl, a)
+	if err != nil {
+		return "", "", err
+	}
+	return s, sc.compiler.ReadRule(rel.To, tbl, a), nil
+}
+
+// edgeSourceRule is the rules' condition on the source record of an edge
+// write of rel at alias tbl (see edgeEnds).
+func (sc *Scope) edgeSourceRule(rel *schema.Relationship, tbl string, a *query.Args) (string, error) {
+	src, err := sc.compiler.Entity(rel.From)
+	if err != nil {
+		return "", err
+	}
+	var where query.Filter
+	if wr := sc.compiler.WriteRules(rel.From); wr != nil {
+		where = wr.UpdateWhere
+	}
+	if where == nil && !sc.compiler.ReadRestricted(rel.From) {
+		return "TRUE", nil
+	}
+	return sc.ruleWhere(src, where, "update.where", tbl, a)
+}
+
+// edgeRule is edgeEnds as one condition on the edge at alias x ("TRUE"
+// when no rule applies): an edge whose ends fail it is not found.
+func (sc *Scope) edgeRule(rel *schema.Relationship, x string, a *query.Args) (string, error) {
+	s, t, err := sc.edgeEnds(rel, "z", a)
+	if err != nil {
+		return "", err
+	}
+	out := "TRUE"
+	if s != "TRUE" {
+		out = andLive(out, fmt.Sprintf(`EXISTS (SELECT 1 FROM %s z WHERE z."id" = %s."source_id" AND %s)`, sc.compiler.Table(rel.From), x, s))
+	}
+	if t != "TRUE" {
+		out = andLive(out, fmt.Sprintf(`EXISTS (SELECT 1 FROM %s z WHERE z."id" = %s."target_id" AND %s)`, sc.compiler.Table(rel.To), x, t))
+	}
+	return strings.TrimPrefix(out, "TRUE AND "), nil
+}
+
+// upsertRules are the rules of an upsert of e: the insert side is a
+// create (fields.write and presets, applied to the items already, then
+// create.check), the update side an update (the conflicting record must
+// be readable and match update.where, then pass update.check).
+type upsertRules struct {
+	where func(a *query.Args) (string, error)
+	wr    *query.WriteRules
+}
+
+// upsertRules returns e's upsert rules for the scope's principal, nil
+// when none apply.
+func (sc *Scope) upsertRules(e *schema.Entity) *upsertRules {
+	wr := sc.compiler.WriteRules(e.Name)
+	if wr == nil && !sc.compiler.ReadRestricted(e.Name) {
+		return nil
+	}
+	var where query.Filter
+	if wr != nil {
+		where = wr.UpdateWhere
+	} else {
+		wr = &query.WriteRules{Entity: e.Name}
+	}
+	return &upsertRules{wr: wr, where: func(a *query.Args) (string, error) {
+		return sc.ruleWhere(e, where, "update.where", "t", a)
+	}}
+}
+
+// upsertHidden is an item's error when the record holding its conflict
+// value is one the principal may not update (hidden by the read rule or
+// outside update.where). It is the 409 a create of the same value answers
+// (the unique constraint already tells that the value is taken), so an
+// upsert reveals nothing more than a create would: not the record, its
+// id, nor whether the principal could read it.
+func upsertHidden(e *schema.Entity, key *schema.Field) error {
+	return &apperr.Error{Code: apperr.Conflict, Message: fmt.Sprintf("%s: a %s with this value exists that the principal's roles may not update", key.Name, e.Name),
+		Details: []apperr.FieldError{{Field: key.Name, Message: "must be unique"}}}
+}
+
+// upsertRuled runs an upsert's groups under rules in one transaction: an
+// item whose conflicting record was left alone fails (upsertHidden), then
+// the created records must pass create.check and the updated ones
+// update.check; any failure rolls everything back.
+func (s *Store) upsertRuled(ctx context.Context, sc *Scope, e *schema.Entity, key *schema.Field, b *batch, groups []*upsertGroup, items []any, ru *upsertRules) (json.RawMessage, int, int, error) {
+	t0 := time.Now()
+	defer func() { b.dbTime += time.Since(t0) }()
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, 0, 0, MapError(sc, e.Name, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	var n, created int
+	var events []string
+	merged := make([]json.RawMessage, len(items))
+	createdIDs := make([]string, len(items))
+	updatedIDs := make([]string, len(items))
+	for _, g := range groups {
+		var gn, gc int
+		var ev sql.NullString
+		var out []byte
+		if err := tx.QueryRowxContext(ctx, g.sql, sc.bind(g.args)...).Scan(&gn, &gc, &out, &ev); err != nil {
+			return nil, 0, 0, MapError(sc, e.Name, err)
+		}
+		n, created = n+gn, created+gc
+		if ev.Valid {
+			events = append(events, ev.String)
+		}
+		var list []json.RawMessage
+		if err := json.Unmarshal(out, &list); err != nil || len(list) != len(g.index) {
+			return nil, 0, 0, apperr.New(apperr.Internal, "upsert returned %d records for %d items", len(list), len(g.index))
+		}
+		for k, idx := range g.index {
+			rec := list[k]
+			if len(rec) == 0 || string(rec) == "null" {
+				b.fail(idx, items[idx], upsertHidden(e, key))
+				continue
+			}
+			var r struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(rec, &r); err != nil {
+				return nil, 0, 0, apperr.Wrap(err, "read upserted record")
+			}
+			if r.ID == g.ids[k] {
+				createdIDs[idx] = r.ID
+			} else {
+				updatedIDs[idx] = r.ID
+			}
+			merged[idx] = sc.redact(e.Name, rec)
+		}
+	}
+	if len(b.res.Failed) == 0 {
+		if err := sc.checkItems(ctx, tx, e, ru.wr.CreateCheck, "create.check", createdIDs, items, b); err != nil {
+			return nil, 0, 0, err
+		}
+		if err := sc.checkItems(ctx, tx, e, ru.wr.UpdateCheck, "update.check", updatedIDs, items, b); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	if len(b.res.Failed) > 0 { // rolled back: nothing written
+		return nil, 0, 0, nil
+	}
+	if err := s.commit(ctx, tx); err != nil {
+		return nil, 0, 0, commitError(ctx, sc, e.Name, err)
+	}
+	s.announce(sc.TenantID, strings.Join(events, ","))
+	out, err := json.Marshal(merged)
+	if err != nil {
+		return nil, 0, 0, apperr.Wrap(err, "encode upsert result")
+	}
+	return out, n, created, nil
+}
+
+// errRolledBack makes inTx roll back a write whose items failed a rule
+// (the failures are the caller's to report).
+var errRolledBack = errors.New("rolled back: an item failed a rule")
+
+// linkKey keys a connect by its id and side (linkable).
+func linkKey(r connectRef) string {
+	if r.source {
+		return r.id + "\x00s"
+	}
+	return r.id
+}
+
+// linkable returns the connects of refs (records of entity name) that
+// name a live record the principal may link, keyed by linkKey: a
+// readable one and, where the connected record is the edge's source, one
+// matching update.where (edgeEnds).
+func (s *Store) linkable(ctx context.Context, sc *Scope, name string, refs []connectRef) (map[string]bool, error) {
+	have := map[string]bool{}
+	for _, source := range []bool{false, true} {
+		var ids []string
+		for _, r := range refs {
+			if r.source == source {
+				ids = append(ids, r.id)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		var a query.Args
+		idArg := a.Add(schema.ArrayLiteral(ids), "uuid[]")
+		w := andLive(`t."id" = ANY(`+idArg+`)`, sc.compiler.Live(name, "t"))
+		if source {
+			r, err := sc.edgeSourceRule(&schema.Relationship{From: name}, "t", &a)
+			if err != nil {
+				return nil, err
+			}
+			w = andLive(w, r)
+		} else {
+			w = andLive(w, sc.compiler.ReadRule(name, "t", &a))
+		}
+		var found []string
+		if err := s.db.SelectContext(ctx, &found, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE %s`, sc.compiler.Table(name), w), sc.bind(a.List())...); err != nil {
+			return nil, MapError(sc, name, err)
+		}
+		for _, id := range found {
+			have[linkKey(connectRef{id: id, source: source})] = true
+		}
+	}
+	return have, nil
+}
+
+// nestedChecks runs create.check on the records a nested create made (the
+// parents and the nested creates), in its transaction after the
+// statement, so a check sees the new edges: each failing record fails its
+// item (FORBIDDEN naming the record's path and the rule).
+func (sc *Scope) nestedChecks(ctx context.Context, tx *sqlx.Tx, p *nestedPlan) ([]nestedFailure, error) {
+	type group struct {
+		e    *schema.Entity
+		refs []connectRef
+	}
+	groups := []group{{e: p.e}}
+	for i, id := range p.ids {
+		if id != "" {
+			groups[0].refs = append(groups[0].refs, connectRef{item: i, id: id})
+		}
+	}
+	for _, g := range p.creates {
+		groups = append(groups, group{e: g.e, refs: g.refs})
+	}
+	var failures []nestedFailure
+	for _, g := range groups {
+		wr := sc.compiler.WriteRules(g.e.Name)
+		if wr == nil || wr.CreateCheck == nil || len(g.refs) == 0 {
+			continue
+		}
+		ids := make([]string, len(g.refs))
+		for i, r := range g.refs {
+			ids[i] = r.id
+		}
+		var a query.Args
+		idArg := a.Add(schema.ArrayLiteral(ids), "uuid[]")
+		name := "rules." + g.e.Name + ".create.check"
+		check, err := sc.compiler.RuleWhere(g.e.Name, wr.CreateCheck, "t", name, &a)
+		if err != nil {
+			return nil, err
+		}
+		var bad []string
+		if err := tx.SelectContext(ctx, &bad, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE t."id" = ANY(%s) AND NOT coalesce(%s, FALSE)`,
+			sc.compiler.Table(g.e.Name), idArg, check), sc.bind(a.List())...); err != nil {
+			return nil, MapError(sc, g.e.Name, err)
+		}
+		for _, id := range bad {
+			for _, r := range g.refs {
+				if r.id == id {
+					fe := apperr.FieldError{Field: name, Message: "the record does not pass this rule"}
+					if r.path != "" {
+						fe = apperr.FieldError{Field: r.path, Message: "the record does not pass " + name}
+					}
+					failures = append(failures, nestedFailure{item: r.item, code: apperr.Forbidden, errs: []apperr.FieldError{fe}})
+				}
+			}
+		}
+	}
+	sort.SliceStable(failures, func(i, j int) bool { return failures[i].item < failures[j].item })
+	return failures, nil
 }
