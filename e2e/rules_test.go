@@ -41,7 +41,7 @@ var sharedTodos = map[string]any{
 // updates (and cannot give the todo away) or deletes; every field but
 // priority may be written.
 var memberRole = map[string]any{
-	"scopes": []any{"entity:Todo:*", "entity:User:read", "entity:User:create", "relationship:sharedWith:*"},
+	"scopes": []any{"entity:Todo:*", "entity:User:read", "entity:User:create", "relationship:sharedWith:*", "job:*:*"},
 	"fields": map[string]any{"Todo": map[string]any{"write": []any{"title", "code", "ownerId", "done", "org", "embedding"}}},
 	"rules": map[string]any{"Todo": map[string]any{
 		"read": map[string]any{"$or": []any{

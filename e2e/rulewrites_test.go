@@ -6,7 +6,29 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
+
+// runJob submits a batch job as cred and awaits its end.
+func runJob(t *testing.T, d *deployment, cred string, body map[string]any) map[string]any {
+	t.Helper()
+	id := d.do(t, http.StatusAccepted, "POST", "/api/v1/jobs", cred, body).body(t)["id"].(string)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Minute)
+	for {
+		j := d.do(t, http.StatusOK, "GET", "/api/v1/jobs/"+id, cred, nil).body(t)
+		switch j["status"] {
+		case "succeeded", "failed", "cancelled":
+			return j
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("job %s still %v after 2 minutes", id, j["status"])
+		}
+	}
+}
 
 // batchFailures returns "index:code:field" of a rejected batch's failures.
 func batchFailures(t *testing.T, r *response) []string {
@@ -215,5 +237,30 @@ func TestRulesScenarioWritePaths(t *testing.T) {
 			t.Fatalf("restore: %v", got)
 		}
 		d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Todo/"+w.todo["a1"], w.alice, nil)
+	})
+
+	t.Run("jobs", func(t *testing.T) {
+		// A bulk update as bob touches only the todos he may update.
+		bobs := count(map[string]any{"ownerId": "bob"})
+		j := runJob(t, d, w.bob, map[string]any{"type": "update", "entity": "Todo", "all": true, "set": map[string]any{"org": "bulk"}})
+		if j["status"] != "succeeded" || count(map[string]any{"org": "bulk"}) != bobs || rec("a2")["org"] != "acme" {
+			t.Fatalf("bulk update as bob: %v (bob owns %v)", j, bobs)
+		}
+		// One record failing update.check fails the job; nothing is written.
+		j = runJob(t, d, w.bob, map[string]any{"type": "update", "entity": "Todo", "all": true, "set": map[string]any{"ownerId": "alice"}})
+		if j["status"] != "failed" || !strings.Contains(fmt.Sprint(j["error"]), "rules.Todo.update.check") || count(map[string]any{"ownerId": "bob"}) != bobs {
+			t.Fatalf("bulk update giving todos away: %v", j)
+		}
+		// A field outside fields.write is refused when the job is created.
+		r := d.send(t, "POST", "/api/v1/jobs", w.bob, map[string]any{"type": "update", "entity": "Todo", "all": true, "set": map[string]any{"priority": 1}})
+		if code, fields := errorCode(t, r); r.Status != 403 || code != "FORBIDDEN" || !slices.Equal(fields, []string{"priority"}) {
+			t.Fatalf("bulk update of a forbidden field: %d %s", r.Status, r.Body)
+		}
+		// A bulk delete as bob cannot reach alice's todos, nor count them.
+		j = runJob(t, d, w.bob, map[string]any{"type": "delete", "entity": "Todo", "where": map[string]any{"ownerId": "alice"}})
+		if j["status"] != "succeeded" || fmt.Sprint(j["progress"]) != "map[processed:0 total:0]" {
+			t.Fatalf("bulk delete of alice's todos as bob: %v", j)
+		}
+		d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Todo/"+w.todo["a1"], w.admin, nil)
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/schema"
@@ -35,10 +36,11 @@ import (
 //   - fields.write: writing another field is 403 naming it.
 //
 // Answers of writes leave out the fields outside fields.read, as reads do.
-// Batch updates and deletes apply the same rules per item, atomically
-// (batchRules). Write paths not listed here (batch creates, upserts,
-// nested and edge writes, restores, jobs' bulk writes) refuse a principal
-// under rules on the entity (refuseRuled) rather than write unchecked.
+// Every other write path applies the same rules in its own transaction
+// (docs/auth.md, "Rules on every write path"): batches per item
+// (batchRules, createRules, checkItems), upserts (upsertRules), nested
+// creates (nestedChecks, linkable), edge writes (edgeEnds), restores and
+// jobs' bulk writes (bulkRules, importRules, ScopeAs).
 
 // ruleDenied is the FORBIDDEN error of a failed check.
 func ruleDenied(entity, rule string) error {
@@ -89,15 +91,6 @@ func (sc *Scope) withPresets(wr *query.WriteRules, input map[string]any) map[str
 		out[k] = v
 	}
 	return out
-}
-
-// refuseRuled is the error of a write path that does not apply rules yet,
-// for a principal under rules on entity (nil otherwise).
-func (sc *Scope) refuseRuled(entity, what string) error {
-	if sc.compiler.WriteRules(entity) == nil && !sc.compiler.ReadRestricted(entity) {
-		return nil
-	}
-	return apperr.New(apperr.Forbidden, "%s of %s is not available to a principal whose roles have rules on %s; write the records one at a time", what, entity, entity)
 }
 
 // redact leaves the fields outside the read list out of a record's JSON.
@@ -586,4 +579,173 @@ func (sc *Scope) nestedChecks(ctx context.Context, tx *sqlx.Tx, p *nestedPlan) (
 	}
 	sort.SliceStable(failures, func(i, j int) bool { return failures[i].item < failures[j].item })
 	return failures, nil
+}
+
+// bulkRules are the rules of a job's bulk write of e (the job runs as the
+// principal that created it; package jobs records it): the records it
+// may touch (where: readable, and matching update.where or delete) and
+// the check every written record must pass (update.check, or
+// create.check for an import), evaluated in the statement's RETURNING on
+// the record as written. A zero bulkRules applies nothing.
+type bulkRules struct {
+	where  string
+	check  query.Filter
+	name   string            // the check's rule name ("update.check")
+	preset map[string]string // import: field → the SQL of its preset value
+}
+
+// bulkRules returns the rules of a bulk update or delete (op) of e; set
+// is an update's fields, checked against fields.write.
+func (sc *Scope) bulkRules(e *schema.Entity, op string, set map[string]any, a *query.Args) (*bulkRules, error) {
+	wr := sc.compiler.WriteRules(e.Name)
+	ru := &bulkRules{where: "TRUE"}
+	if wr == nil && !sc.compiler.ReadRestricted(e.Name) {
+		return ru, nil
+	}
+	var where query.Filter
+	name := "delete"
+	if wr != nil {
+		where = wr.Delete
+		if op == "update" {
+			where, name = wr.UpdateWhere, "update.where"
+			ru.check, ru.name = wr.UpdateCheck, "update.check"
+		}
+	}
+	if err := checkWritable(e, wr, set); err != nil {
+		return nil, prefixedField("set.", err)
+	}
+	w, err := sc.ruleWhere(e, where, name, "t", a)
+	if err != nil {
+		return nil, err
+	}
+	ru.where = w
+	return ru, nil
+}
+
+// prefixedField puts prefix before each detail's field of a FORBIDDEN
+// field error ("set.priority").
+func prefixedField(prefix string, err error) error {
+	ae := apperr.As(err)
+	for i := range ae.Details {
+		ae.Details[i].Field = prefix + ae.Details[i].Field
+	}
+	return ae
+}
+
+// importRules are the create rules of an import of e from the staged
+// rows in stage: a staged value in a field outside fields.write is 403
+// naming the field (checked in tx, before the insert), presets replace
+// the staged values, and create.check runs on every inserted record.
+func (s *Store) importRules(ctx context.Context, tx *sqlx.Tx, sc *Scope, e *schema.Entity, stage string, a *query.Args) (*bulkRules, error) {
+	ru := &bulkRules{where: "TRUE"}
+	wr := sc.compiler.WriteRules(e.Name)
+	if wr == nil {
+		return ru, nil
+	}
+	for i := range e.Fields {
+		f := &e.Fields[i]
+		if _, preset := wr.Preset[f.Name]; preset || wr.Writable == nil || wr.Writable[f.Name] {
+			continue
+		}
+		var sent bool
+		if err := tx.GetContext(ctx, &sent, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s s WHERE s.%s IS NOT NULL)`, stage, schema.Ident(f.Name))); err != nil {
+			return nil, MapError(sc, e.Name, err)
+		}
+		if sent {
+			return nil, checkWritable(e, wr, map[string]any{f.Name: true})
+		}
+	}
+	ru.preset = map[string]string{}
+	for k, v := range sc.withPresets(wr, nil) {
+		f, ok := e.Field(k)
+		if !ok {
+			continue
+		}
+		row, errs := Prepare(e, map[string]any{k: v}, Patch)
+		if len(errs) > 0 || len(row.Values) != 1 {
+			ru.preset[k] = "NULL::" + schema.ColumnType(f)
+			continue
+		}
+		ru.preset[k] = a.Add(row.Values[0], schema.ColumnType(f))
+	}
+	ru.check, ru.name = wr.CreateCheck, "create.check"
+	return ru, nil
+}
+
+// returnCheck adds the check, as column "_ok", to a write's RETURNING
+// list ret: there t is the record as written.
+func (ru *bulkRules) returnCheck(sc *Scope, e *schema.Entity, ret *[]string, a *query.Args) error {
+	if ru.check == nil {
+		return nil
+	}
+	c, err := sc.compiler.RuleWhere(e.Name, ru.check, "t", "rules."+e.Name+"."+ru.name, a)
+	if err != nil {
+		return err
+	}
+	*ret = append(*ret, "coalesce("+c+", FALSE) AS "+`"_ok"`)
+	return nil
+}
+
+// written is records.written, failing with 403 naming the check when a
+// written record fails it (the caller's transaction then rolls back).
+func (ru *bulkRules) written(ctx context.Context, tx *sqlx.Tx, sc *Scope, e *schema.Entity, with string, events bool, args []any) (Written, error) {
+	if ru.check == nil {
+		return written(ctx, tx, sc, e.Name, with, events, args)
+	}
+	if e.History {
+		if _, err := tx.ExecContext(ctx, "SELECT set_config('"+schema.HistoryActorSetting+"', $1, true)", sc.actor()); err != nil {
+			return Written{}, MapError(sc, e.Name, err)
+		}
+	}
+	span := "NULL::bigint AS first_seq, NULL::bigint AS last_seq, NULL::timestamptz AS written_at"
+	if events {
+		span = outbox.Range
+	}
+	var r struct {
+		Written
+		Denied int64 `db:"denied"`
+	}
+	if err := tx.GetContext(ctx, &r, with+"\nSELECT count(*) AS n, "+span+", count(*) FILTER (WHERE NOT w.\"_ok\") AS denied FROM w", sc.bind(args)...); err != nil {
+		return Written{}, MapError(sc, e.Name, err)
+	}
+	if r.Denied > 0 {
+		return Written{}, ruleDenied(e.Name, ru.name)
+	}
+	return r.Written, nil
+}
+
+// CheckWritable refuses input naming a field of entity outside the
+// principal's fields.write (403 naming it); nil without a write list.
+func (sc *Scope) CheckWritable(entity string, input map[string]any) error {
+	e, err := sc.compiler.Entity(entity)
+	if err != nil {
+		return err
+	}
+	return checkWritable(e, sc.compiler.WriteRules(e.Name), input)
+}
+
+// ScopeAs is Scope for a principal recorded by earlier work (a batch
+// job's creator, package jobs): its roles are resolved to their
+// definitions now, so the work runs under the rules as they are when it
+// runs. Roles that no longer exist refuse the work (403) rather than run
+// it without rules.
+func (s *Store) ScopeAs(ctx context.Context, p *auth.Principal) (*Scope, error) {
+	if len(p.Roles) > 0 {
+		if s.rules == nil {
+			return nil, apperr.New(apperr.Internal, "records: a principal with roles needs a store that enforces rules")
+		}
+		a, err := s.schemas.ActiveFor(ctx, p.TenantID)
+		if err != nil {
+			return nil, err
+		}
+		_, set, err := s.rules.RoleRules(ctx, p.TenantID, a.Def, p.Roles)
+		if err != nil {
+			return nil, err
+		}
+		if set == "" {
+			return nil, apperr.New(apperr.Forbidden, "the roles %s of the principal that created this work no longer exist", strings.Join(p.Roles, ", "))
+		}
+		p.RoleSet = set
+	}
+	return s.Scope(ctx, p)
 }
