@@ -258,14 +258,17 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, r *Request) (*J
 			if err := apperr.Fields(errs); err != nil {
 				return nil, err
 			}
+			if err := sc.CheckWritable(e.Name, r.Set); err != nil { // fields.write: principal.go
+				return nil, err
+			}
 			if err := s.records.VerifyRowFiles(ctx, tenantID, row); err != nil {
 				return nil, err
 			}
 		}
 	}
-	spec, err := json.Marshal(r.Spec)
+	spec, err := encodeSpec(r.Spec, p) // principal.go
 	if err != nil {
-		return nil, apperr.Wrap(err, "encode job")
+		return nil, err
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	var row jobRow

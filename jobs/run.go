@@ -166,11 +166,16 @@ func (x *Executor) Prepare(ctx context.Context, id string, beat Beat) (Outcome, 
 }
 
 // scope resolves the tenant's active schema and the job's entity, for the
-// system principal (dds.jobs does not record who created a job); a schema
+// job's creator when its roles put it under rules, else the system
+// principal (principal.go); a schema
 // activated since the job was created fails the job (its rows were
 // validated against another schema).
 func (x *Executor) scope(ctx context.Context, j *jobRow) (*records.Scope, *schema.Entity, error) {
-	sc, err := x.records.Scope(ctx, records.SystemPrincipal(j.TenantID))
+	p, err := j.principal() // principal.go
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := x.records.ScopeAs(ctx, p)
 	if err != nil {
 		return nil, nil, err
 	}

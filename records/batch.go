@@ -144,9 +144,6 @@ func checkSize(n int, what string) error {
 // BatchCreate validates and inserts items (objects of fields) atomically.
 // A rejected batch returns a result with failures and a nil error.
 func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items []any) (*BatchResult, error) {
-	if err := sc.refuseRuled(entity, "a batch create"); err != nil { // rulewrites.go
-		return nil, err
-	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, err := sc.compiler.Entity(entity)
@@ -162,6 +159,11 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 		obj, ok := it.(map[string]any)
 		if !ok {
 			b.fail(i, it, apperr.New(apperr.Validation, "item must be a JSON object of fields"))
+			continue
+		}
+		obj, err := sc.createRules(e, obj) // rulewrites.go
+		if err != nil {
+			b.fail(i, it, err)
 			continue
 		}
 		row, errs := Prepare(e, obj, Create)
@@ -192,11 +194,18 @@ func (s *Store) BatchCreate(ctx context.Context, sc *Scope, entity string, items
 e AS (%s)%s
 SELECT count(*), coalesce(json_agg(w ORDER BY w."id"), '[]'::json), `+outbox.EventIDs+` FROM w%s`,
 		ins, outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w"), h, from)
-	out, n, err := s.batchTx(ctx, sc, e.Name, b, nil, q, a.List())
+	var lock *lockIDs
+	if wr := sc.compiler.WriteRules(e.Name); wr != nil && wr.CreateCheck != nil { // rulewrites.go
+		lock = &lockIDs{ids: ids, raws: items, created: true}
+		lock.after = func(ctx context.Context, tx *sqlx.Tx, b *batch) error {
+			return sc.checkItems(ctx, tx, e, wr.CreateCheck, "create.check", ids, items, b)
+		}
+	}
+	out, n, err := s.batchTx(ctx, sc, e.Name, b, lock, q, a.List())
 	if err != nil {
 		return nil, err
 	}
-	return b.done(out, n), nil
+	return b.done(sc.redactList(e.Name, out), n), nil
 }
 
 // insertCTE renders the CTE name inserting rows of e with ids (UUIDv7,
@@ -402,6 +411,9 @@ type lockIDs struct {
 	// its transaction and fails the items whose records break a check.
 	rule  func(a *query.Args) (string, error)
 	after func(ctx context.Context, tx *sqlx.Tx, b *batch) error
+	// created: the ids are of records the write creates (a batch create
+	// under rules, whose after runs create.check): nothing to lock.
+	created bool
 }
 
 // batchTx runs the write in one transaction. With lock, the records are
@@ -415,7 +427,7 @@ func (s *Store) batchTx(ctx context.Context, sc *Scope, entity string, b *batch,
 		return nil, 0, MapError(sc, entity, err)
 	}
 	defer tx.Rollback()
-	if lock != nil {
+	if lock != nil && !lock.created {
 		var found []string
 		var la query.Args
 		w := andLive(`t."id" = ANY(`+la.Add(schema.ArrayLiteral(lock.ids), "uuid[]")+`)`, sc.compiler.Live(entity, "t"))

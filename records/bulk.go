@@ -38,8 +38,8 @@ func (s *Store) CountWhere(ctx context.Context, sc *Scope, entity string, where 
 		return 0, err
 	}
 	var n int64
-	w = andLive(w, sc.compiler.Live(entity, "t"))
-	if err := s.db.GetContext(ctx, &n, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, sc.compiler.Table(entity), w), a.List()...); err != nil {
+	w = andLive(andLive(w, sc.compiler.Live(entity, "t")), sc.compiler.ReadRule(entity, "t", &a)) // hidden records are not counted
+	if err := s.db.GetContext(ctx, &n, fmt.Sprintf(`SELECT count(*) FROM %s t WHERE %s`, sc.compiler.Table(entity), w), sc.bind(a.List())...); err != nil {
 		return 0, MapError(sc, entity, err)
 	}
 	return n, nil
@@ -59,9 +59,6 @@ type Written struct {
 // record of entity matching where, in tx, in one statement, with one
 // entity.updated event per record when events.
 func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity string, where query.Filter, set map[string]any, events bool) (Written, error) {
-	if err := sc.refuseRuled(entity, "a bulk update"); err != nil { // rulewrites.go
-		return Written{}, err
-	}
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return Written{}, err
@@ -71,6 +68,11 @@ func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 	if err != nil {
 		return Written{}, err
 	}
+	ru, err := sc.bulkRules(e, "update", set, &a) // rulewrites.go
+	if err != nil {
+		return Written{}, err
+	}
+	w = andLive(w, ru.where)
 	row, errs := Prepare(e, set, Patch)
 	if err := apperr.Fields(errs); err != nil {
 		return Written{}, err
@@ -81,11 +83,14 @@ func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
 	w = andLive(w, sc.compiler.Live(e.Name, "t"))
+	if err := ru.returnCheck(sc, e, &ret, &a); err != nil {
+		return Written{}, err
+	}
 	ctes := []string{"w AS (" + fmt.Sprintf(`UPDATE %s AS t SET %s WHERE %s RETURNING %s`, sc.compiler.Table(e.Name), strings.Join(sets, ", "), w, strings.Join(ret, ", ")) + ")"}
 	if events {
 		ctes = append(ctes, "e AS ("+outbox.InsertCTE(&a, sc.Origin(), outbox.EntityUpdated, e.Name, "w")+")")
 	}
-	return written(ctx, tx, sc, e.Name, "WITH "+strings.Join(ctes, ",\n"), events, a.List())
+	return ru.written(ctx, tx, sc, e, "WITH "+strings.Join(ctes, ",\n"), events, a.List())
 }
 
 // DeleteWhere deletes every record of entity matching where, in tx, in one
@@ -93,9 +98,6 @@ func (s *Store) UpdateWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 // files the records held are marked deleted in the same statement (the
 // worker's sweeper removes their objects).
 func (s *Store) DeleteWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity string, where query.Filter, events bool) (Written, error) {
-	if err := sc.refuseRuled(entity, "a bulk delete"); err != nil { // rulewrites.go
-		return Written{}, err
-	}
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return Written{}, err
@@ -105,6 +107,11 @@ func (s *Store) DeleteWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 	if err != nil {
 		return Written{}, err
 	}
+	ru, err := sc.bulkRules(e, "delete", nil, &a) // rulewrites.go
+	if err != nil {
+		return Written{}, err
+	}
+	w = andLive(w, ru.where)
 	ret, _ := sc.compiler.Columns(e, nil, "t")
 	write := fmt.Sprintf(`DELETE FROM %s AS t WHERE %s`, sc.compiler.Table(e.Name), w)
 	if e.SoftDelete { // only marked: edges and files stay, for a restore
@@ -128,10 +135,12 @@ func (s *Store) DeleteWhere(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity 
 // with a bigint "_line", a text "_id" (the record's id) and one text
 // column per field of entity, each holding its column type's text form.
 func (s *Store) InsertStaged(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity, stage string, events bool) (Written, error) {
-	if err := sc.refuseRuled(entity, "an import"); err != nil { // rulewrites.go
+	e, err := sc.compiler.Entity(entity)
+	if err != nil {
 		return Written{}, err
 	}
-	e, err := sc.compiler.Entity(entity)
+	var a query.Args
+	ru, err := s.importRules(ctx, tx, sc, e, stage, &a) // rulewrites.go
 	if err != nil {
 		return Written{}, err
 	}
@@ -139,19 +148,25 @@ func (s *Store) InsertStaged(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity
 	sel := []string{`s."_id"::uuid`}
 	for i := range e.Fields {
 		names = append(names, schema.Ident(e.Fields[i].Name))
+		if v, ok := ru.preset[e.Fields[i].Name]; ok {
+			sel = append(sel, v)
+			continue
+		}
 		sel = append(sel, "s."+schema.Ident(e.Fields[i].Name)+"::"+schema.ColumnType(&e.Fields[i]))
 	}
 	ret := []string{`t."id"`}
 	if events {
 		ret, _ = sc.compiler.Columns(e, nil, "t")
 	}
-	var a query.Args
+	if err := ru.returnCheck(sc, e, &ret, &a); err != nil {
+		return Written{}, err
+	}
 	with := fmt.Sprintf(`WITH w AS (INSERT INTO %s AS t (%s) SELECT %s FROM %s s ORDER BY s."_line" RETURNING %s)`,
 		sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), stage, strings.Join(ret, ", "))
 	if events {
 		with += ",\ne AS (" + outbox.InsertCTE(&a, sc.Origin(), outbox.EntityCreated, e.Name, "w") + ")"
 	}
-	return written(ctx, tx, sc, e.Name, with, events, a.List())
+	return ru.written(ctx, tx, sc, e, with, events, a.List())
 }
 
 // written runs a write whose CTEs end with the records in w (and their
@@ -169,7 +184,7 @@ func written(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity, with string, e
 	if events {
 		span = outbox.Range
 	}
-	if err := tx.GetContext(ctx, &r, with+"\nSELECT count(*) AS n, "+span+" FROM w", args...); err != nil {
+	if err := tx.GetContext(ctx, &r, with+"\nSELECT count(*) AS n, "+span+" FROM w", sc.bind(args)...); err != nil {
 		return Written{}, MapError(sc, entity, err)
 	}
 	return r, nil

@@ -101,9 +101,6 @@ func andLive(w, live string) string {
 // it. A record that is not deleted is returned as it is, with no event (a
 // retried restore is harmless); one that does not exist is NOT_FOUND.
 func (s *Store) Restore(ctx context.Context, sc *Scope, entity, id string) (json.RawMessage, error) {
-	if err := sc.refuseRuled(entity, "a restore"); err != nil { // rulewrites.go
-		return nil, err
-	}
 	e, err := sc.compiler.Entity(entity)
 	if err != nil {
 		return nil, err
@@ -121,16 +118,28 @@ func (s *Store) Restore(ctx context.Context, sc *Scope, entity, id string) (json
 	ret, _ := sc.compiler.Columns(e, nil, "t")
 	del := schema.Ident(schema.ColDeletedAt)
 	h, from := sc.actorCTE(e, &a)
-	q := fmt.Sprintf(`WITH w AS (UPDATE %[1]s AS t SET %[2]s = NULL, "updatedAt" = now() WHERE t."id" = %[3]s AND t.%[2]s IS NOT NULL RETURNING %[4]s),
+	// Under rules (rulewrites.go) a restore is the undoing of a delete: the
+	// deleted record must pass the read rule and the delete rule's where,
+	// else it is not found; a live record is answered only if readable.
+	var del2 query.Filter
+	if wr := sc.compiler.WriteRules(e.Name); wr != nil {
+		del2 = wr.Delete
+	}
+	rule, err := sc.ruleWhere(e, del2, "delete", "t", &a)
+	if err != nil {
+		return nil, err
+	}
+	read := sc.compiler.ReadRule(e.Name, "t", &a)
+	q := fmt.Sprintf(`WITH w AS (UPDATE %[1]s AS t SET %[2]s = NULL, "updatedAt" = now() WHERE t."id" = %[3]s AND t.%[2]s IS NOT NULL AND %[8]s RETURNING %[4]s),
 e AS (%[5]s)%[6]s
 SELECT row_to_json(w), true FROM w%[7]s
-UNION ALL SELECT row_to_json(r), false FROM (SELECT %[4]s FROM %[1]s t WHERE t."id" = %[3]s AND t.%[2]s IS NULL) r`,
+UNION ALL SELECT row_to_json(r), false FROM (SELECT %[4]s FROM %[1]s t WHERE t."id" = %[3]s AND t.%[2]s IS NULL AND %[9]s) r`,
 		sc.compiler.Table(e.Name), del, idArg, strings.Join(ret, ", "),
-		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), h, from)
+		outbox.InsertOneCTE(&a, eventArg, sc.Origin(), outbox.EntityUpdated, e.Name, "w"), h, from, rule, read)
 	var out []byte
 	var restored bool
 	err = s.write(ctx, func(qr sqlx.QueryerContext) error {
-		return qr.QueryRowxContext(ctx, q, a.List()...).Scan(&out, &restored)
+		return qr.QueryRowxContext(ctx, q, sc.bind(a.List())...).Scan(&out, &restored)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "%s %q not found", entity, id)
@@ -141,7 +150,7 @@ UNION ALL SELECT row_to_json(r), false FROM (SELECT %[4]s FROM %[1]s t WHERE t."
 	if restored {
 		s.announce(sc.TenantID, eventID)
 	}
-	return out, nil
+	return sc.redact(e.Name, out), nil
 }
 
 // History page limits.

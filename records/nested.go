@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -124,6 +125,7 @@ type createGroup struct {
 	e    *schema.Entity
 	ids  []string
 	rows []Row
+	refs []connectRef // each row's item and path (id: its new id)
 }
 
 type edgeGroup struct {
@@ -139,6 +141,9 @@ type connectRef struct {
 	item int
 	path string
 	id   string
+	// source: the connected record is the edge's source (the new record
+	// its target), so under rules it must pass update.where too.
+	source bool
 }
 
 type fileRef struct {
@@ -266,7 +271,7 @@ func (p *nestedPlan) add(sc *Scope, rels map[string]relEnd, item int, input map[
 					errs.addPrefixed(path+".", perr)
 					continue
 				}
-				p.connects[end.far.Name] = append(p.connects[end.far.Name], connectRef{item: item, path: path + ".id", id: u.String()})
+				p.connects[end.far.Name] = append(p.connects[end.far.Name], connectRef{item: item, path: path + ".id", id: u.String(), source: !end.out})
 				edge(u.String(), props, true)
 			}
 		}
@@ -293,6 +298,11 @@ func (p *nestedPlan) add(sc *Scope, rels map[string]relEnd, item int, input map[
 						obj = without(obj, "properties")
 					}
 				}
+				obj, rerr := sc.createRules(end.far, obj) // rulewrites.go
+				if rerr != nil {
+					errs.addPrefixed(path+".", rerr)
+					continue
+				}
 				frow, ferrs := Prepare(end.far, obj, Create)
 				for _, fe := range ferrs {
 					errs.add(path+"."+fe.Field, "%s", fe.Message)
@@ -312,6 +322,7 @@ func (p *nestedPlan) add(sc *Scope, rels map[string]relEnd, item int, input map[
 				}
 				fid := uuid.Must(uuid.NewV7()).String()
 				g.ids, g.rows = append(g.ids, fid), append(g.rows, frow)
+				g.refs = append(g.refs, connectRef{item: item, path: path, id: fid})
 				if len(frow.Files) > 0 {
 					p.files = append(p.files, fileRef{item: item, path: path + ".", row: frow})
 				}
@@ -386,13 +397,25 @@ func (p *nestedPlan) sql(sc *Scope) (string, []any, error) {
 	for _, g := range p.edges {
 		x := fmt.Sprintf("x%d", n)
 		src, tgt, conn := "u.s::uuid", "u.t::uuid", ""
-		if live := sc.compiler.Live(g.rel.From, "f"); live != "TRUE" && slices.Contains(g.conn, "s") {
-			src, conn = liveEnd(sc, g.rel.From, "s", live), ", "+a.Add(g.conn, "text[]")
+		// A connected end must be live and, under rules, one the
+		// principal may link (rulewrites.go: edgeEnds).
+		if slices.Contains(g.conn, "s") {
+			live := sc.compiler.Live(g.rel.From, "f")
+			r, err := sc.edgeSourceRule(g.rel, "f", &a)
+			if err != nil {
+				return "", nil, err
+			}
+			if live = andLive(live, r); live != "TRUE" {
+				src, conn = liveEnd(sc, g.rel.From, "s", strings.TrimPrefix(live, "TRUE AND ")), ", "+a.Add(g.conn, "text[]")
+			}
 		}
-		if live := sc.compiler.Live(g.rel.To, "f"); live != "TRUE" && slices.Contains(g.conn, "t") {
-			tgt = liveEnd(sc, g.rel.To, "t", live)
-			if conn == "" {
-				conn = ", " + a.Add(g.conn, "text[]")
+		if slices.Contains(g.conn, "t") {
+			live := andLive(sc.compiler.Live(g.rel.To, "f"), sc.compiler.ReadRule(g.rel.To, "f", &a))
+			if live != "TRUE" {
+				tgt = liveEnd(sc, g.rel.To, "t", strings.TrimPrefix(live, "TRUE AND "))
+				if conn == "" {
+					conn = ", " + a.Add(g.conn, "text[]")
+				}
 			}
 		}
 		cols := "i, s, t, p, ord"
@@ -461,13 +484,13 @@ func (s *Store) createNested(ctx context.Context, sc *Scope, e *schema.Entity, i
 		return nil, err
 	}
 	if len(failures) > 0 {
-		return nil, apperr.Fields(failures[0].errs)
+		return nil, failures[0].error()
 	}
 	var list []json.RawMessage
 	if err := json.Unmarshal(out, &list); err != nil || len(list) != 1 {
 		return nil, apperr.New(apperr.Internal, "nested create returned %d records", len(list))
 	}
-	return list[0], nil
+	return sc.redact(e.Name, list[0]), nil
 }
 
 // prefixed puts prefix before the field of each detail of a validation
@@ -488,6 +511,18 @@ func prefixed(prefix string, err error) error {
 type nestedFailure struct {
 	item int
 	errs []apperr.FieldError
+	// code, when set, is the failure's code (else VALIDATION_ERROR): under
+	// rules a connect naming no record the principal may link is
+	// NOT_FOUND, a failed check FORBIDDEN.
+	code apperr.Code
+}
+
+func (f nestedFailure) error() error {
+	e := apperr.Fields(f.errs)
+	if f.code != "" {
+		e.Code = f.code
+	}
+	return e
 }
 
 // runNested runs the plan's statement and announces its events. A connect
@@ -502,9 +537,28 @@ func (s *Store) runNested(ctx context.Context, sc *Scope, p *nestedPlan) (json.R
 	var n int
 	var out []byte
 	var events sql.NullString
-	err = s.write(ctx, func(qr sqlx.QueryerContext) error {
-		return qr.QueryRowxContext(ctx, q, args...).Scan(&n, &out, &events)
-	})
+	var failures []nestedFailure
+	if sc.compiler.HasRules() { // rulewrites.go: the checks run in the write's transaction
+		err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+			if err := tx.QueryRowxContext(ctx, q, sc.bind(args)...).Scan(&n, &out, &events); err != nil {
+				return err
+			}
+			if failures, err = sc.nestedChecks(ctx, tx, p); err != nil {
+				return err
+			}
+			if len(failures) > 0 {
+				return errRolledBack
+			}
+			return nil
+		})
+		if errors.Is(err, errRolledBack) {
+			return nil, 0, failures, nil
+		}
+	} else {
+		err = s.write(ctx, func(qr sqlx.QueryerContext) error {
+			return qr.QueryRowxContext(ctx, q, args...).Scan(&n, &out, &events)
+		})
+	}
 	if err == nil {
 		s.announce(sc.TenantID, events.String)
 		return out, n, nil, nil
@@ -533,20 +587,12 @@ func (s *Store) missingConnects(ctx context.Context, sc *Scope, p *nestedPlan) (
 	byItem := map[int]int{}
 	for _, name := range far {
 		refs := p.connects[name]
-		ids := make([]string, len(refs))
-		for i, r := range refs {
-			ids[i] = r.id
-		}
-		var found []string
-		if err := s.db.SelectContext(ctx, &found, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE t."id" = ANY($1::uuid[]) AND %s`, sc.compiler.Table(name), sc.compiler.Live(name, "t")), schema.ArrayLiteral(ids)); err != nil {
-			return nil, MapError(sc, name, err)
-		}
-		have := make(map[string]bool, len(found))
-		for _, id := range found {
-			have[id] = true
+		have, err := s.linkable(ctx, sc, name, refs)
+		if err != nil {
+			return nil, err
 		}
 		for _, r := range refs {
-			if have[r.id] {
+			if have[linkKey(r)] {
 				continue
 			}
 			fe := apperr.FieldError{Field: r.path, Message: fmt.Sprintf("no %s has id %s", name, r.id)}
@@ -555,7 +601,11 @@ func (s *Store) missingConnects(ctx context.Context, sc *Scope, p *nestedPlan) (
 				continue
 			}
 			byItem[r.item] = len(failures)
-			failures = append(failures, nestedFailure{item: r.item, errs: []apperr.FieldError{fe}})
+			f := nestedFailure{item: r.item, errs: []apperr.FieldError{fe}}
+			if sc.compiler.HasRules() {
+				f.code = apperr.NotFound
+			}
+			failures = append(failures, f)
 		}
 	}
 	sort.Slice(failures, func(i, j int) bool { return failures[i].item < failures[j].item })
@@ -593,6 +643,12 @@ func (s *Store) batchCreateNested(ctx context.Context, sc *Scope, e *schema.Enti
 			p.parents, p.ids = append(p.parents, Row{}), append(p.ids, "")
 			continue
 		}
+		obj, err := sc.createRules(e, obj) // rulewrites.go
+		if err != nil {
+			b.fail(i, it, err)
+			p.parents, p.ids = append(p.parents, Row{}), append(p.ids, "")
+			continue
+		}
 		errs, err := p.add(sc, rels, i, obj)
 		if err != nil {
 			return nil, err
@@ -624,7 +680,7 @@ func (s *Store) batchCreateNested(ctx context.Context, sc *Scope, e *schema.Enti
 		return nil, err
 	}
 	for _, f := range failures {
-		b.fieldFail(f.item, items[f.item], f.errs)
+		b.fail(f.item, items[f.item], f.error())
 	}
-	return b.done(out, n), nil
+	return b.done(sc.redactList(e.Name, out), n), nil
 }

@@ -267,9 +267,6 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	}
 	row, errs := Prepare(e, input, Create)
 	if len(errs) > 0 && nestedKeys(sc.Schema.Def, e, input) { // relationship fields: nested.go
-		if err := sc.refuseRuled(e.Name, "a nested create"); err != nil {
-			return nil, err
-		}
 		return s.createNested(ctx, sc, e, input)
 	}
 	if err := apperr.Fields(errs); err != nil {

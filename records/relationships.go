@@ -145,9 +145,6 @@ func parseIDs(entity, id, target string, rel *schema.Relationship) (string, stri
 // CreateEdge creates an edge of rel from the entity record id to the
 // target record (of rel's target entity) with validated properties.
 func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
-	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
-		return nil, err
-	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, err := edgeSource(sc, entity, relName)
@@ -166,12 +163,19 @@ func (s *Store) CreateEdge(ctx context.Context, sc *Scope, entity, id, relName, 
 		return nil, err
 	}
 	var a query.Args
+	sw := andLive(`x."id" = `+a.Add(sid, "uuid"), sc.compiler.Live(e.Name, "x"))
+	tw := andLive(`x."id" = `+a.Add(tid, "uuid"), sc.compiler.Live(rel.To, "x"))
+	if sr, tr, err := sc.edgeEnds(rel, "x", &a); err != nil { // rulewrites.go
+		return nil, err
+	} else {
+		sw, tw = andLive(sw, sr), andLive(tw, tr)
+	}
 	q := fmt.Sprintf(`WITH s AS (SELECT x."id" FROM %s x WHERE %s), t AS (SELECT x."id" FROM %s x WHERE %s),
 x AS (INSERT INTO %s ("id", "source_id", "target_id", "properties") SELECT %s, s."id", t."id", %s FROM s, t RETURNING *),
 e AS (%s)
 SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x), `+outbox.EventIDs,
-		sc.compiler.Table(e.Name), andLive(`x."id" = `+a.Add(sid, "uuid"), sc.compiler.Live(e.Name, "x")),
-		sc.compiler.Table(rel.To), andLive(`x."id" = `+a.Add(tid, "uuid"), sc.compiler.Live(rel.To, "x")),
+		sc.compiler.Table(e.Name), sw,
+		sc.compiler.Table(rel.To), tw,
 		sc.compiler.Table(schema.RelTable(rel)), a.Add(uuid.Must(uuid.NewV7()).String(), "uuid"), a.Add(pj, "jsonb"),
 		outbox.InsertEdgeCTE(&a, sc.Origin(), outbox.RelationshipCreated, rel.Name, rel.From, rel.To, "x"), edgeJSON(rel, "x"))
 	var hasS, hasT bool
@@ -180,7 +184,7 @@ SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM t), (SELECT %s FROM x), `
 	// Without both ends the statement wrote nothing: the hook still commits
 	// with it, and the answer below is the 404 the retry will get too.
 	if err := s.write(ctx, func(qr sqlx.QueryerContext) error {
-		return qr.QueryRowxContext(ctx, q, a.List()...).Scan(&hasS, &hasT, &out, &events)
+		return qr.QueryRowxContext(ctx, q, sc.bind(a.List())...).Scan(&hasS, &hasT, &out, &events)
 	}); err != nil {
 		return nil, MapError(sc, entity, err)
 	}
@@ -208,9 +212,6 @@ func (s *Store) ListEdges(ctx context.Context, sc *Scope, entity, id string, n q
 // UpdateEdges merges properties into every edge of rel from the record id to
 // target (null removes a property) and returns {"items": [edges]}.
 func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName, target string, props map[string]any) (json.RawMessage, error) {
-	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
-		return nil, err
-	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
@@ -228,9 +229,6 @@ func (s *Store) UpdateEdges(ctx context.Context, sc *Scope, entity, id, relName,
 // UpdateEdgeByID merges properties into one edge, which must touch the
 // record id (as source or target).
 func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string, props map[string]any) (json.RawMessage, error) {
-	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
-		return nil, err
-	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)
@@ -247,9 +245,6 @@ func (s *Store) UpdateEdgeByID(ctx context.Context, sc *Scope, entity, id, relNa
 
 // DeleteEdges deletes every edge of rel from the record id to target.
 func (s *Store) DeleteEdges(ctx context.Context, sc *Scope, entity, id, relName, target string) (json.RawMessage, error) {
-	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
-		return nil, err
-	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, where, a, sid, err := edgesBetween(sc, entity, id, relName, target)
@@ -274,14 +269,15 @@ func edgesBetween(sc *Scope, entity, id, relName, target string) (*schema.Entity
 	}
 	var a query.Args
 	where := fmt.Sprintf(`x."source_id" = %s AND x."target_id" = %s`, a.Add(sid, "uuid"), a.Add(tid, "uuid"))
-	return e, rel, andLive(where, liveEnds(sc, rel, "x")), &a, sid, nil
+	ends, err := sc.edgeRule(rel, "x", &a) // rulewrites.go
+	if err != nil {
+		return nil, nil, "", nil, "", err
+	}
+	return e, rel, andLive(andLive(where, liveEnds(sc, rel, "x")), ends), &a, sid, nil
 }
 
 // DeleteEdgeByID deletes one edge, which must touch the record id.
 func (s *Store) DeleteEdgeByID(ctx context.Context, sc *Scope, entity, id, relName, edgeID string) (json.RawMessage, error) {
-	if err := sc.refuseRuled(entity, "an edge write"); err != nil { // rulewrites.go
-		return nil, err
-	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, rel, where, a, sid, err := edgeByID(sc, entity, id, relName, edgeID)
@@ -322,7 +318,11 @@ func edgeByID(sc *Scope, entity, id, relName, edgeID string) (*schema.Entity, *s
 		ends = append(ends, `x."target_id" = `+idArg)
 	}
 	where := fmt.Sprintf(`x."id" = %s AND (%s)`, a.Add(u.String(), "uuid"), strings.Join(ends, " OR "))
-	return e, rel, andLive(where, liveEnds(sc, rel, "x")), &a, sid, nil
+	rule, err := sc.edgeRule(rel, "x", &a) // rulewrites.go
+	if err != nil {
+		return nil, nil, "", nil, "", err
+	}
+	return e, rel, andLive(andLive(where, liveEnds(sc, rel, "x")), rule), &a, sid, nil
 }
 
 // liveEnds is the predicate "both ends of the edge at alias x are live
@@ -364,12 +364,12 @@ func (s *Store) edgeWrite(ctx context.Context, sc *Scope, e *schema.Entity, rel 
 	q := fmt.Sprintf(`WITH x AS (%s), e AS (%s)
 SELECT EXISTS (SELECT 1 FROM %s y WHERE %s), (SELECT json_agg(%s ORDER BY x."created_at", x."id") FROM x), `+outbox.EventIDs,
 		stmt, outbox.InsertEdgeCTE(a, sc.Origin(), eventType, rel.Name, rel.From, rel.To, "x"),
-		sc.compiler.Table(e.Name), andLive(`y."id" = `+a.Add(sid, "uuid"), sc.compiler.Live(e.Name, "y")), edgeJSON(rel, "x"))
+		sc.compiler.Table(e.Name), andLive(andLive(`y."id" = `+a.Add(sid, "uuid"), sc.compiler.Live(e.Name, "y")), sc.compiler.ReadRule(e.Name, "y", a)), edgeJSON(rel, "x"))
 	var hasS bool
 	var out []byte
 	var events sql.NullString
 	if err := s.write(ctx, func(qr sqlx.QueryerContext) error {
-		return qr.QueryRowxContext(ctx, q, a.List()...).Scan(&hasS, &out, &events)
+		return qr.QueryRowxContext(ctx, q, sc.bind(a.List())...).Scan(&hasS, &out, &events)
 	}); err != nil {
 		return nil, MapError(sc, e.Name, err)
 	}

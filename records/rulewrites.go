@@ -2,15 +2,19 @@ package records
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
+	"github.com/dds-project/dds/auth"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/schema"
@@ -32,10 +36,11 @@ import (
 //   - fields.write: writing another field is 403 naming it.
 //
 // Answers of writes leave out the fields outside fields.read, as reads do.
-// Batch updates and deletes apply the same rules per item, atomically
-// (batchRules). Write paths not listed here (batch creates, upserts,
-// nested and edge writes, restores, jobs' bulk writes) refuse a principal
-// under rules on the entity (refuseRuled) rather than write unchecked.
+// Every other write path applies the same rules in its own transaction
+// (docs/auth.md, "Rules on every write path"): batches per item
+// (batchRules, createRules, checkItems), upserts (upsertRules), nested
+// creates (nestedChecks, linkable), edge writes (edgeEnds), restores and
+// jobs' bulk writes (bulkRules, importRules, ScopeAs).
 
 // ruleDenied is the FORBIDDEN error of a failed check.
 func ruleDenied(entity, rule string) error {
@@ -86,15 +91,6 @@ func (sc *Scope) withPresets(wr *query.WriteRules, input map[string]any) map[str
 		out[k] = v
 	}
 	return out
-}
-
-// refuseRuled is the error of a write path that does not apply rules yet,
-// for a principal under rules on entity (nil otherwise).
-func (sc *Scope) refuseRuled(entity, what string) error {
-	if sc.compiler.WriteRules(entity) == nil && !sc.compiler.ReadRestricted(entity) {
-		return nil
-	}
-	return apperr.New(apperr.Forbidden, "%s of %s is not available to a principal whose roles have rules on %s; write the records one at a time", what, entity, entity)
 }
 
 // redact leaves the fields outside the read list out of a record's JSON.
@@ -244,26 +240,60 @@ func (sc *Scope) batchRules(e *schema.Entity, lock *lockIDs, op string) {
 		return
 	}
 	lock.after = func(ctx context.Context, tx *sqlx.Tx, b *batch) error {
-		var a query.Args
-		idArg := a.Add(schema.ArrayLiteral(lock.ids), "uuid[]")
-		check, err := sc.compiler.RuleWhere(e.Name, wr.UpdateCheck, "t", "rules."+e.Name+".update.check", &a)
-		if err != nil {
-			return err
-		}
-		var bad []string
-		if err := tx.SelectContext(ctx, &bad, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE t."id" = ANY(%s) AND NOT coalesce(%s, FALSE)`,
-			sc.compiler.Table(e.Name), idArg, check), sc.bind(a.List())...); err != nil {
-			return MapError(sc, e.Name, err)
-		}
-		for _, id := range bad {
-			for i, x := range lock.ids {
-				if x == id {
-					b.fail(i, lock.raws[i], ruleDenied(e.Name, "update.check"))
-				}
-			}
-		}
+		return sc.checkItems(ctx, tx, e, wr.UpdateCheck, "update.check", lock.ids, lock.raws, b)
+	}
+}
+
+// checkItems runs a check rule on the records ids (item i wrote ids[i],
+// "" for none) inside the write's transaction, after the write: every
+// item whose record fails it fails with 403 naming the rule (and the
+// batch then rolls back). A nil rule passes.
+func (sc *Scope) checkItems(ctx context.Context, tx sqlx.QueryerContext, e *schema.Entity, rule query.Filter, name string, ids []string, raws []any, b *batch) error {
+	if rule == nil {
 		return nil
 	}
+	var mine []string
+	for _, id := range ids {
+		if id != "" {
+			mine = append(mine, id)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	var a query.Args
+	idArg := a.Add(schema.ArrayLiteral(mine), "uuid[]")
+	check, err := sc.compiler.RuleWhere(e.Name, rule, "t", "rules."+e.Name+"."+name, &a)
+	if err != nil {
+		return err
+	}
+	var bad []string
+	if err := sqlx.SelectContext(ctx, tx, &bad, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE t."id" = ANY(%s) AND NOT coalesce(%s, FALSE)`,
+		sc.compiler.Table(e.Name), idArg, check), sc.bind(a.List())...); err != nil {
+		return MapError(sc, e.Name, err)
+	}
+	for _, id := range bad {
+		for i, x := range ids {
+			if x == id {
+				b.fail(i, raws[i], ruleDenied(e.Name, name))
+			}
+		}
+	}
+	return nil
+}
+
+// createRules applies the create rules of e to a batch create's item i
+// (fields.write, then the presets): the input to validate, or the item's
+// failure.
+func (sc *Scope) createRules(e *schema.Entity, obj map[string]any) (map[string]any, error) {
+	wr := sc.compiler.WriteRules(e.Name)
+	if wr == nil {
+		return obj, nil
+	}
+	if err := checkWritable(e, wr, obj); err != nil {
+		return nil, err
+	}
+	return sc.withPresets(wr, obj), nil
 }
 
 // redactList is redact for a JSON array of records.
@@ -283,4 +313,439 @@ func (sc *Scope) redactList(entity string, recs json.RawMessage) json.RawMessage
 		return recs
 	}
 	return out
+}
+
+// edgeEnds are the rules' conditions on the ends of an edge write of rel,
+// for the source record and the target record each at alias tbl: the
+// source must be readable and match update.where (writing an edge changes
+// the source's relationships, as updating it would), the target must be
+// readable. "TRUE" where no rule applies.
+func (sc *Scope) edgeEnds(rel *schema.Relationship, tbl string, a *query.Args) (string, string, error) {
+	s, err := sc.edgeSourceRule(rel, tbl, a)
+	if err != nil {
+		return "", "", err
+	}
+	return s, sc.compiler.ReadRule(rel.To, tbl, a), nil
+}
+
+// edgeSourceRule is the rules' condition on the source record of an edge
+// write of rel at alias tbl (see edgeEnds).
+func (sc *Scope) edgeSourceRule(rel *schema.Relationship, tbl string, a *query.Args) (string, error) {
+	src, err := sc.compiler.Entity(rel.From)
+	if err != nil {
+		return "", err
+	}
+	var where query.Filter
+	if wr := sc.compiler.WriteRules(rel.From); wr != nil {
+		where = wr.UpdateWhere
+	}
+	if where == nil && !sc.compiler.ReadRestricted(rel.From) {
+		return "TRUE", nil
+	}
+	return sc.ruleWhere(src, where, "update.where", tbl, a)
+}
+
+// edgeRule is edgeEnds as one condition on the edge at alias x ("TRUE"
+// when no rule applies): an edge whose ends fail it is not found.
+func (sc *Scope) edgeRule(rel *schema.Relationship, x string, a *query.Args) (string, error) {
+	s, t, err := sc.edgeEnds(rel, "z", a)
+	if err != nil {
+		return "", err
+	}
+	out := "TRUE"
+	if s != "TRUE" {
+		out = andLive(out, fmt.Sprintf(`EXISTS (SELECT 1 FROM %s z WHERE z."id" = %s."source_id" AND %s)`, sc.compiler.Table(rel.From), x, s))
+	}
+	if t != "TRUE" {
+		out = andLive(out, fmt.Sprintf(`EXISTS (SELECT 1 FROM %s z WHERE z."id" = %s."target_id" AND %s)`, sc.compiler.Table(rel.To), x, t))
+	}
+	return strings.TrimPrefix(out, "TRUE AND "), nil
+}
+
+// upsertRules are the rules of an upsert of e: the insert side is a
+// create (fields.write and presets, applied to the items already, then
+// create.check), the update side an update (the conflicting record must
+// be readable and match update.where, then pass update.check).
+type upsertRules struct {
+	where func(a *query.Args) (string, error)
+	wr    *query.WriteRules
+}
+
+// upsertRules returns e's upsert rules for the scope's principal, nil
+// when none apply.
+func (sc *Scope) upsertRules(e *schema.Entity) *upsertRules {
+	wr := sc.compiler.WriteRules(e.Name)
+	if wr == nil && !sc.compiler.ReadRestricted(e.Name) {
+		return nil
+	}
+	var where query.Filter
+	if wr != nil {
+		where = wr.UpdateWhere
+	} else {
+		wr = &query.WriteRules{Entity: e.Name}
+	}
+	return &upsertRules{wr: wr, where: func(a *query.Args) (string, error) {
+		return sc.ruleWhere(e, where, "update.where", "t", a)
+	}}
+}
+
+// upsertHidden is an item's error when the record holding its conflict
+// value is one the principal may not update (hidden by the read rule or
+// outside update.where). It is the 409 a create of the same value answers
+// (the unique constraint already tells that the value is taken), so an
+// upsert reveals nothing more than a create would: not the record, its
+// id, nor whether the principal could read it.
+func upsertHidden(e *schema.Entity, key *schema.Field) error {
+	return &apperr.Error{Code: apperr.Conflict, Message: fmt.Sprintf("%s: a %s with this value exists that the principal's roles may not update", key.Name, e.Name),
+		Details: []apperr.FieldError{{Field: key.Name, Message: "must be unique"}}}
+}
+
+// upsertRuled runs an upsert's groups under rules in one transaction: an
+// item whose conflicting record was left alone fails (upsertHidden), then
+// the created records must pass create.check and the updated ones
+// update.check; any failure rolls everything back.
+func (s *Store) upsertRuled(ctx context.Context, sc *Scope, e *schema.Entity, key *schema.Field, b *batch, groups []*upsertGroup, items []any, ru *upsertRules) (json.RawMessage, int, int, error) {
+	t0 := time.Now()
+	defer func() { b.dbTime += time.Since(t0) }()
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, 0, 0, MapError(sc, e.Name, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	var n, created int
+	var events []string
+	merged := make([]json.RawMessage, len(items))
+	createdIDs := make([]string, len(items))
+	updatedIDs := make([]string, len(items))
+	for _, g := range groups {
+		var gn, gc int
+		var ev sql.NullString
+		var out []byte
+		if err := tx.QueryRowxContext(ctx, g.sql, sc.bind(g.args)...).Scan(&gn, &gc, &out, &ev); err != nil {
+			return nil, 0, 0, MapError(sc, e.Name, err)
+		}
+		n, created = n+gn, created+gc
+		if ev.Valid {
+			events = append(events, ev.String)
+		}
+		var list []json.RawMessage
+		if err := json.Unmarshal(out, &list); err != nil || len(list) != len(g.index) {
+			return nil, 0, 0, apperr.New(apperr.Internal, "upsert returned %d records for %d items", len(list), len(g.index))
+		}
+		for k, idx := range g.index {
+			rec := list[k]
+			if len(rec) == 0 || string(rec) == "null" {
+				b.fail(idx, items[idx], upsertHidden(e, key))
+				continue
+			}
+			var r struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(rec, &r); err != nil {
+				return nil, 0, 0, apperr.Wrap(err, "read upserted record")
+			}
+			if r.ID == g.ids[k] {
+				createdIDs[idx] = r.ID
+			} else {
+				updatedIDs[idx] = r.ID
+			}
+			merged[idx] = sc.redact(e.Name, rec)
+		}
+	}
+	if len(b.res.Failed) == 0 {
+		if err := sc.checkItems(ctx, tx, e, ru.wr.CreateCheck, "create.check", createdIDs, items, b); err != nil {
+			return nil, 0, 0, err
+		}
+		if err := sc.checkItems(ctx, tx, e, ru.wr.UpdateCheck, "update.check", updatedIDs, items, b); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	if len(b.res.Failed) > 0 { // rolled back: nothing written
+		return nil, 0, 0, nil
+	}
+	if err := s.commit(ctx, tx); err != nil {
+		return nil, 0, 0, commitError(ctx, sc, e.Name, err)
+	}
+	s.announce(sc.TenantID, strings.Join(events, ","))
+	out, err := json.Marshal(merged)
+	if err != nil {
+		return nil, 0, 0, apperr.Wrap(err, "encode upsert result")
+	}
+	return out, n, created, nil
+}
+
+// errRolledBack makes inTx roll back a write whose items failed a rule
+// (the failures are the caller's to report).
+var errRolledBack = errors.New("rolled back: an item failed a rule")
+
+// linkKey keys a connect by its id and side (linkable).
+func linkKey(r connectRef) string {
+	if r.source {
+		return r.id + "\x00s"
+	}
+	return r.id
+}
+
+// linkable returns the connects of refs (records of entity name) that
+// name a live record the principal may link, keyed by linkKey: a
+// readable one and, where the connected record is the edge's source, one
+// matching update.where (edgeEnds).
+func (s *Store) linkable(ctx context.Context, sc *Scope, name string, refs []connectRef) (map[string]bool, error) {
+	have := map[string]bool{}
+	for _, source := range []bool{false, true} {
+		var ids []string
+		for _, r := range refs {
+			if r.source == source {
+				ids = append(ids, r.id)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		var a query.Args
+		idArg := a.Add(schema.ArrayLiteral(ids), "uuid[]")
+		w := andLive(`t."id" = ANY(`+idArg+`)`, sc.compiler.Live(name, "t"))
+		if source {
+			r, err := sc.edgeSourceRule(&schema.Relationship{From: name}, "t", &a)
+			if err != nil {
+				return nil, err
+			}
+			w = andLive(w, r)
+		} else {
+			w = andLive(w, sc.compiler.ReadRule(name, "t", &a))
+		}
+		var found []string
+		if err := s.db.SelectContext(ctx, &found, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE %s`, sc.compiler.Table(name), w), sc.bind(a.List())...); err != nil {
+			return nil, MapError(sc, name, err)
+		}
+		for _, id := range found {
+			have[linkKey(connectRef{id: id, source: source})] = true
+		}
+	}
+	return have, nil
+}
+
+// nestedChecks runs create.check on the records a nested create made (the
+// parents and the nested creates), in its transaction after the
+// statement, so a check sees the new edges: each failing record fails its
+// item (FORBIDDEN naming the record's path and the rule).
+func (sc *Scope) nestedChecks(ctx context.Context, tx *sqlx.Tx, p *nestedPlan) ([]nestedFailure, error) {
+	type group struct {
+		e    *schema.Entity
+		refs []connectRef
+	}
+	groups := []group{{e: p.e}}
+	for i, id := range p.ids {
+		if id != "" {
+			groups[0].refs = append(groups[0].refs, connectRef{item: i, id: id})
+		}
+	}
+	for _, g := range p.creates {
+		groups = append(groups, group{e: g.e, refs: g.refs})
+	}
+	var failures []nestedFailure
+	for _, g := range groups {
+		wr := sc.compiler.WriteRules(g.e.Name)
+		if wr == nil || wr.CreateCheck == nil || len(g.refs) == 0 {
+			continue
+		}
+		ids := make([]string, len(g.refs))
+		for i, r := range g.refs {
+			ids[i] = r.id
+		}
+		var a query.Args
+		idArg := a.Add(schema.ArrayLiteral(ids), "uuid[]")
+		name := "rules." + g.e.Name + ".create.check"
+		check, err := sc.compiler.RuleWhere(g.e.Name, wr.CreateCheck, "t", name, &a)
+		if err != nil {
+			return nil, err
+		}
+		var bad []string
+		if err := tx.SelectContext(ctx, &bad, fmt.Sprintf(`SELECT t."id"::text FROM %s t WHERE t."id" = ANY(%s) AND NOT coalesce(%s, FALSE)`,
+			sc.compiler.Table(g.e.Name), idArg, check), sc.bind(a.List())...); err != nil {
+			return nil, MapError(sc, g.e.Name, err)
+		}
+		for _, id := range bad {
+			for _, r := range g.refs {
+				if r.id == id {
+					fe := apperr.FieldError{Field: name, Message: "the record does not pass this rule"}
+					if r.path != "" {
+						fe = apperr.FieldError{Field: r.path, Message: "the record does not pass " + name}
+					}
+					failures = append(failures, nestedFailure{item: r.item, code: apperr.Forbidden, errs: []apperr.FieldError{fe}})
+				}
+			}
+		}
+	}
+	sort.SliceStable(failures, func(i, j int) bool { return failures[i].item < failures[j].item })
+	return failures, nil
+}
+
+// bulkRules are the rules of a job's bulk write of e (the job runs as the
+// principal that created it; package jobs records it): the records it
+// may touch (where: readable, and matching update.where or delete) and
+// the check every written record must pass (update.check, or
+// create.check for an import), evaluated in the statement's RETURNING on
+// the record as written. A zero bulkRules applies nothing.
+type bulkRules struct {
+	where  string
+	check  query.Filter
+	name   string            // the check's rule name ("update.check")
+	preset map[string]string // import: field → the SQL of its preset value
+}
+
+// bulkRules returns the rules of a bulk update or delete (op) of e; set
+// is an update's fields, checked against fields.write.
+func (sc *Scope) bulkRules(e *schema.Entity, op string, set map[string]any, a *query.Args) (*bulkRules, error) {
+	wr := sc.compiler.WriteRules(e.Name)
+	ru := &bulkRules{where: "TRUE"}
+	if wr == nil && !sc.compiler.ReadRestricted(e.Name) {
+		return ru, nil
+	}
+	var where query.Filter
+	name := "delete"
+	if wr != nil {
+		where = wr.Delete
+		if op == "update" {
+			where, name = wr.UpdateWhere, "update.where"
+			ru.check, ru.name = wr.UpdateCheck, "update.check"
+		}
+	}
+	if err := checkWritable(e, wr, set); err != nil {
+		return nil, prefixedField("set.", err)
+	}
+	w, err := sc.ruleWhere(e, where, name, "t", a)
+	if err != nil {
+		return nil, err
+	}
+	ru.where = w
+	return ru, nil
+}
+
+// prefixedField puts prefix before each detail's field of a FORBIDDEN
+// field error ("set.priority").
+func prefixedField(prefix string, err error) error {
+	ae := apperr.As(err)
+	for i := range ae.Details {
+		ae.Details[i].Field = prefix + ae.Details[i].Field
+	}
+	return ae
+}
+
+// importRules are the create rules of an import of e from the staged
+// rows in stage: a staged value in a field outside fields.write is 403
+// naming the field (checked in tx, before the insert), presets replace
+// the staged values, and create.check runs on every inserted record.
+func (s *Store) importRules(ctx context.Context, tx *sqlx.Tx, sc *Scope, e *schema.Entity, stage string, a *query.Args) (*bulkRules, error) {
+	ru := &bulkRules{where: "TRUE"}
+	wr := sc.compiler.WriteRules(e.Name)
+	if wr == nil {
+		return ru, nil
+	}
+	for i := range e.Fields {
+		f := &e.Fields[i]
+		if _, preset := wr.Preset[f.Name]; preset || wr.Writable == nil || wr.Writable[f.Name] {
+			continue
+		}
+		var sent bool
+		if err := tx.GetContext(ctx, &sent, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s s WHERE s.%s IS NOT NULL)`, stage, schema.Ident(f.Name))); err != nil {
+			return nil, MapError(sc, e.Name, err)
+		}
+		if sent {
+			return nil, checkWritable(e, wr, map[string]any{f.Name: true})
+		}
+	}
+	ru.preset = map[string]string{}
+	for k, v := range sc.withPresets(wr, nil) {
+		f, ok := e.Field(k)
+		if !ok {
+			continue
+		}
+		row, errs := Prepare(e, map[string]any{k: v}, Patch)
+		if len(errs) > 0 || len(row.Values) != 1 {
+			ru.preset[k] = "NULL::" + schema.ColumnType(f)
+			continue
+		}
+		ru.preset[k] = a.Add(row.Values[0], schema.ColumnType(f))
+	}
+	ru.check, ru.name = wr.CreateCheck, "create.check"
+	return ru, nil
+}
+
+// returnCheck adds the check, as column "_ok", to a write's RETURNING
+// list ret: there t is the record as written.
+func (ru *bulkRules) returnCheck(sc *Scope, e *schema.Entity, ret *[]string, a *query.Args) error {
+	if ru.check == nil {
+		return nil
+	}
+	c, err := sc.compiler.RuleWhere(e.Name, ru.check, "t", "rules."+e.Name+"."+ru.name, a)
+	if err != nil {
+		return err
+	}
+	*ret = append(*ret, "coalesce("+c+", FALSE) AS "+`"_ok"`)
+	return nil
+}
+
+// written is records.written, failing with 403 naming the check when a
+// written record fails it (the caller's transaction then rolls back).
+func (ru *bulkRules) written(ctx context.Context, tx *sqlx.Tx, sc *Scope, e *schema.Entity, with string, events bool, args []any) (Written, error) {
+	if ru.check == nil {
+		return written(ctx, tx, sc, e.Name, with, events, args)
+	}
+	if e.History {
+		if _, err := tx.ExecContext(ctx, "SELECT set_config('"+schema.HistoryActorSetting+"', $1, true)", sc.actor()); err != nil {
+			return Written{}, MapError(sc, e.Name, err)
+		}
+	}
+	span := "NULL::bigint AS first_seq, NULL::bigint AS last_seq, NULL::timestamptz AS written_at"
+	if events {
+		span = outbox.Range
+	}
+	var r struct {
+		Written
+		Denied int64 `db:"denied"`
+	}
+	if err := tx.GetContext(ctx, &r, with+"\nSELECT count(*) AS n, "+span+", count(*) FILTER (WHERE NOT w.\"_ok\") AS denied FROM w", sc.bind(args)...); err != nil {
+		return Written{}, MapError(sc, e.Name, err)
+	}
+	if r.Denied > 0 {
+		return Written{}, ruleDenied(e.Name, ru.name)
+	}
+	return r.Written, nil
+}
+
+// CheckWritable refuses input naming a field of entity outside the
+// principal's fields.write (403 naming it); nil without a write list.
+func (sc *Scope) CheckWritable(entity string, input map[string]any) error {
+	e, err := sc.compiler.Entity(entity)
+	if err != nil {
+		return err
+	}
+	return checkWritable(e, sc.compiler.WriteRules(e.Name), input)
+}
+
+// ScopeAs is Scope for a principal recorded by earlier work (a batch
+// job's creator, package jobs): its roles are resolved to their
+// definitions now, so the work runs under the rules as they are when it
+// runs. Roles that no longer exist refuse the work (403) rather than run
+// it without rules.
+func (s *Store) ScopeAs(ctx context.Context, p *auth.Principal) (*Scope, error) {
+	if len(p.Roles) > 0 {
+		if s.rules == nil {
+			return nil, apperr.New(apperr.Internal, "records: a principal with roles needs a store that enforces rules")
+		}
+		a, err := s.schemas.ActiveFor(ctx, p.TenantID)
+		if err != nil {
+			return nil, err
+		}
+		_, set, err := s.rules.RoleRules(ctx, p.TenantID, a.Def, p.Roles)
+		if err != nil {
+			return nil, err
+		}
+		if set == "" {
+			return nil, apperr.New(apperr.Forbidden, "the roles %s of the principal that created this work no longer exist", strings.Join(p.Roles, ", "))
+		}
+		p.RoleSet = set
+	}
+	return s.Scope(ctx, p)
 }

@@ -47,8 +47,8 @@ func (s *Store) Scope(ctx context.Context, p *auth.Principal) (*Scope, error) {
 }
 
 // SystemPrincipal is the principal of work that no request carries and
-// whose creator is not recorded: the worker's steps of a batch job
-// (dds.jobs keeps the tenant, not who created the job). It holds every
+// whose creator is not under rules: the worker's steps of a batch job
+// whose creator has no role. It holds every
 // scope; when row rules exist it has no role, so it sees every row of its
 // tenant, as webhooks do. Work that records its creator runs as the
 // creator instead.

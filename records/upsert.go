@@ -88,9 +88,6 @@ func uniqueNames(e *schema.Entity) string {
 // fail validation reject the whole upsert with a result listing them (and
 // a nil error), as a batch does.
 func (s *Store) Upsert(ctx context.Context, sc *Scope, entity string, u Upsert) (*UpsertResult, error) {
-	if err := sc.refuseRuled(entity, "an upsert"); err != nil { // rulewrites.go
-		return nil, err
-	}
 	ctx, cancel := s.bound(ctx) // budget.go
 	defer cancel()
 	e, err := sc.compiler.Entity(entity)
@@ -129,6 +126,11 @@ func (s *Store) Upsert(ctx context.Context, sc *Scope, entity string, u Upsert) 
 		obj, ok := it.(map[string]any)
 		if !ok {
 			b.fail(i, it, apperr.New(apperr.Validation, "item must be a JSON object of fields"))
+			continue
+		}
+		obj, err := sc.createRules(e, obj) // rulewrites.go
+		if err != nil {
+			b.fail(i, it, err)
 			continue
 		}
 		objs[i] = obj
@@ -191,11 +193,19 @@ func (s *Store) Upsert(ctx context.Context, sc *Scope, entity string, u Upsert) 
 		return &UpsertResult{BatchResult: b.done(nil, 0)}, nil
 	}
 	b.checked = time.Now()
+	rules := sc.upsertRules(e) // rulewrites.go
 	for _, g := range groups {
 		var err error
-		if g.sql, g.args, err = upsertSQL(sc, e, key, g.update, g.rows); err != nil {
+		if g.sql, g.args, g.ids, err = upsertSQL(sc, e, key, g.update, g.rows, rules); err != nil {
 			return nil, err
 		}
+	}
+	if rules != nil {
+		out, n, created, err := s.upsertRuled(ctx, sc, e, key, b, groups, u.Items, rules)
+		if err != nil {
+			return nil, err
+		}
+		return &UpsertResult{BatchResult: b.done(out, n), CreatedCount: created, UpdatedCount: n - created}, nil
 	}
 	out, n, created, err := s.upsertTx(ctx, sc, e.Name, b, groups, len(u.Items))
 	if err != nil {
@@ -212,15 +222,13 @@ type upsertGroup struct {
 	index  []int // each row's index among the items
 	sql    string
 	args   []any
+	ids    []string // the ids an insert of each row takes
 }
 
 // UpsertOne upserts one record and returns it, with whether it was
 // created. Item failures are a VALIDATION_ERROR (or the item's own error)
 // naming the field.
 func (s *Store) UpsertOne(ctx context.Context, sc *Scope, entity, onConflict string, update []string, input map[string]any) (json.RawMessage, bool, error) {
-	if err := sc.refuseRuled(entity, "an upsert"); err != nil { // rulewrites.go
-		return nil, false, err
-	}
 	res, err := s.Upsert(ctx, sc, entity, Upsert{OnConflict: onConflict, Update: update, Items: []any{input}})
 	if err != nil {
 		return nil, false, err
@@ -249,7 +257,8 @@ func rowValue(r Row, f *schema.Field) any {
 // UpsertSQL is the statement of an upsert of rows of e on key, updating
 // update; exported for the benchmark's minimal handler. See upsertSQL.
 func UpsertSQL(sc *Scope, e *schema.Entity, key *schema.Field, update []*schema.Field, rows []Row) (string, []any, error) {
-	return upsertSQL(sc, e, key, update, rows)
+	q, args, _, err := upsertSQL(sc, e, key, update, rows, nil)
+	return q, args, err
 }
 
 // upsertSQL renders the upsert: the items as text arrays unnested WITH
@@ -260,7 +269,12 @@ func UpsertSQL(sc *Scope, e *schema.Entity, key *schema.Field, update []*schema.
 // (xmax = 0) (CTE w), the events (CTE e), and one row: the count, the
 // count created, the records in item order (w joined back to u on the
 // key, a hash join rather than a search per row) and the event ids.
-func upsertSQL(sc *Scope, e *schema.Entity, key *schema.Field, update []*schema.Field, rows []Row) (string, []any, error) {
+//
+// Under rules (ru not nil, rulewrites.go) the DO UPDATE has a WHERE: the
+// conflicting record is updated only if the principal may update it; the
+// final select then keeps one row per item (a LEFT JOIN), r NULL for an
+// item whose conflicting record was left alone.
+func upsertSQL(sc *Scope, e *schema.Entity, key *schema.Field, update []*schema.Field, rows []Row, ru *upsertRules) (string, []any, []string, error) {
 	fields, used := unionFields(rows)
 	ids := make([]string, len(rows))
 	cols := make([][]pgtype.Text, len(fields))
@@ -272,7 +286,7 @@ func upsertSQL(sc *Scope, e *schema.Entity, key *schema.Field, update []*schema.
 		for k, f := range r.Fields {
 			t, ok, err := textValue(r.Values[k])
 			if err != nil {
-				return "", nil, apperr.Wrap(err, "encode upsert value")
+				return "", nil, nil, apperr.Wrap(err, "encode upsert value")
 			}
 			cols[used[f]][i] = pgtype.Text{String: t, Valid: ok}
 		}
@@ -291,7 +305,7 @@ func upsertSQL(sc *Scope, e *schema.Entity, key *schema.Field, update []*schema.
 		}
 	}
 	if keyCol == "" {
-		return "", nil, apperr.Field(key.Name, "is required: the upsert finds the record to update by it")
+		return "", nil, nil, apperr.Field(key.Name, "is required: the upsert finds the record to update by it")
 	}
 	aliases := make([]string, len(unnest))
 	for j := range aliases {
@@ -306,20 +320,31 @@ func upsertSQL(sc *Scope, e *schema.Entity, key *schema.Field, update []*schema.
 	for i := range e.Fields {
 		out = append(out, "w."+schema.Ident(e.Fields[i].Name))
 	}
+	cond, count, rec, join := "", "count(*)", "(SELECT r FROM (SELECT "+strings.Join(out, ", ")+") r)", "FROM w JOIN u ON w."+schema.Ident(key.Name)+" = "+keyCol
+	if ru != nil {
+		w, err := ru.where(&a)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		cond = "\n  WHERE " + w
+		count = "count(o.r)"
+		rec = `CASE WHEN w."id" IS NULL THEN NULL ELSE ` + rec + ` END`
+		join = "FROM u LEFT JOIN w ON w." + schema.Ident(key.Name) + " = " + keyCol
+	}
 	q := fmt.Sprintf(`WITH u AS (SELECT * FROM unnest(%s) WITH ORDINALITY AS u(%s, ord)),
 w AS (INSERT INTO %s AS t (%s) SELECT %s FROM u ORDER BY %s
-  ON CONFLICT (%s) DO UPDATE SET %s
+  ON CONFLICT (%s) DO UPDATE SET %s%s
   RETURNING %s, (t.xmax = 0) AS %s),
 e AS (%s)
-SELECT count(*), count(*) FILTER (WHERE o.%s), coalesce(json_agg(o.r ORDER BY o.ord), '[]'::json), `+outbox.EventIDs+`
-FROM (SELECT u.ord, w.%s, (SELECT r FROM (SELECT %s) r) AS r FROM w JOIN u ON w.%s = %s) o`,
+SELECT %s, count(*) FILTER (WHERE o.%s), coalesce(json_agg(o.r ORDER BY o.ord), '[]'::json), `+outbox.EventIDs+`
+FROM (SELECT u.ord, w.%s, %s AS r %s) o`,
 		strings.Join(unnest, ", "), strings.Join(aliases, ", "),
 		sc.compiler.Table(e.Name), strings.Join(names, ", "), strings.Join(sel, ", "), keyCol,
-		schema.Ident(key.Name), strings.Join(sets, ", "),
+		schema.Ident(key.Name), strings.Join(sets, ", "), cond,
 		strings.Join(ret, ", "), `"`+createdCol+`"`,
 		outbox.InsertUpsertCTE(&a, sc.Origin(), e.Name, "w", createdCol),
-		`"`+createdCol+`"`, `"`+createdCol+`"`, strings.Join(out, ", "), schema.Ident(key.Name), keyCol)
-	return q, a.List(), nil
+		count, `"`+createdCol+`"`, `"`+createdCol+`"`, rec, join)
+	return q, a.List(), ids, nil
 }
 
 // upsertTx runs the upsert's statements (one per group; several run in

@@ -33,6 +33,7 @@ import (
 	"github.com/dds-project/dds/pgnotify"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/relay"
+	"github.com/dds-project/dds/roles"
 	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/searchattr"
 	"github.com/dds-project/dds/storage"
@@ -111,7 +112,14 @@ func (w *Worker) register(ctx context.Context) error {
 		return err
 	}
 	w.Hub.OnReconnect(schemas.Flush)
-	rs := records.NewStore(d, schemas, nil, records.WithVectorEfSearch(cfg.VectorEfSearch))
+	// A job created by a principal under rules runs as it: the worker
+	// reads the tenant's roles, kept fresh as the server keeps them.
+	roleStore := roles.NewStore(d, schemas)
+	if err := w.Hub.Subscribe("dds_roles", roleStore.Invalidate); err != nil {
+		return err
+	}
+	w.Hub.OnReconnect(roleStore.Flush)
+	rs := records.NewStore(d, schemas, nil, records.WithVectorEfSearch(cfg.VectorEfSearch), records.WithRuleSource(roleStore))
 	jobs.Register(w.tw, jobs.NewExecutor(d, rs, fileStore, w.JobProgress, log))
 	// Tenant lifecycle: delete, export, import.
 	keys := auth.NewKeys(d, cfg.Env)
