@@ -148,7 +148,7 @@ func openLazy(url string, maxConns int, opts ...Option) (*sqlx.DB, error) {
 			return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
 		}
 	}
-	var connector driver.Connector = stdlib.GetConnector(*cfg)
+	connector := driver.Connector(stdlib.GetConnector(*cfg))
 	if o.transactionPooler {
 		connector = connectingConnector{connector}
 	}

@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -29,9 +28,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/db"
@@ -132,7 +128,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	ids, err := seed(ctx, d, dbURL, created.TenantID, o.records)
+	ids, err := load.SeedProducts(ctx, d, dbURL, created.TenantID, o.records)
 	if err != nil {
 		return err
 	}
@@ -397,32 +393,6 @@ func (w wrk) wrk(ctx context.Context, t *topo, l string, d time.Duration) (strin
 	return "", fmt.Errorf("wrk printed no DDSBENCH line:\n%s", out)
 }
 
-// seed copies n products into the tenant's table and returns their ids.
-func seed(ctx context.Context, d *sqlx.DB, dbURL, tenantID string, n int) ([]string, error) {
-	var pg string
-	if err := d.GetContext(ctx, &pg, `SELECT pg_schema FROM dds.schemas WHERE tenant_id = $1 AND active`, tenantID); err != nil {
-		return nil, err
-	}
-	table := fmt.Sprintf(`%q."Product"`, pg)
-	ids := make([]string, n)
-	var csv bytes.Buffer
-	for i := range n {
-		ids[i] = uuid.Must(uuid.NewV7()).String()
-		fmt.Fprintf(&csv, "%s,Product %07d,%d.%02d,%d\n", ids[i], i, i%1000, i%100, i%50)
-	}
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(csv.Bytes()), `COPY `+table+` ("id", "name", "price", "stock") FROM STDIN (FORMAT csv)`); err != nil {
-		return nil, fmt.Errorf("seed: %w", err)
-	}
-	if _, err := conn.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
-		return nil, err
-	}
-	return ids, nil
-}
 
 // child is one process of a topology.
 type child struct {

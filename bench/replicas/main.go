@@ -37,8 +37,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/bench/load"
@@ -118,7 +116,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	ids, err := seed(ctx, d, dbURL, created.TenantID, o.records)
+	ids, err := load.SeedProducts(ctx, d, dbURL, created.TenantID, o.records)
 	if err != nil {
 		return err
 	}
@@ -217,32 +215,6 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// seed copies n products into the tenant's table and returns their ids.
-func seed(ctx context.Context, d *sqlx.DB, dbURL, tenantID string, n int) ([]string, error) {
-	var pg string
-	if err := d.GetContext(ctx, &pg, `SELECT pg_schema FROM dds.schemas WHERE tenant_id = $1 AND active`, tenantID); err != nil {
-		return nil, err
-	}
-	table := fmt.Sprintf(`%q."Product"`, pg)
-	ids := make([]string, n)
-	var csv bytes.Buffer
-	for i := range n {
-		ids[i] = uuid.Must(uuid.NewV7()).String()
-		fmt.Fprintf(&csv, "%s,Product %07d,%d.%02d,%d\n", ids[i], i, i%1000, i%100, i%50)
-	}
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(csv.Bytes()), `COPY `+table+` ("id", "name", "price", "stock") FROM STDIN (FORMAT csv)`); err != nil {
-		return nil, fmt.Errorf("seed: %w", err)
-	}
-	if _, err := conn.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
-		return nil, err
-	}
-	return ids, nil
-}
 
 // awaitReplay waits until the replica has replayed the seed.
 func awaitReplay(ctx context.Context, primary, replica *sqlx.DB) error {
