@@ -28,7 +28,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-
 	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/db"
 )
@@ -392,7 +391,6 @@ func (w wrk) wrk(ctx context.Context, t *topo, l string, d time.Duration) (strin
 	}
 	return "", fmt.Errorf("wrk printed no DDSBENCH line:\n%s", out)
 }
-
 
 // child is one process of a topology.
 type child struct {

@@ -215,7 +215,6 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-
 // awaitReplay waits until the replica has replayed the seed.
 func awaitReplay(ctx context.Context, primary, replica *sqlx.DB) error {
 	var lsn string
