@@ -5,7 +5,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -148,7 +147,7 @@ func openLazy(url string, maxConns int, opts ...Option) (*sqlx.DB, error) {
 			return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
 		}
 	}
-	connector := driver.Connector(stdlib.GetConnector(*cfg))
+	connector := stdlib.GetConnector(*cfg)
 	if o.transactionPooler {
 		connector = connectingConnector{connector}
 	}
