@@ -142,7 +142,7 @@ func TestRulesBindPerPrincipal(t *testing.T) {
 	if err != nil || res.FailureCount != 1 || res.Failed[0].Error.Code != apperr.Forbidden || !strings.Contains(res.Failed[0].Error.Message, "rules.Todo.update.check") {
 		t.Fatalf("bob's batch giving his todo away: %+v %v", res, err)
 	}
-	if out, err := s.Get(ctx, sys, "Todo", ids["b"], query.Selection{Fields: []string{"ownerId", "title"}}); err != nil || !strings.Contains(string(out), `"bob"`) || strings.Contains(string(out), "b2") {
+	if out, err := s.Get(ctx, sys, "Todo", ids["b"], query.Selection{Fields: []string{"ownerId", "title"}}); err != nil || !strings.Contains(string(out), `"ownerId":"bob"`) || !strings.Contains(string(out), `"title":"b"`) {
 		t.Fatalf("a refused batch wrote: %s %v", out, err)
 	}
 	res, err = s.BatchDelete(ctx, bob, "Todo", []any{ids["a"]})
