@@ -542,7 +542,9 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
 		}
 	} else if outbox.IsRelationship(ev.Type) {
 		// An edge shows only when the principal may read its ruled ends.
-		s.reads[readRule].Add(1)
+		if r.Scope.RuleSet() != "" {
+			s.reads[readRule].Add(1)
+		}
 		if ok, err = s.store.AdmitsEdge(ctx, r.Scope, ev); err != nil {
 			s.log.Warn("graphql subscriptions: read rule", "err", err)
 			return ctx.Err() == nil
