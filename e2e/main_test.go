@@ -136,10 +136,17 @@ func setup(tmp string) (stop func(), err error) {
 }
 
 // start runs one deployment: its own database (so its relay sees only its
-// own events), its own Temporal task queue, a free port.
+// own events), its own Temporal task queue, a free port. The database is
+// named after the one DATABASE_URL names, so two checkouts testing against
+// one Postgres with their own databases never share a relay's outbox.
 func start(tmp, driver string) (*deployment, func(), error) {
 	noop := func() {}
-	dbURL, err := db.EnsureDatabase(context.Background(), os.Getenv("DATABASE_URL"), "dds_e2e_"+driver)
+	base, err := url.Parse(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return nil, noop, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	name := strings.TrimPrefix(base.Path, "/") + "_e2e_" + driver
+	dbURL, err := db.EnsureDatabase(context.Background(), os.Getenv("DATABASE_URL"), name)
 	if err != nil {
 		return nil, noop, err
 	}
@@ -176,7 +183,7 @@ func start(tmp, driver string) (*deployment, func(), error) {
 		if err != nil {
 			return nil, noop, fmt.Errorf("DDS_TEST_PGBOUNCER_URL: %w", err)
 		}
-		pooled.Path = "/dds_e2e_" + driver
+		pooled.Path = "/" + name
 		env = append(env, "DATABASE_URL="+pooled.String(), "DATABASE_DIRECT_URL="+dbURL, "DDS_DB_POOL_MODE=transaction")
 	}
 	d := &deployment{URL: "http://" + addr, env: env}
