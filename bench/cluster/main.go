@@ -103,9 +103,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	base := append(os.Environ(), "DDS_ENV=live", "DDS_OPERATOR_TOKEN="+load.RandHex(24), "DDS_JWT_SECRET="+load.RandHex(32),
-		"DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0", "DDS_LOG_LEVEL=warn",
-		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+filepath.Join(work, "store"), "DDS_PUBLIC_URL=")
+	base := load.ServerEnv(work)
 	if t := os.Getenv("DDS_TEMPORAL_SERVER_ADDRESS"); t != "" {
 		base = append(base, "TEMPORAL_ADDRESS="+t)
 	}
@@ -114,16 +112,12 @@ func run(ctx context.Context, o options) error {
 	// A replica reached directly beside a pooled primary carries what the pooler's connect_query sets.
 	replicaEnv := "DATABASE_REPLICA_URLS=" + load.WithOptions(withDB(replicaURL, dbName), "-c jit=off -c hnsw.ef_search=400")
 
-	setup, err := start(ctx, o.bin, direct, o.port+1)
+	setup, err := load.Serve(ctx, o.bin, direct, fmt.Sprintf("127.0.0.1:%d", o.port+1))
 	if err != nil {
 		return err
 	}
-	def := map[string]any{"name": "bench", "entities": []any{map[string]any{"name": "Product", "fields": []any{
-		map[string]any{"name": "name", "type": "STRING", "required": true},
-		map[string]any{"name": "price", "type": "NUMBER", "indexed": true},
-		map[string]any{"name": "stock", "type": "INTEGER"}}}}}
-	_, err = load.Call(ctx, load.Client(1), "POST", setup.url+"/api/v1/schemas", created.APIKey, def, http.StatusCreated, nil)
-	setup.stop()
+	_, err = load.Call(ctx, load.Client(1), "POST", setup.URL+"/api/v1/schemas", created.APIKey, load.ProductSchema(), http.StatusCreated, nil)
+	setup.Stop()
 	if err != nil {
 		return err
 	}
@@ -234,15 +228,15 @@ func run(ctx context.Context, o options) error {
 // topo is a running topology: servers, and HAProxy in front when lb.
 type topo struct {
 	url     string
-	servers []*child
-	haproxy *child
+	servers []*load.Process
+	haproxy *load.Process
 }
 
 func startTopology(ctx context.Context, o options, work string, env []string, n int, lb bool) (*topo, error) {
 	t := &topo{}
 	backends := ""
 	for i := range n {
-		s, err := start(ctx, o.bin, env, o.port+1+i)
+		s, err := load.Serve(ctx, o.bin, env, fmt.Sprintf("127.0.0.1:%d", o.port+1+i))
 		if err != nil {
 			t.stop()
 			return nil, err
@@ -250,7 +244,7 @@ func startTopology(ctx context.Context, o options, work string, env []string, n 
 		t.servers = append(t.servers, s)
 		backends += fmt.Sprintf("    server s%d 127.0.0.1:%d check\n", i+1, o.port+1+i)
 	}
-	t.url = t.servers[0].url
+	t.url = t.servers[0].URL
 	if !lb {
 		return t, nil
 	}
@@ -282,8 +276,8 @@ backend dds
 		t.stop()
 		return nil, err
 	}
-	t.haproxy = &child{url: fmt.Sprintf("http://127.0.0.1:%d", o.port), cmd: cmd}
-	t.url = t.haproxy.url
+	t.haproxy = &load.Process{URL: fmt.Sprintf("http://127.0.0.1:%d", o.port), Cmd: cmd}
+	t.url = t.haproxy.URL
 	if err := load.WaitHealthy(ctx, t.url+"/readyz", 30*time.Second); err != nil {
 		t.stop()
 		return nil, err
@@ -293,10 +287,10 @@ backend dds
 
 func (t *topo) stop() {
 	if t.haproxy != nil {
-		t.haproxy.stop()
+		t.haproxy.Stop()
 	}
 	for _, s := range t.servers {
-		s.stop()
+		s.Stop()
 	}
 }
 
@@ -356,14 +350,14 @@ func (w wrk) sample(t *topo) ([4]float64, error) {
 		return s, err
 	}
 	for _, c := range t.servers {
-		v, err := load.ProcessCPU(c.cmd.Process.Pid)
+		v, err := load.ProcessCPU(c.Cmd.Process.Pid)
 		if err != nil {
 			return s, err
 		}
 		s[2] += v
 	}
 	if t.haproxy != nil {
-		v, err := load.ProcessCPU(t.haproxy.cmd.Process.Pid)
+		v, err := load.ProcessCPU(t.haproxy.Cmd.Process.Pid)
 		if err != nil {
 			return s, err
 		}
@@ -390,37 +384,6 @@ func (w wrk) wrk(ctx context.Context, t *topo, l string, d time.Duration) (strin
 		}
 	}
 	return "", fmt.Errorf("wrk printed no DDSBENCH line:\n%s", out)
-}
-
-// child is one process of a topology.
-type child struct {
-	url string
-	cmd *exec.Cmd
-}
-
-func start(ctx context.Context, bin string, env []string, port int) (*child, error) {
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.CommandContext(ctx, bin, "serve") //nolint:gosec // G204: the dds binary the operator named
-	cmd.Env = append(append([]string{}, env...), "DDS_HTTP_ADDR="+addr)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &child{url: "http://" + addr, cmd: cmd}
-	if err := load.WaitHealthy(ctx, c.url+"/readyz", 30*time.Second); err != nil {
-		c.stop()
-		return nil, err
-	}
-	return c, nil
-}
-
-// stop ends the process by its pid (idempotent).
-func (c *child) stop() {
-	if c.cmd.ProcessState != nil {
-		return
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	_ = c.cmd.Wait()
 }
 
 func mustURL(s string) *url.URL {

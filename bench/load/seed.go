@@ -10,6 +10,15 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
+// ProductSchema is the schema SeedProducts fills: one entity, Product, with
+// a name, an indexed price and a stock.
+func ProductSchema() map[string]any {
+	return map[string]any{"name": "bench", "entities": []any{map[string]any{"name": "Product", "fields": []any{
+		map[string]any{"name": "name", "type": "STRING", "required": true},
+		map[string]any{"name": "price", "type": "NUMBER", "indexed": true},
+		map[string]any{"name": "stock", "type": "INTEGER"}}}}}
+}
+
 // SeedProducts copies n products (name, price, stock; ids UUIDv7) into the tenant's table and returns their ids.
 func SeedProducts(ctx context.Context, d *sqlx.DB, dbURL, tenantID string, n int) ([]string, error) {
 	var pg string

@@ -19,13 +19,10 @@ package main
 import (
 	"bytes"
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -33,7 +30,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -99,20 +95,14 @@ func run(ctx context.Context, o options) error {
 	}
 
 	// One server to create the schema and seed through.
-	env := append(os.Environ(), "DDS_ENV=live", "DDS_OPERATOR_TOKEN="+randHex(24), "DDS_JWT_SECRET="+randHex(32),
-		"DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0", "DDS_LOG_LEVEL=warn",
-		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+filepath.Join(work, "store"), "DDS_PUBLIC_URL=")
+	env := load.ServerEnv(work)
 	c := load.Client(o.concurrency)
-	setup, err := start(ctx, bin, env)
+	setup, err := serve(ctx, bin, env)
 	if err != nil {
 		return err
 	}
-	def := map[string]any{"name": "bench", "entities": []any{map[string]any{"name": "Product", "fields": []any{
-		map[string]any{"name": "name", "type": "STRING", "required": true},
-		map[string]any{"name": "price", "type": "NUMBER", "indexed": true},
-		map[string]any{"name": "stock", "type": "INTEGER"}}}}}
-	_, err = load.Call(ctx, c, "POST", setup.url+"/api/v1/schemas", created.APIKey, def, http.StatusCreated, nil)
-	setup.stop()
+	_, err = load.Call(ctx, c, "POST", setup.URL+"/api/v1/schemas", created.APIKey, load.ProductSchema(), http.StatusCreated, nil)
+	setup.Stop()
 	if err != nil {
 		return err
 	}
@@ -148,24 +138,24 @@ func run(ctx context.Context, o options) error {
 	fmt.Fprintln(tw, "name\t PG primary µs/req\t PG replica µs/req\t dds µs/req\t cores busy\t replica share\t")
 	baselines := make([]load.Result, len(loads))
 	for _, tp := range topologies {
-		servers := make([]*child, 0, tp.servers)
+		servers := make([]*load.Process, 0, tp.servers)
 		for range tp.servers {
 			e := env
 			if tp.replicas {
 				e = append(append([]string{}, env...), "DATABASE_REPLICA_URLS="+replicaURL)
 			}
-			s, err := start(ctx, bin, e)
+			s, err := serve(ctx, bin, e)
 			if err != nil {
 				return err
 			}
-			defer s.stop()
+			defer s.Stop()
 			servers = append(servers, s)
 		}
 		for i, l := range loads {
 			name := tp.name + ": " + l.name
 			next := func(ctx context.Context) (*http.Request, error) {
 				s := servers[rand.IntN(len(servers))]
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+l.path(), nil)
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+l.path(), nil)
 				if err == nil {
 					req.Header.Set("Authorization", "Bearer "+created.APIKey)
 				}
@@ -203,7 +193,7 @@ func run(ctx context.Context, o options) error {
 				per(after.dds-before.dds), busy, runtime.NumCPU(), share)
 		}
 		for _, s := range servers {
-			s.stop()
+			s.Stop()
 		}
 	}
 	fmt.Println()
@@ -242,7 +232,7 @@ type cpuSample struct {
 	replicaReads, primaryReads  float64
 }
 
-func sample(servers []*child, primary, replica load.PostgresCPU) (cpuSample, error) {
+func sample(servers []*load.Process, primary, replica load.PostgresCPU) (cpuSample, error) {
 	var s cpuSample
 	var err error
 	if s.primary, err = primary.Seconds(); err != nil {
@@ -255,13 +245,13 @@ func sample(servers []*child, primary, replica load.PostgresCPU) (cpuSample, err
 		return s, err
 	}
 	for _, c := range servers {
-		v, err := load.ProcessCPU(c.cmd.Process.Pid)
+		v, err := load.ProcessCPU(c.Cmd.Process.Pid)
 		if err != nil {
 			return s, err
 		}
 		s.dds += v
 		var m []byte
-		if m, err = load.Call(context.Background(), http.DefaultClient, "GET", c.url+"/metrics", "", nil, http.StatusOK, nil); err != nil {
+		if m, err = load.Call(context.Background(), http.DefaultClient, "GET", c.URL+"/metrics", "", nil, http.StatusOK, nil); err != nil {
 			return s, err
 		}
 		for _, line := range strings.Split(string(m), "\n") {
@@ -276,45 +266,11 @@ func sample(servers []*child, primary, replica load.PostgresCPU) (cpuSample, err
 	return s, nil
 }
 
-// child is one `dds serve` on a free port.
-type child struct {
-	url string
-	cmd *exec.Cmd
-}
-
-func start(ctx context.Context, bin string, env []string) (*child, error) {
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+// serve starts one `dds serve` on a free port.
+func serve(ctx context.Context, bin string, env []string) (*load.Process, error) {
+	addr, err := load.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.CommandContext(ctx, bin, "serve")
-	cmd.Env = append(append([]string{}, env...), "DDS_HTTP_ADDR="+addr)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &child{url: "http://" + addr, cmd: cmd}
-	if err := load.WaitHealthy(ctx, c.url+"/readyz", 30*time.Second); err != nil {
-		c.stop()
-		return nil, err
-	}
-	return c, nil
-}
-
-// stop ends the server by its pid (idempotent).
-func (c *child) stop() {
-	if c.cmd.ProcessState != nil {
-		return
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	_ = c.cmd.Wait()
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = crand.Read(b)
-	return hex.EncodeToString(b)
+	return load.Serve(ctx, bin, env, addr)
 }
