@@ -71,8 +71,13 @@ type sample struct {
 }
 
 type replica struct {
-	name   string // host:port, for logs and metrics
-	db     *sqlx.DB
+	name string   // host:port, for logs and metrics
+	db   *sqlx.DB // the reads' pool
+	// probe is the polls' own connection: a poll that queued behind reads
+	// for one of db's connections timed out under load and set a healthy,
+	// busy replica aside (the reads' errors and the flapping the cluster
+	// benchmark showed).
+	probe  *sqlx.DB
 	replay atomic.Uint64 // last replay position seen; 0: unknown
 	usable atomic.Bool
 	wake   chan struct{} // a read waits: poll now
@@ -109,7 +114,13 @@ func OpenReplicas(ctx context.Context, primary *sqlx.DB, urls []string, maxConns
 			r.Close()
 			return nil, err
 		}
-		r.replicas = append(r.replicas, &replica{name: hostPort(u), db: d, wake: make(chan struct{}, 1), changed: make(chan struct{})})
+		probe, err := openLazy(u, 1, opts...)
+		if err != nil {
+			d.Close()
+			r.Close()
+			return nil, err
+		}
+		r.replicas = append(r.replicas, &replica{name: hostPort(u), db: d, probe: probe, wake: make(chan struct{}, 1), changed: make(chan struct{})})
 	}
 	// A first poll now, so that a server starting beside a healthy replica
 	// uses it from its first request.
@@ -138,6 +149,7 @@ func (r *Replicas) Register(reg prometheus.Registerer) {
 func (r *Replicas) Close() {
 	for _, rep := range r.replicas {
 		rep.db.Close()
+		rep.probe.Close()
 	}
 }
 
@@ -282,7 +294,7 @@ func (r *Replicas) poll(ctx context.Context, rep *replica) {
 	pctx, cancel := context.WithTimeout(ctx, max(r.opts.PollInterval*10, 500*time.Millisecond))
 	defer cancel()
 	var s sql.NullString
-	err := rep.db.QueryRowContext(pctx, `SELECT pg_last_wal_replay_lsn()::text`).Scan(&s)
+	err := rep.probe.QueryRowContext(pctx, `SELECT pg_last_wal_replay_lsn()::text`).Scan(&s)
 	if ctx.Err() != nil { // shutting down: nothing to decide, nor to log
 		return
 	}

@@ -2,10 +2,13 @@ package db
 
 import (
 	"context"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dds-project/dds/internal/testenv/teststack"
 )
 
 func TestParseLSN(t *testing.T) {
@@ -107,5 +110,37 @@ func TestLag(t *testing.T) {
 		if got := r.lag(c.lsn); got < c.want || got > c.want+time.Second/2 {
 			t.Errorf("lag at %d = %s, want about %s", c.lsn, got, c.want)
 		}
+	}
+}
+
+// TestABusyReplicaStaysUsable: a replica whose read pool is taken by reads
+// must still answer its poll. Polls queued behind reads for a pooled
+// connection timed out under load and set a healthy replica aside (the
+// cluster benchmark's replica rows), so a poll has a connection of its own.
+func TestABusyReplicaStaysUsable(t *testing.T) {
+	teststack.Need(t, "DATABASE_URL", "DDS_TEST_REPLICA_URL")
+	ctx := context.Background()
+	primary, err := Open(ctx, os.Getenv("DATABASE_URL"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close()
+	r, err := OpenReplicas(ctx, primary, []string{os.Getenv("DDS_TEST_REPLICA_URL")}, 1, ReplicaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep := r.replicas[0]
+	if !rep.usable.Load() {
+		t.Fatalf("the replica is not usable after the first poll (state %q)", rep.state)
+	}
+	held, err := rep.db.Conn(ctx) // the read pool's only connection, busy with a read
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	r.poll(ctx, rep)
+	if !rep.usable.Load() {
+		t.Fatalf("a poll while every read connection is busy set the replica aside (state %q)", rep.state)
 	}
 }
