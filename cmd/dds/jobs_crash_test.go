@@ -1,25 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
-
-	"github.com/dds-project/dds/internal/testenv"
-	"github.com/dds-project/dds/internal/testenv/teststack"
-	"github.com/dds-project/dds/server"
 )
 
 // TestJobSurvivesWorkerKill runs an import on `dds worker` processes: the
@@ -27,46 +16,9 @@ import (
 // one takes the job over, and the records and their events are written
 // exactly once.
 func TestJobSurvivesWorkerKill(t *testing.T) {
-	teststack.Need(t, "TEMPORAL_ADDRESS")
-	hostPort := os.Getenv("TEMPORAL_ADDRESS")
-	d := testenv.DB(t)
-	bin := filepath.Join(t.TempDir(), "dds")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	// The server (in this process) and the workers share a task queue and
-	// the local file store.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testenv.Config(t)
-	cfg.PublicURL = "http://" + ln.Addr().String()
-	cfg.TemporalAddress = hostPort
-	cfg.TemporalTaskQueue = "jobs-crash-" + uuid.NewString()
-	cfg.FileStorageDriver, cfg.FileStorageLocalDir = "local", t.TempDir()
-	ctx := context.Background()
-	s, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Start(ctx, ln))
-	app := &testenv.App{URL: cfg.PublicURL, Server: s, Client: &http.Client{Timeout: time.Minute}}
-
-	workerEnv := append(os.Environ(), "DATABASE_URL="+cfg.DatabaseURL, "DDS_ENV=test", "DDS_JWT_SECRET="+cfg.JWTSecret,
-		"TEMPORAL_ADDRESS="+hostPort, "DDS_TASK_QUEUE="+cfg.TemporalTaskQueue, "DDS_PUBLIC_URL="+cfg.PublicURL,
-		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+cfg.FileStorageLocalDir, "DDS_LOG_LEVEL=warn",
-		"DDS_WORKER_HTTP_ADDR=127.0.0.1:0") // probes on a free port: the default 8081 may be taken
-	startWorker := func() *exec.Cmd {
-		cmd := exec.Command(bin, "worker")
-		cmd.Env = workerEnv
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd
-	}
+	rig := newWorkerRig(t, "jobs-crash")
+	d, app, bin := rig.d, rig.app, rig.bin
+	startWorker := func() *exec.Cmd { return rig.startWorker(t) }
 	first := startWorker()
 
 	tenant, key := app.Tenant(t)

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,14 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/internal/testenv"
-	"github.com/dds-project/dds/internal/testenv/teststack"
 	"github.com/dds-project/dds/lifecycle"
 	"github.com/dds-project/dds/schema"
-	"github.com/dds-project/dds/server"
 )
 
 // TestTenantDeleteSurvivesWorkerKill deletes a tenant on `dds worker`
@@ -36,43 +29,9 @@ import (
 // its tables, control-plane rows and stored files checksum the same
 // before and after.
 func TestTenantDeleteSurvivesWorkerKill(t *testing.T) {
-	teststack.Need(t, "TEMPORAL_ADDRESS")
-	hostPort := os.Getenv("TEMPORAL_ADDRESS")
-	d := testenv.DB(t)
-	bin := filepath.Join(t.TempDir(), "dds")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testenv.Config(t)
-	cfg.PublicURL = "http://" + ln.Addr().String()
-	cfg.TemporalAddress = hostPort
-	cfg.TemporalTaskQueue = "tenant-delete-crash-" + uuid.NewString()
-	cfg.FileStorageDriver, cfg.FileStorageLocalDir = "local", t.TempDir()
-	ctx := context.Background()
-	s, err := server.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Start(ctx, ln))
-	app := &testenv.App{URL: cfg.PublicURL, Server: s, Client: &http.Client{Timeout: time.Minute}}
-	workerEnv := append(os.Environ(), "DATABASE_URL="+cfg.DatabaseURL, "DDS_ENV=test", "DDS_JWT_SECRET="+cfg.JWTSecret,
-		"TEMPORAL_ADDRESS="+hostPort, "DDS_TASK_QUEUE="+cfg.TemporalTaskQueue, "DDS_PUBLIC_URL="+cfg.PublicURL,
-		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+cfg.FileStorageLocalDir, "DDS_LOG_LEVEL=warn",
-		"DDS_WORKER_HTTP_ADDR=127.0.0.1:0")
-	startWorker := func() *exec.Cmd {
-		cmd := exec.Command(bin, "worker")
-		cmd.Env = workerEnv
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd
-	}
+	rig := newWorkerRig(t, "tenant-delete-crash")
+	d, cfg, app := rig.d, rig.cfg, rig.app
+	startWorker := func() *exec.Cmd { return rig.startWorker(t) }
 	first := startWorker()
 
 	def := map[string]any{"name": "shop", "entities": []any{map[string]any{"name": "Product", "fields": []any{
