@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dds-project/dds/internal/testenv"
-	"github.com/dds-project/dds/schema"
 )
 
 // catalog is the schema of the query surface scenarios (issue 25).
@@ -167,19 +165,7 @@ func TestDistinctOnThroughRESTAndGraphQL(t *testing.T) {
 // reads only its rows from the index, runs.
 func TestCostBudgetThroughRESTAndGraphQL(t *testing.T) {
 	t.Parallel()
-	cfg := testenv.Config(t)
-	cfg.StatementTimeout, cfg.QueryRowBudget = 1500*time.Millisecond, 1000
-	app := testenv.NewServer(t, cfg)
-	tenantID, key := app.Tenant(t)
-	app.Schema(t, key, catalog)
-	active, err := app.Server.Schemas.ActiveFor(context.Background(), tenantID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := schema.QualifiedIdent(active.PgSchema, "Product")
-	// 3,000 rows, written directly: what is measured here is reading them.
-	testenv.DB(t).MustExec(`INSERT INTO ` + table + ` (id, name, price) SELECT gen_random_uuid(), 'p' || i, i % 50 FROM generate_series(1, 3000) i`)
-	testenv.DB(t).MustExec(`ANALYZE ` + table)
+	app, tenantID, key, table := budgetedCatalog(t, 1500*time.Millisecond)
 	q := url.Values{"orderBy": {"createdAt"}, "orderDirection": {"DESC"}, "limit": {"20"}}
 	if got := app.Must(t, 200, "GET", "/api/v1/dynamic/Product?"+q.Encode(), key, nil).JSON(t)["items"].([]any); len(got) != 20 {
 		t.Fatalf("newest-first page: %d items", len(got))
