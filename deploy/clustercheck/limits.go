@@ -14,7 +14,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -75,29 +74,10 @@ func (c *cluster) limits() (*limitsResult, error) {
 		backends += fmt.Sprintf("    server l%d 127.0.0.1:%d check\n", i+1, port)
 	}
 	stats := filepath.Join(c.tmp, "haproxy-limits.sock")
-	cfg := fmt.Sprintf(`global
-    maxconn 4096
-    stats socket %s mode 600 level admin
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 30s
-    timeout server 30s
-frontend limits
-    bind 127.0.0.1:%d
-    option forwardfor
-    default_backend dds
-backend dds
-    balance roundrobin
-    option httpchk GET /readyz
-    http-check expect status 200
-    default-server inter 300ms fall 2 rise 2
-%s`, stats, base, backends)
-	hcfg := filepath.Join(c.tmp, "haproxy-limits.cfg")
-	if err := os.WriteFile(hcfg, []byte(cfg), 0o600); err != nil {
+	hap, err := haproxyNode(c.o.haproxy, c.tmp, "haproxy-limits", stats, base, []string{"option forwardfor"}, backends)
+	if err != nil {
 		return nil, err
 	}
-	hap := &node{name: "haproxy-limits", args: []string{c.o.haproxy, "-db", "-f", hcfg}, env: os.Environ(), log: filepath.Join(c.tmp, "haproxy-limits.log")}
 	if err := hap.start(); err != nil {
 		return nil, err
 	}

@@ -353,34 +353,14 @@ func startCluster(o options, tmp string) (*cluster, error) {
 			env: append(append([]string{}, env...), fmt.Sprintf("DDS_WORKER_HTTP_ADDR=127.0.0.1:%d", o.base+11+i))}
 		c.servers, c.workers = append(c.servers, s), append(c.workers, w)
 	}
-	cfg := fmt.Sprintf(`global
-    maxconn 4096
-    stats socket %s mode 600 level admin
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 30s
-    timeout server 30s
-    timeout tunnel 1h
-    retries 3
-    option redispatch
-    retry-on conn-failure
-frontend api
-    bind 127.0.0.1:%d
-    default_backend dds
-backend dds
-    balance roundrobin
-    option httpchk GET /readyz
-    http-check expect status 200
-    default-server inter 300ms fall 2 rise 2
-    server s1 127.0.0.1:%d check
-    server s2 %s check
-`, c.stats, o.base, o.base+1, c.nsServerAddr(o.base+2))
-	hcfg := filepath.Join(tmp, "haproxy.cfg")
-	if err := os.WriteFile(hcfg, []byte(cfg), 0o600); err != nil {
+	// WebSocket tunnels outlive the default timeouts; a request whose server
+	// died before answering is sent again to the other one.
+	c.haproxy, err = haproxyNode(o.haproxy, tmp, "haproxy", c.stats, o.base,
+		[]string{"timeout tunnel 1h", "retries 3", "option redispatch", "retry-on conn-failure"},
+		fmt.Sprintf("    server s1 127.0.0.1:%d check\n    server s2 %s check\n", o.base+1, c.nsServerAddr(o.base+2)))
+	if err != nil {
 		return c, err
 	}
-	c.haproxy = &node{name: "haproxy", args: []string{o.haproxy, "-db", "-f", hcfg}, env: os.Environ(), log: filepath.Join(tmp, "haproxy.log")}
 	for _, n := range append(append([]*node{c.haproxy}, c.servers...), c.workers...) {
 		if err := n.start(); err != nil {
 			return c, err
@@ -675,4 +655,39 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// haproxyNode writes the configuration of an HAProxy (named name, its
+// files in dir) listening on 127.0.0.1:bind with an admin stats socket at
+// stats, balancing round robin over servers (haproxy.cfg server lines) that
+// it health-checks on /readyz every 300 ms, with the extra lines given
+// (options that hold for the frontend and backend both: they go in
+// defaults), and returns its node, not yet started.
+func haproxyNode(bin, dir, name, stats string, bind int, extra []string, servers string) (*node, error) {
+	var defaults strings.Builder
+	for _, l := range extra {
+		defaults.WriteString("    " + l + "\n")
+	}
+	cfg := fmt.Sprintf(`global
+    maxconn 4096
+    stats socket %s mode 600 level admin
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+%sfrontend api
+    bind 127.0.0.1:%d
+    default_backend dds
+backend dds
+    balance roundrobin
+    option httpchk GET /readyz
+    http-check expect status 200
+    default-server inter 300ms fall 2 rise 2
+%s`, stats, defaults.String(), bind, servers)
+	path := filepath.Join(dir, name+".cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	return &node{name: name, args: []string{bin, "-db", "-f", path}, env: os.Environ(), log: filepath.Join(dir, name+".log")}, nil
 }
