@@ -8,6 +8,7 @@ package main
 // across servers"), and never limit the probes.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -107,6 +108,11 @@ func (c *cluster) limits() (*limitsResult, error) {
 			return 0, err
 		}
 		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusTooManyRequests {
+			// Who answered (HAProxy or a server) and why, for the report.
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 160))
+			return resp.StatusCode, fmt.Errorf("%s", bytes.Join(bytes.Fields(b), []byte(" ")))
+		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, nil
 	}
