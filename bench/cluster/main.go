@@ -36,8 +36,10 @@ type options struct {
 	bin, haproxy string
 	records      int
 	duration     time.Duration
+	warmup       time.Duration
 	concurrency  int
 	port         int
+	writeRounds  int
 	only         string
 }
 
@@ -46,10 +48,12 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin/dds", "the dds binary")
 	flag.StringVar(&o.haproxy, "haproxy", "haproxy", "the HAProxy binary")
 	flag.IntVar(&o.records, "records", 20_000, "records seeded")
-	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measured time per load and topology (after 1 s of warm-up)")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measured time per load and topology (after the warm-up)")
+	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "unmeasured load before each measurement: every run starts its servers afresh, and their pools' Postgres backends start cold")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "wrk connections")
 	flag.IntVar(&o.port, "port", 18180, "HAProxy's port; the servers use the next ones")
 	flag.StringVar(&o.only, "only", "", "reads or writes: run only that part")
+	flag.IntVar(&o.writeRounds, "write-rounds", 4, "rounds of the write path, each measuring direct and PgBouncer (ABBA order)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -148,8 +152,8 @@ func run(ctx context.Context, o options) error {
 	}
 	w := wrk{o: o, key: created.APIKey, files: files, primary: primaryCPU, replica: replicaCPU}
 
-	fmt.Printf("\nDDS production topology: %d records, wrk with %d connections, %s per run (+1 s warm-up), %d CPUs\n",
-		o.records, o.concurrency, o.duration, runtime.NumCPU())
+	fmt.Printf("\nDDS production topology: %d records, wrk with %d connections, %s per run (+%s warm-up), %d CPUs\n",
+		o.records, o.concurrency, o.duration, o.warmup, runtime.NumCPU())
 	var rows []row
 	baselines := map[string]float64{}
 	type topology struct {
@@ -190,29 +194,37 @@ func run(ctx context.Context, o options) error {
 		c.stop()
 	}
 	// The write path: one server, direct connections (session pool) against
-	// PgBouncer (transaction mode), alternated over two rounds so that
-	// neither always runs on the bigger table or the warmer cache; each
-	// PgBouncer row is a ratio to the direct row of its round.
-	for round := 1; round <= 2 && o.only != "reads"; round++ {
-		for i, wp := range []struct {
-			name string
-			env  []string
-		}{{"create, 1 server, direct to Postgres", direct}, {"create, 1 server, through PgBouncer", viaPooler}} {
-			c, err := startTopology(ctx, o, work, wp.env, 1, false)
+	// PgBouncer (transaction mode), over o.writeRounds rounds in the order
+	// ABBA (direct first in odd rounds, PgBouncer first in even ones), so
+	// that neither always runs on the bigger table, the warmer cache or the
+	// quieter moment; each PgBouncer row is a ratio to the direct row of its
+	// round, and the summary compares the two paths' mean rates.
+	paths := []struct {
+		name string
+		env  []string
+	}{{"create, 1 server, direct to Postgres", direct}, {"create, 1 server, through PgBouncer", viaPooler}}
+	var sum [2]float64
+	for round := 1; round <= o.writeRounds && o.only != "reads"; round++ {
+		order := []int{0, 1}
+		if round%2 == 0 {
+			order = []int{1, 0}
+		}
+		var pair [2]row
+		for _, i := range order {
+			c, err := startTopology(ctx, o, work, paths[i].env, 1, false)
 			if err != nil {
 				return err
 			}
-			r, err := w.run(ctx, c, fmt.Sprintf("%s (round %d)", wp.name, round), "create")
+			r, err := w.run(ctx, c, fmt.Sprintf("%s (round %d)", paths[i].name, round), "create")
 			c.stop()
 			if err != nil {
 				return err
 			}
-			if i == 0 {
-				baselines["create"] = r.rps
-			}
-			r.ratio = r.rps / baselines["create"]
-			rows = append(rows, r)
+			pair[i] = r
+			sum[i] += r.rps
 		}
+		pair[0].ratio, pair[1].ratio = 1, pair[1].rps/pair[0].rps
+		rows = append(rows, pair[0], pair[1])
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\ntopology: load\t req/s\t vs baseline\t errors\t PG primary µs/req\t PG replica µs/req\t dds µs/req\t cores busy\t")
@@ -222,6 +234,10 @@ func run(ctx context.Context, o options) error {
 	tw.Flush()
 	fmt.Println("\nbaselines: reads, 1 server reached directly (through PgBouncer, no replica); writes, 1 server with direct connections.")
 	fmt.Println("cores busy: Postgres (primary and replica), the dds servers, HAProxy and wrk, over the run's time.")
+	if o.only != "reads" && sum[0] > 0 {
+		fmt.Printf("writes over %d rounds: %.0f creates/s through PgBouncer, %.0f direct: %.2f of direct\n",
+			o.writeRounds, sum[1]/float64(o.writeRounds), sum[0]/float64(o.writeRounds), sum[1]/sum[0])
+	}
 	return nil
 }
 
@@ -301,10 +317,10 @@ type wrk struct {
 	primary, replica load.PostgresCPU
 }
 
-// run warms up for a second, then measures one wrk run of load against t.
+// run warms up, then measures one wrk run of load against t.
 func (w wrk) run(ctx context.Context, t *topo, name, l string) (row, error) {
 	r := row{name: name}
-	if _, err := w.wrk(ctx, t, l, time.Second); err != nil {
+	if _, err := w.wrk(ctx, t, l, w.o.warmup); err != nil {
 		return r, err
 	}
 	before, err := w.sample(t)
