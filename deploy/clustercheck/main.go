@@ -663,6 +663,10 @@ func randomHex(n int) string {
 // it health-checks on /readyz every 300 ms, with the extra lines given
 // (options that hold for the frontend and backend both: they go in
 // defaults), and returns its node, not yet started.
+//
+// A check may take 1 s ("timeout check"; without it, the 300 ms interval):
+// on a loaded machine slow answers took every server out at once. A killed
+// or cut-off server still fails its check at once (refused, or 503).
 func haproxyNode(bin, dir, name, stats string, bind int, extra []string, servers string) (*node, error) {
 	var defaults strings.Builder
 	for _, l := range extra {
@@ -676,6 +680,7 @@ defaults
     timeout connect 2s
     timeout client 30s
     timeout server 30s
+    timeout check 1s
 %sfrontend api
     bind 127.0.0.1:%d
     default_backend dds
