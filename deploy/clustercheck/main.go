@@ -193,6 +193,9 @@ func run() error {
 				limitsName, res.sent, limitLoad, res.sent*int(time.Minute/limitLoad), limitServers, limitSync)
 			fmt.Printf("    admitted %d, refused %d (limit %d, slack %d: at most %d); /livez, /readyz, /metrics answered %d probes while limited\n",
 				res.admitted, res.refused, limitPerMinute, res.slack, limitPerMinute+res.slack, res.probes)
+			if res.timedOut > 0 {
+				fmt.Printf("    %d of the admitted answered 503 QUERY_TIMEOUT (the machine's load; they passed the limit)\n", res.timedOut)
+			}
 		}
 		if err != nil {
 			fmt.Println("    FAILED:", err)
