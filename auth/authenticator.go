@@ -47,8 +47,9 @@ type Authenticator struct {
 	// its caching: the window a revocation can race.
 	afterLookup func()
 
-	roles     RoleSource    // nil: no roles (role-bound keys and user tokens refused)
-	providers TokenVerifier // nil: no identity providers
+	tokens    *verifiedTokens // DDS-issued tokens already verified (tokencache.go)
+	roles     RoleSource      // nil: no roles (role-bound keys and user tokens refused)
+	providers TokenVerifier   // nil: no identity providers
 
 	usedMu sync.Mutex
 	used   map[string]time.Time
@@ -86,7 +87,7 @@ func WithProviders(v TokenVerifier) Option { return func(a *Authenticator) { a.p
 func NewAuthenticator(db *sqlx.DB, env string, jwtSecret []byte, cacheTTL time.Duration, log *slog.Logger, opts ...Option) *Authenticator {
 	a := &Authenticator{db: db, env: env, secret: jwtSecret, ttl: cacheTTL, log: log,
 		keys: map[string]cachedKey{}, index: map[[32]byte]string{}, used: map[string]time.Time{},
-		watchers: map[string]map[*watcher]struct{}{}}
+		watchers: map[string]map[*watcher]struct{}{}, tokens: newVerifiedTokens()}
 	for _, o := range opts {
 		o(a)
 	}
@@ -359,26 +360,28 @@ func (a *Authenticator) Mint(p *Principal, scopes Scopes, ttl time.Duration) (st
 }
 
 func (a *Authenticator) authenticateToken(ctx context.Context, raw string) (*Principal, error) {
-	if a.providers != nil && !issuedByDDS(raw) {
-		return a.authenticateProviderToken(ctx, raw)
-	}
-	var c tokenClaims
-	_, err := jwt.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return a.secret, nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer("dds"), jwt.WithAudience(a.env), jwt.WithExpirationRequired())
-	if err != nil {
+	t, hit := a.tokens.get(raw) // verified before: DDS issued it
+	switch {
+	case hit && !t.live(time.Now()):
 		return nil, errUnauthenticated
+	case hit:
+	case a.providers != nil && !issuedByDDS(raw):
+		return a.authenticateProviderToken(ctx, raw)
+	default:
+		var err error
+		if t, err = a.verifyDDSToken(raw); err != nil {
+			return nil, err
+		}
 	}
+	c := &t.claims
 	switch c.Type {
 	case "":
 	case userTokenType:
-		return a.authenticateUserToken(ctx, &c)
+		return a.authenticateUserToken(ctx, c)
 	default:
 		return nil, errUnauthenticated
 	}
-	scopes, err := ParseScopes(c.Scopes)
-	if err != nil {
-		return nil, errUnauthenticated
-	}
+	scopes := t.scopes
 	ok, err := a.keyValid(ctx, c.KeyID)
 	if err != nil {
 		return nil, err

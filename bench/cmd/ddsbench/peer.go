@@ -36,6 +36,12 @@ const (
 // startPeer starts PostGraphile on pgSchema, or returns nil and why when it
 // is not installed.
 func startPeer(ctx context.Context, root, databaseURL, pgSchema string) (*proc, string, error) {
+	return startPeerWith(ctx, root, databaseURL, pgSchema, "graphile.config.mjs", nil)
+}
+
+// startPeerWith is startPeer with another config file of bench/peer and
+// more environment for it.
+func startPeerWith(ctx context.Context, root, databaseURL, pgSchema, config string, env []string) (*proc, string, error) {
 	script := filepath.Join(root, "bench", "peer", "node_modules", "postgraphile", "dist", "cli-run.js")
 	if !exists(script) {
 		return nil, "PostGraphile is not installed (make bench runs npm ci in bench/peer)", nil
@@ -49,9 +55,9 @@ func startPeer(ctx context.Context, root, databaseURL, pgSchema string) (*proc, 
 	}
 	host, port, _ := strings.Cut(addr, ":")
 	// Not CommandContext: proc.Stop and Pdeathsig end the child, as for dds serve.
-	cmd := exec.Command("node", script, "-c", databaseURL, "-s", pgSchema, "-n", host, "-p", port, "-C", "graphile.config.mjs") //nolint:noctx // lifetime managed by proc.Stop
+	cmd := exec.Command("node", script, "-c", databaseURL, "-s", pgSchema, "-n", host, "-p", port, "-C", config) //nolint:noctx // lifetime managed by proc.Stop
 	cmd.Dir = filepath.Join(root, "bench", "peer")
-	cmd.Env = append(os.Environ(), "GRAPHILE_ENV=production", "NODE_ENV=production")
+	cmd.Env = append(append(os.Environ(), "GRAPHILE_ENV=production", "NODE_ENV=production"), env...)
 	cmd.SysProcAttr = dieWithParent()
 	errs := &tailBuffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, errs

@@ -206,6 +206,11 @@ type observed struct {
 }
 
 func observe(t *testing.T, f *fixture) *observed {
+	return observeWith(t, f, auth.NewAuthenticator(f.app.Server.DB, "test", []byte("bench-observed-test-secret-0123456789abc"), time.Minute, slog.New(slog.DiscardHandler)))
+}
+
+// observeWith is observe authenticating with authn.
+func observeWith(t *testing.T, f *fixture, authn *auth.Authenticator) *observed {
 	o := &observed{}
 	log := slog.New(slog.DiscardHandler)
 	store := f.app.Server.Records.Observed(func(s query.Statement) {
@@ -213,7 +218,7 @@ func observe(t *testing.T, f *fixture) *observed {
 		o.ran = append(o.ran, s)
 		o.mu.Unlock()
 	})
-	router := api.NewRouter(auth.NewAuthenticator(f.app.Server.DB, "test", []byte("bench-observed-test-secret-0123456789abc"), time.Minute, log), nil, 1<<20)
+	router := api.NewRouter(authn, nil, 1<<20)
 	graphql.NewHandler(gql.NewEngine(store, gql.Limits{}, log), store, nil, log).Routes(router)
 	r := rest.New(store, nil)
 	r.Routes(router)

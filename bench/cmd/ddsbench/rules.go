@@ -6,7 +6,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/google/uuid"
+	"github.com/lib/pq"
+
 	"github.com/dds-project/dds/bench/load"
+	"github.com/dds-project/dds/schema"
 )
 
 // The rules section (issue 22): GET by id, a list and a GraphQL list of
@@ -22,14 +26,29 @@ import (
 // the first request) against the same list by the admin key (the shared
 // model); no row rule, so both read the same rows and the ratio is what
 // the role's schema costs on the request path.
+//
+// The nested shape is projects with their items (ruleProject, linked by
+// ruleRel), each end under its own owner rule: every project links 20 items
+// of its owner and 20 of others, so a user's page of items under its
+// project is cut from the links its rule admits, not the first ten links.
+// It runs by the ruled token, the unruled one and the admin key.
+//
+// The peer is PostGraphile 5 with the same rules as Postgres row-level
+// security (rulespeer.go) on the same tables, reading the same user token.
 
 const (
-	ruleEntity  = "Item"
-	ruleOwners  = 10   // users owning the records in turn
-	ruleRecords = 2000 // records seeded through REST batches
-	targetRules = 0.90
+	ruleEntity   = "Item"
+	ruleProject  = "Project"
+	ruleRel      = "IN_PROJECT" // Item → Project: Item.projects, Project.items
+	ruleOwners   = 10           // users owning the records in turn
+	ruleRecords  = 2000         // records seeded through REST batches
+	ruleProjects = 100          // projects, ruleProjects/ruleOwners per user
+	ruleLinks    = 20           // items of its owner (and as many of others) per project
+	targetRules  = 0.90
 	// targetRulesCPU bounds Postgres CPU per request under the rule.
 	targetRulesCPU = 1.1
+	// targetRulesPeer: DDS under rules against PostGraphile with RLS.
+	targetRulesPeer = 2.0
 )
 
 // ruleSetup is what the section's requests need.
@@ -37,11 +56,13 @@ type ruleSetup struct {
 	ruled, open string   // user tokens of user u1: role owner (rule), role open (none)
 	fielded     string   // user token of u1 with role fielded (a field list, no rule)
 	ids         []string // u1's records
+	other       string   // a record of another user
 }
 
-// enableRules adds ruleEntity and the two roles, seeds records owned by
-// ruleOwners users, and mints u1's tokens.
-func enableRules(ctx context.Context, ddsURL, tenantID, key string) (*ruleSetup, error) {
+// enableRules adds ruleEntity, ruleProject and ruleRel and the roles,
+// seeds records owned by ruleOwners users and the projects they are in, and
+// mints u1's tokens.
+func enableRules(ctx context.Context, b *bench, ddsURL, tenantID, key string) (*ruleSetup, error) {
 	c := load.Client(1)
 	var list struct {
 		Schemas []struct{ ID, Name string }
@@ -66,13 +87,19 @@ func enableRules(ctx context.Context, ddsURL, tenantID, key string) (*ruleSetup,
 		map[string]any{"name": "name", "type": "STRING", "required": true},
 		map[string]any{"name": "price", "type": "NUMBER"},
 		map[string]any{"name": "ownerId", "type": "STRING", "indexed": true},
+	}}, map[string]any{"name": ruleProject, "fields": []any{
+		map[string]any{"name": "name", "type": "STRING", "required": true},
+		map[string]any{"name": "ownerId", "type": "STRING", "indexed": true},
 	}})
+	def["relationships"] = append(append([]any{}, schemaDef["relationships"].([]any)...),
+		map[string]any{"name": ruleRel, "from": ruleEntity, "to": ruleProject, "fromField": "projects", "toField": "items"})
 	if _, err := load.Call(ctx, c, "PUT", ddsURL+"/api/v1/schemas/"+id, key, def, http.StatusOK, nil); err != nil {
 		return nil, fmt.Errorf("rules: add %s: %w", ruleEntity, err)
 	}
-	scopes := []any{"entity:" + ruleEntity + ":read"}
+	scopes := []any{"entity:" + ruleEntity + ":read", "entity:" + ruleProject + ":read", "relationship:" + ruleRel + ":read"}
+	mine := map[string]any{"read": map[string]any{"ownerId": "$user.id"}}
 	if _, err := load.Call(ctx, c, "PUT", ddsURL+"/api/v1/roles/owner", key, map[string]any{"scopes": scopes,
-		"rules": map[string]any{ruleEntity: map[string]any{"read": map[string]any{"ownerId": "$user.id"}}}}, http.StatusCreated, nil); err != nil {
+		"rules": map[string]any{ruleEntity: mine, ruleProject: mine}}, http.StatusCreated, nil); err != nil {
 		return nil, err
 	}
 	if _, err := load.Call(ctx, c, "PUT", ddsURL+"/api/v1/roles/open", key, map[string]any{"scopes": scopes}, http.StatusCreated, nil); err != nil {
@@ -87,9 +114,12 @@ func enableRules(ctx context.Context, ddsURL, tenantID, key string) (*ruleSetup,
 			return nil, fmt.Errorf("rules: seed: %w", err)
 		}
 	}
+	if err := b.seedProjects(ctx); err != nil {
+		return nil, err
+	}
 	rs := &ruleSetup{}
 	if _, err := load.Call(ctx, c, "PUT", ddsURL+"/api/v1/roles/fielded", key, map[string]any{"scopes": scopes,
-		"fields": map[string]any{ruleEntity: map[string]any{"read": []any{"name", "price"}}}}, http.StatusCreated, nil); err != nil {
+		"fields": map[string]any{ruleEntity: map[string]any{"read": []any{"name", "price"}}, ruleProject: map[string]any{"read": []any{"name"}}}}, http.StatusCreated, nil); err != nil {
 		return nil, err
 	}
 	for role, dst := range map[string]*string{"owner": &rs.ruled, "open": &rs.open, "fielded": &rs.fielded} {
@@ -100,18 +130,23 @@ func enableRules(ctx context.Context, ddsURL, tenantID, key string) (*ruleSetup,
 		*dst = tok.AccessToken
 	}
 	// The rule holds: u1 sees its own records only, the open role all.
-	var mine, all struct {
+	var own, all struct {
 		Items []struct{ ID, OwnerID string }
 		Count int
 	}
-	if _, err := load.Call(ctx, c, "POST", ddsURL+"/api/v1/dynamic/"+ruleEntity+"/query", rs.ruled, map[string]any{"limit": 1000, "includeCount": true}, http.StatusOK, &mine); err != nil {
+	if _, err := load.Call(ctx, c, "POST", ddsURL+"/api/v1/dynamic/"+ruleEntity+"/query", rs.ruled, map[string]any{"limit": 1000, "includeCount": true}, http.StatusOK, &own); err != nil {
 		return nil, err
 	}
-	if _, err := load.Call(ctx, c, "POST", ddsURL+"/api/v1/dynamic/"+ruleEntity+"/query", rs.open, map[string]any{"limit": 1, "includeCount": true}, http.StatusOK, &all); err != nil {
+	if _, err := load.Call(ctx, c, "POST", ddsURL+"/api/v1/dynamic/"+ruleEntity+"/query", rs.open, map[string]any{"limit": 2, "includeCount": true}, http.StatusOK, &all); err != nil {
 		return nil, err
 	}
-	if mine.Count != ruleRecords/ruleOwners || all.Count != ruleRecords {
-		return nil, fmt.Errorf("rules: u1 sees %d records under the rule and %d without, want %d and %d", mine.Count, all.Count, ruleRecords/ruleOwners, ruleRecords)
+	if own.Count != ruleRecords/ruleOwners || all.Count != ruleRecords {
+		return nil, fmt.Errorf("rules: u1 sees %d records under the rule and %d without, want %d and %d", own.Count, all.Count, ruleRecords/ruleOwners, ruleRecords)
+	}
+	for _, it := range all.Items {
+		if it.OwnerID != "u1" {
+			rs.other = it.ID
+		}
 	}
 	// The GraphQL list answers records, not errors.
 	var g struct {
@@ -139,7 +174,18 @@ func enableRules(ctx context.Context, ddsURL, tenantID, key string) (*ruleSetup,
 	if len(g.Errors) > 0 || len(g.Data.Items) != 10 {
 		return nil, fmt.Errorf("rules: the fielded role's GraphQL list answered %d items, errors %v", len(g.Data.Items), g.Errors)
 	}
-	for _, it := range mine.Items {
+	// The nested list: u1's projects with its items only; the admin key's
+	// and the open role's, the first projects with any items.
+	for tok, owner := range map[string]string{rs.ruled: "u1", rs.open: "", key: ""} {
+		t, err := ruleNestedFromDDS(ctx, ddsURL+"/api/v1/dynamic-gql/"+tenantID, tok)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.check(owner); err != nil {
+			return nil, err
+		}
+	}
+	for _, it := range own.Items {
 		if it.OwnerID != "u1" {
 			return nil, fmt.Errorf("rules: u1 sees a record of %s", it.OwnerID)
 		}
@@ -148,4 +194,208 @@ func enableRules(ctx context.Context, ddsURL, tenantID, key string) (*ruleSetup,
 	return rs, nil
 }
 
-const ruleGQLList = `query($n: Int!) { items(limit: $n, where: {price: {gte: 0}}) { id name price } }`
+const (
+	ruleGQLList = `query($n: Int!) { items(limit: $n, where: {price: {gte: 0}}) { id name price } }`
+	// ruleGQLNested: 10 projects × 10 items, each end under its rule.
+	ruleGQLNested = `{ projects(limit: 10) { id name ownerId items(limit: 10) { id name price ownerId } } }`
+)
+
+// seedProjects adds ruleProjects projects, owned by u0 … u9 in turn, and
+// links each to ruleLinks items of its owner and as many of other users,
+// in one statement (so their link ids, random, decide the related order as
+// their creation time ties).
+func (b *bench) seedProjects(ctx context.Context) error {
+	ids := make([]string, ruleProjects)
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7()).String()
+	}
+	pg := b.scope.Schema.PgSchema
+	item, project, rel := schema.QualifiedIdent(pg, ruleEntity), schema.QualifiedIdent(pg, ruleProject), schema.QualifiedIdent(pg, ruleRel)
+	if _, err := b.db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s ("id", "name", "ownerId")
+SELECT u.id, 'project ' || lpad((u.n - 1)::text, 3, '0'), 'u' || ((u.n - 1) %% %d) FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, n)`,
+		project, ruleOwners), pq.Array(ids)); err != nil {
+		return fmt.Errorf("rules: seed projects: %w", err)
+	}
+	if _, err := b.db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %[1]s ("id", "source_id", "target_id")
+SELECT gen_random_uuid(), i.id, p.id FROM %[2]s p CROSS JOIN LATERAL (
+  (SELECT id FROM %[3]s WHERE "ownerId" = p."ownerId" ORDER BY md5(id::text || p.id::text) LIMIT %[4]d)
+  UNION ALL
+  (SELECT id FROM %[3]s WHERE "ownerId" <> p."ownerId" ORDER BY md5(id::text || p.id::text) LIMIT %[4]d)) i`,
+		rel, project, item, ruleLinks)); err != nil {
+		return fmt.Errorf("rules: seed %s: %w", ruleRel, err)
+	}
+	_, err := b.db.ExecContext(ctx, "ANALYZE "+item+"; ANALYZE "+project+"; ANALYZE "+rel)
+	return err
+}
+
+// ruleTree is the nested answer, whoever gave it.
+type ruleTree []struct {
+	ID, Name, OwnerID string
+	Items             []ruleLeaf
+}
+
+type ruleLeaf struct {
+	ID, Name, OwnerID string
+	Price             float64
+}
+
+// check asserts 10 projects × 10 items, all of owner when it is set.
+func (t ruleTree) check(owner string) error {
+	if len(t) != 10 {
+		return fmt.Errorf("rules: the nested list has %d projects, want 10", len(t))
+	}
+	for _, p := range t {
+		if len(p.Items) != 10 {
+			return fmt.Errorf("rules: project %s has %d items, want 10", p.Name, len(p.Items))
+		}
+		for _, it := range p.Items {
+			if owner != "" && (p.OwnerID != owner || it.OwnerID != owner) {
+				return fmt.Errorf("rules: %s sees project %s of %s with an item of %s", owner, p.Name, p.OwnerID, it.OwnerID)
+			}
+		}
+	}
+	return nil
+}
+
+func ruleNestedFromDDS(ctx context.Context, gqlURL, cred string) (ruleTree, error) {
+	var r struct {
+		Data   struct{ Projects ruleTree }
+		Errors []any
+	}
+	if _, err := load.Call(ctx, load.Client(1), "POST", gqlURL, cred, gqlBody(ruleGQLNested, nil), http.StatusOK, &r); err != nil {
+		return nil, err
+	}
+	if len(r.Errors) > 0 {
+		return nil, fmt.Errorf("rules: the nested list answered %v", r.Errors)
+	}
+	return r.Data.Projects, nil
+}
+
+// Contenders of the rules section.
+const (
+	rGetOpen    = "GET by id, no rule"
+	rGetRuled   = "GET by id, owner rule"
+	rGetPeer    = "GET by id, PostGraphile 5 + RLS"
+	rListOpen   = "list, no rule"
+	rListRuled  = "list, owner rule"
+	rGQLOpen    = "GraphQL list, no rule"
+	rGQLRuled   = "GraphQL list, owner rule"
+	rGQLAdmin   = "GraphQL list, admin key"
+	rGQLFielded = "GraphQL list, role schema"
+	rGQLPeer    = "GraphQL list, PostGraphile 5 + RLS"
+	rNestOpen   = "nested, no rule"
+	rNestRuled  = "nested, owner rule"
+	rNestAdmin  = "nested, admin key"
+	rNestPeer   = "nested, PostGraphile 5 + RLS"
+)
+
+// rulesTargets prepares the rules section (records, roles, tokens, and
+// PostGraphile with RLS when PostGraphile is installed) and its contenders.
+// It returns the peer to stop after the section and what undoes the RLS
+// setup (never nil).
+func rulesTargets(ctx context.Context, root string, env ddsEnv, b *bench, dds *proc, tenantID, apiKey, tmp string) ([]wrkTarget, *proc, func(), error) {
+	done := func() {}
+	gqlPath := "/api/v1/dynamic-gql/" + tenantID
+	rs, err := enableRules(ctx, b, dds.URL, tenantID, apiKey)
+	if err != nil {
+		return nil, nil, done, err
+	}
+	var peer *proc
+	aud, err := tokenAudience(rs.ruled)
+	if err != nil {
+		return nil, nil, done, err
+	}
+	role := rlsRole(tenantID)
+	if done, err = enableRLS(ctx, b, role); err != nil {
+		return nil, nil, func() {}, err
+	}
+	peer, why, err := startPeerWith(ctx, root, env.databaseURL, b.scope.Schema.PgSchema, "graphile.rls.mjs",
+		[]string{"DDSBENCH_JWT_SECRET=" + env.jwtSecret, "DDSBENCH_JWT_AUDIENCE=" + aud, "DDSBENCH_RLS_ROLE=" + role})
+	if err != nil {
+		return nil, nil, done, err
+	}
+	if peer == nil {
+		fmt.Println("PostGraphile with RLS left out: " + why)
+	} else if err := checkRulesPeer(ctx, dds.URL+gqlPath, peer.URL+peerPath, rs); err != nil {
+		peer.Stop()
+		return nil, nil, done, err
+	}
+	hdr := func(tok string) []string {
+		return []string{"Authorization: Bearer " + tok, "Content-Type: application/json"}
+	}
+	var getL, listL, gqlL, peerGetL, peerListL []string
+	for i := range 2000 {
+		id := rs.ids[i%len(rs.ids)]
+		getL = append(getL, reqLine("GET", "/api/v1/dynamic/"+ruleEntity+"/"+id, nil))
+		listL = append(listL, reqLine("GET", fmt.Sprintf("/api/v1/dynamic/%s?limit=%d", ruleEntity, 10+i%11), nil))
+		gqlL = append(gqlL, reqLine("POST", gqlPath, gqlBody(ruleGQLList, map[string]any{"n": 10 + i%11})))
+		peerGetL = append(peerGetL, reqLine("POST", peerPath, gqlBody(peerRLSGetQuery, map[string]any{"id": id})))
+		peerListL = append(peerListL, reqLine("POST", peerPath, gqlBody(peerRLSListQuery, map[string]any{"n": 10 + i%11})))
+	}
+	nestL := []string{reqLine("POST", gqlPath, gqlBody(ruleGQLNested, nil))}
+	peerNestL := []string{reqLine("POST", peerPath, gqlBody(peerRLSNestedQuery, nil))}
+	d := func(name, cred string) wrkTarget {
+		return wrkTarget{name: name, pid: dds.Pid(), url: dds.URL, headers: hdr(cred)}
+	}
+	ts := []wrkTarget{d(rGetOpen, rs.open), d(rGetRuled, rs.ruled)}
+	lines := [][]string{getL, getL}
+	if peer != nil {
+		ts = append(ts, wrkTarget{name: rGetPeer, pid: peer.Pid(), url: peer.URL, headers: hdr(rs.ruled)})
+		lines = append(lines, peerGetL)
+	}
+	ts = append(ts, d(rListOpen, rs.open), d(rListRuled, rs.ruled), d(rGQLOpen, rs.open), d(rGQLRuled, rs.ruled), d(rGQLAdmin, apiKey), d(rGQLFielded, rs.fielded))
+	lines = append(lines, listL, listL, gqlL, gqlL, gqlL, gqlL)
+	if peer != nil {
+		ts = append(ts, wrkTarget{name: rGQLPeer, pid: peer.Pid(), url: peer.URL, headers: hdr(rs.ruled)})
+		lines = append(lines, peerListL)
+	}
+	ts = append(ts, d(rNestOpen, rs.open), d(rNestRuled, rs.ruled), d(rNestAdmin, apiKey))
+	lines = append(lines, nestL, nestL, nestL)
+	if peer != nil {
+		ts = append(ts, wrkTarget{name: rNestPeer, pid: peer.Pid(), url: peer.URL, headers: hdr(rs.ruled)})
+		lines = append(lines, peerNestL)
+	}
+	ts, err = targets(tmp, "rules", ts, lines...)
+	if err != nil {
+		peer.Stop()
+		return nil, nil, done, err
+	}
+	return ts, peer, done, nil
+}
+
+// rulesVerdicts judges the rules section: each rule against the same
+// requests without it, the role's schema against the admin key, DDS under
+// rules against PostGraphile with RLS; and prints a user's nested list
+// against the admin key's.
+func rulesVerdicts(ss []wrkSummary, verdict func(bool, string, ...any)) {
+	by := map[string]wrkSummary{}
+	for _, s := range ss {
+		by[s.name] = s
+	}
+	cpu := func(s, base wrkSummary) float64 { return float64(s.pgCPURq) / float64(max(base.pgCPURq, 1)) }
+	for _, p := range [][2]string{{rGetRuled, rGetOpen}, {rListRuled, rListOpen}, {rGQLRuled, rGQLOpen}, {rNestRuled, rNestOpen}} {
+		ruled, open := by[p[0]], by[p[1]]
+		verdict(ruled.rps/open.rps >= targetRules && ruled.errors == 0, "%-26s = %5.1f%% of %q (target ≥ %.0f%%)", ruled.name, 100*ruled.rps/open.rps, open.name, 100*targetRules)
+		if open.pgCPURq > 0 {
+			verdict(cpu(ruled, open) <= targetRulesCPU, "%-26s Postgres CPU/request = %.2f× %q's, %s against %s (target ≤ %.1f×)", ruled.name, cpu(ruled, open), open.name, round(ruled.pgCPURq), round(open.pgCPURq), targetRulesCPU)
+		}
+	}
+	fs, admin := by[rGQLFielded], by[rGQLAdmin]
+	verdict(fs.rps/admin.rps >= targetRules && fs.errors == 0, "%-26s = %5.1f%% of %q (target ≥ %.0f%%; server CPU/request %s against %s)",
+		fs.name, 100*fs.rps/admin.rps, admin.name, 100*targetRules, round(fs.cpuPerRq), round(admin.cpuPerRq))
+	user, admin := by[rNestRuled], by[rNestAdmin]
+	fmt.Printf("  %s: %.1f%% of %q's req/s, Postgres CPU/request %s against %s (%.2f×; not judged: other rows)\n",
+		user.name, 100*user.rps/admin.rps, admin.name, round(user.pgCPURq), round(admin.pgCPURq), cpu(user, admin))
+	for _, p := range [][2]string{{rGetRuled, rGetPeer}, {rGQLRuled, rGQLPeer}, {rNestRuled, rNestPeer}} {
+		s, peer := by[p[0]], by[p[1]]
+		if peer.name == "" {
+			continue
+		}
+		if peer.errors > 0 {
+			verdict(false, "%s answered %d errors", peer.name, peer.errors)
+			continue
+		}
+		verdict(s.rps/peer.rps >= targetRulesPeer, "%-26s = %.2f× %q (target ≥ %.0f×; Postgres CPU/request %s against %s, %.2f×)",
+			s.name, s.rps/peer.rps, peer.name, targetRulesPeer, round(s.pgCPURq), round(peer.pgCPURq), cpu(s, peer))
+	}
+}

@@ -266,29 +266,9 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				{name: "create DDS REST (history: true)", pid: dds.Pid(), url: dds.URL, headers: auth},
 			}, plainL, histL)
 		case "rules": // rules.go
-			rs, rerr := enableRules(ctx, dds.URL, tenantID, apiKey)
-			if rerr != nil {
-				return rerr
-			}
-			hdr := func(tok string) []string {
-				return []string{"Authorization: Bearer " + tok, "Content-Type: application/json"}
-			}
-			var getL, listL, gqlL []string
-			for i := range 2000 {
-				getL = append(getL, reqLine("GET", "/api/v1/dynamic/"+ruleEntity+"/"+rs.ids[i%len(rs.ids)], nil))
-				listL = append(listL, reqLine("GET", fmt.Sprintf("/api/v1/dynamic/%s?limit=%d", ruleEntity, 10+i%11), nil))
-				gqlL = append(gqlL, reqLine("POST", gqlPath, gqlBody(ruleGQLList, map[string]any{"n": 10 + i%11})))
-			}
-			ts, err = targets(tmp, section, []wrkTarget{
-				{name: "GET by id, no rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.open)},
-				{name: "GET by id, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
-				{name: "list, no rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.open)},
-				{name: "list, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
-				{name: "GraphQL list, no rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.open)},
-				{name: "GraphQL list, owner rule", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.ruled)},
-				{name: "GraphQL list, admin key", pid: dds.Pid(), url: dds.URL, headers: auth},
-				{name: "GraphQL list, role schema", pid: dds.Pid(), url: dds.URL, headers: hdr(rs.fielded)},
-			}, getL, getL, listL, listL, gqlL, gqlL, gqlL, gqlL)
+			var undo func()
+			ts, extra, undo, err = rulesTargets(ctx, root, env, b, dds, tenantID, apiKey, tmp)
+			defer undo()
 		case "upsert":
 			if m, err = startChecked("upsert", env.databaseURL, func(minURL string) error {
 				return checkSameUpsert(ctx, b, load.Client(1), dds.URL, minURL, apiKey)
@@ -372,6 +352,10 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 				verdict(false, "%-26s completed %d requests: too few to compare (raise -duration)", s.name, n)
 			}
 		}
+		if section == "rules" {
+			rulesVerdicts(ss, verdict)
+			continue
+		}
 		minimal := ss[0]
 		var peerS *wrkSummary
 		if strings.Contains(ss[len(ss)-1].name, "PostGraphile") {
@@ -399,21 +383,6 @@ func runWrkSections(ctx context.Context, o options, w *wrkRunner, env ddsEnv, dd
 			verdict(h.rps/p.rps >= targetHistory && h.errors == 0, "%-26s = %5.1f%% of the create without history (target ≥ %.0f%%)", h.name, 100*h.rps/p.rps, 100*targetHistory)
 			if p.pgCPURq > 0 {
 				fmt.Printf("  %s: Postgres CPU/request %s against %s (%.2f×)\n", h.name, round(h.pgCPURq), round(p.pgCPURq), float64(h.pgCPURq)/float64(p.pgCPURq))
-			}
-			continue
-		}
-		if section == "rules" {
-			for i := 0; i+1 < len(ss); i += 2 {
-				open, ruled := ss[i], ss[i+1]
-				verdict(ruled.rps/open.rps >= targetRules && ruled.errors == 0, "%-26s = %5.1f%% of %q (target ≥ %.0f%%)", ruled.name, 100*ruled.rps/open.rps, open.name, 100*targetRules)
-				if open.pgCPURq > 0 {
-					c := float64(ruled.pgCPURq) / float64(open.pgCPURq)
-					verdict(c <= targetRulesCPU, "%-26s Postgres CPU/request = %.2f× %q's, %s against %s (target ≤ %.1f×)", ruled.name, c, open.name, round(ruled.pgCPURq), round(open.pgCPURq), targetRulesCPU)
-				}
-			}
-			if len(ss) == 8 { // the role schema against a user token of a role without field lists: what the token itself costs is left out
-				fs, open := ss[7], ss[4]
-				fmt.Printf("  %s: %.1f%% of %q's req/s, server CPU/request %s against %s (not judged)\n", fs.name, 100*fs.rps/open.rps, open.name, round(fs.cpuPerRq), round(open.cpuPerRq))
 			}
 			continue
 		}

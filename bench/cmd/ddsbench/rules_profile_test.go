@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dds-project/dds/auth"
+	"github.com/dds-project/dds/bench/load"
+	"github.com/dds-project/dds/internal/testenv"
+	"github.com/dds-project/dds/query"
+	"github.com/dds-project/dds/roles"
+)
+
+// The rules section's GraphQL list in-process, for a CPU profile of what
+// a user token costs the server (the rules section prints the ratios):
+//
+//	go test ./bench/cmd/ddsbench -run '^$' -bench 'GraphQLList(Admin|RoleSchema|OwnerRule)' -benchtime 20000x -cpuprofile /tmp/cpu.out
+//
+// BenchmarkGraphQLListAdmin is the list by the admin key (the shared
+// model, no rules), the others the same list by u1's user tokens.
+func BenchmarkGraphQLListAdmin(b *testing.B) {
+	benchRuleList(b, func(_ *ruleSetup, key string) string { return key })
+}
+
+// BenchmarkGraphQLListRoleSchema: a role with a field list (its own model).
+func BenchmarkGraphQLListRoleSchema(b *testing.B) {
+	benchRuleList(b, func(rs *ruleSetup, _ string) string { return rs.fielded })
+}
+
+// BenchmarkGraphQLListOwnerRule: a role with the owner rule.
+func BenchmarkGraphQLListOwnerRule(b *testing.B) {
+	benchRuleList(b, func(rs *ruleSetup, _ string) string { return rs.ruled })
+}
+
+// BenchmarkGraphQLListOpenRole: a role with neither (a user token's own cost).
+func BenchmarkGraphQLListOpenRole(b *testing.B) {
+	benchRuleList(b, func(rs *ruleSetup, _ string) string { return rs.open })
+}
+
+func benchRuleList(b *testing.B, cred func(rs *ruleSetup, key string) string) {
+	f := newFixture(b, 1)
+	rs, err := enableRules(context.Background(), f.b, f.app.URL, f.b.scope.TenantID, f.key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := f.app.URL + "/api/v1/dynamic-gql/" + f.b.scope.TenantID
+	bodies := make([][]byte, 11)
+	for i := range bodies {
+		bodies[i] = gqlBody(ruleGQLList, map[string]any{"n": 10 + i})
+	}
+	benchPost(b, cred(rs, f.key), url, func() []byte { return bodies[rand.IntN(len(bodies))] })
+}
+
+// TestRulesNestedRunsOneStatement guards the rules section's nested list
+// and get by id: by the user token (each end under its owner rule), the
+// open role and the admin key, DDS runs one statement, the rules inside it.
+// With -v it logs each statement's plan (EXPLAIN ANALYZE, buffers) and
+// fastest execution, to compare what the rules cost Postgres (a user's
+// query must not cost far more than the admin's).
+func TestRulesNestedRunsOneStatement(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := context.Background()
+	tenantID := f.b.scope.TenantID
+	rs, err := enableRules(ctx, f.b, f.app.URL, tenantID, f.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testenv.Config(t)
+	authn := auth.NewAuthenticator(f.app.Server.DB, cfg.Env, []byte(cfg.JWTSecret), time.Minute, slog.New(slog.DiscardHandler),
+		auth.WithRoles(roles.NewStore(f.app.Server.DB, f.app.Server.Schemas)))
+	o := observeWith(t, f, authn)
+	for _, c := range []struct{ name, cred, owner string }{{"nested, owner rule", rs.ruled, "u1"}, {"nested, no rule", rs.open, ""}, {"nested, admin key", f.key, ""}} {
+		o.take()
+		tree, err := ruleNestedFromDDS(ctx, o.url+"/api/v1/dynamic-gql/"+tenantID, c.cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tree.check(c.owner); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		logPlan(t, f, c.name, o.take())
+	}
+	for _, c := range []struct{ name, cred string }{{"GET by id, owner rule", rs.ruled}, {"GET by id, no rule", rs.open}} {
+		o.take()
+		if _, err := load.Call(ctx, load.Client(1), "GET", o.url+"/api/v1/dynamic/"+ruleEntity+"/"+rs.ids[0], c.cred, nil, http.StatusOK, nil); err != nil {
+			t.Fatal(err)
+		}
+		logPlan(t, f, c.name, o.take())
+	}
+}
+
+// logPlan fails unless ran is one statement, and logs its plan and its
+// fastest execution of 50 (EXPLAIN ANALYZE's execution time, no timing of
+// plan nodes) with the rule variables bound for u1.
+func logPlan(t *testing.T, f *fixture, name string, ran []query.Statement) {
+	t.Helper()
+	if len(ran) != 1 {
+		t.Fatalf("%s: DDS ran %d statements, want 1", name, len(ran))
+	}
+	args := query.BindParams(ran[0].Args, func(v query.Var) (any, bool) { return "u1", v == query.VarUserID })
+	var plan []string
+	if err := f.b.db.Select(&plan, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "+ran[0].SQL, args...); err != nil {
+		t.Fatal(err)
+	}
+	fastest := math.Inf(1)
+	for range 50 {
+		var lines []string
+		if err := f.b.db.Select(&lines, "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) "+ran[0].SQL, args...); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Execution Time: "); ok {
+				ms, err := strconv.ParseFloat(strings.TrimSuffix(v, " ms"), 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fastest = min(fastest, ms)
+			}
+		}
+	}
+	t.Logf("%s (fastest execution of 50: %.3f ms):\n%s\n%s", name, fastest, ran[0].SQL, strings.Join(plan, "\n"))
+}
