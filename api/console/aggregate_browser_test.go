@@ -16,9 +16,10 @@ import (
 // TestAggregateConsoleInBrowser drives the records page's Aggregate view in
 // headless Chromium through a real server (testdata/aggregate.mjs): group
 // products by status with count, sum and avg of price, narrow with a having
-// and the records view's filter, order by an aggregate, and meet the API's
-// 400s (a sum over a JSON field, a having on an unknown alias) beside the
-// row they name. The numbers it checks follow from the products seeded
+// and the records view's filter, order by an aggregate, run the GraphQL
+// form the view shows and get the same groups, and meet the API's 400s (a
+// sum over a JSON field, a having on an unknown alias) beside the row they
+// name. The numbers it checks follow from the products seeded
 // here. Screenshots go to test-output/console-aggregate/.
 func TestAggregateConsoleInBrowser(t *testing.T) {
 	root, err := filepath.Abs("../..")
@@ -38,7 +39,7 @@ func TestAggregateConsoleInBrowser(t *testing.T) {
 	teststack.Need(t, "DATABASE_URL")
 
 	app := testenv.Server(t)
-	_, admin := app.Tenant(t)
+	tenant, admin := app.Tenant(t)
 	app.Schema(t, admin, map[string]any{"name": "shop", "entities": []any{
 		map[string]any{"name": "Product", "fields": []any{
 			map[string]any{"name": "name", "type": "STRING", "required": true},
@@ -69,7 +70,7 @@ func TestAggregateConsoleInBrowser(t *testing.T) {
 	defer stop()
 	cmd := exec.CommandContext(ctx, node, "testdata/aggregate.mjs")
 	cmd.Env = append(os.Environ(),
-		"DDS_URL="+app.URL, "DDS_KEY="+admin, "OUT_DIR="+out, "NPM_DIR="+npmDir,
+		"DDS_URL="+app.URL, "DDS_KEY="+admin, "DDS_TENANT="+tenant, "OUT_DIR="+out, "NPM_DIR="+npmDir,
 		"CHROMIUM="+chromium, "USER_DATA_DIR="+t.TempDir())
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {

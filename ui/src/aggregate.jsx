@@ -2,12 +2,13 @@
 // (TIMESTAMP and DATE with a bucket), aggregate functions over fields, a
 // having over the aliases, an order and a limit; the view sends one
 // POST /dynamic/{Entity}/aggregate (with the records view's filter as its
-// where), shows the groups as a table and the request to copy. Field
+// where), shows the groups as a table and the request to copy, with the
+// same question as GraphQL's <plural>Aggregate when it has one. Field
 // inputs suggest what the API takes for each function but accept any name:
 // the API is the judge, and its errors are shown beside the row they name.
 import { useState } from 'react';
 import { api, ApiError, enc, errorAt } from './api.js';
-import { Empty, ErrorBox, fmtTime } from './ui.jsx';
+import { Empty, ErrorBox, fmtTime, useLoad } from './ui.jsx';
 
 export const FUNCS = ['count', 'countDistinct', 'sum', 'avg', 'min', 'max'];
 const BUCKETS = ['hour', 'day', 'week', 'month'];
@@ -91,8 +92,9 @@ export function buildAggregate({ where, groupBy, measures, having, orderBy, dir,
   return body;
 }
 
-export function Aggregate({ ent, where }) {
+export function Aggregate({ me, ent, where }) {
   const fields = ent.fields;
+  const { data: gqlRoot } = useLoad((signal) => aggregateRoot(me.tenantId, ent.name, signal), [me.tenantId, ent.name]);
   const [groupBy, setGroupBy] = useState([]);
   const [measures, setMeasures] = useState([{ fn: 'count', field: '*', alias: 'count', edited: false }]);
   const [having, setHaving] = useState([]);
@@ -120,6 +122,7 @@ export function Aggregate({ ent, where }) {
       }),
     );
   const request = `POST /api/v1/dynamic/${ent.name}/aggregate\n${JSON.stringify(body, null, 2)}`;
+  const gql = gqlRoot ? toGraphQL(gqlRoot, fields, body) : null;
 
   async function run(e) {
     e.preventDefault();
@@ -295,6 +298,20 @@ export function Aggregate({ ent, where }) {
         >
           {copied ? 'Copied' : 'Copy'}
         </button>
+        {gql ? (
+          gql.query ? (
+            <>
+              <p className="meta">The same groups from GraphQL (POST /api/v1/dynamic-gql/{me.tenantId}; it names each aggregate by its function and field):</p>
+              <pre className="dsl" aria-label="GraphQL aggregate query">
+                {gql.query}
+              </pre>
+            </>
+          ) : (
+            <p className="meta" aria-label="GraphQL aggregate query">
+              No GraphQL form: {gql.error}
+            </p>
+          )
+        ) : null}
       </details>
 
       <ErrorBox error={error} />
@@ -355,4 +372,115 @@ function value(v) {
   if (typeof v === 'string' && /^\d{4}-\d\d-\d\dT/.test(v)) return fmtTime(v);
   if (typeof v === 'object') return JSON.stringify(v);
   return String(v);
+}
+
+// aggregateRoot finds the GraphQL root field aggregating entity (its
+// plural is the server's; the console does not pluralise): null when the
+// credential reaches no GraphQL schema holding one.
+async function aggregateRoot(tenantId, entity, signal) {
+  if (!tenantId) return null;
+  try {
+    const out = await api.post(`/dynamic-gql/${enc(tenantId)}`, { query: '{ __schema { queryType { fields { name type { name ofType { name } } } } } }' }, { signal });
+    const f = (out?.data?.__schema?.queryType?.fields || []).find((x) => x.name.endsWith('Aggregate') && (x.type?.ofType?.name || x.type?.name) === entity + 'Aggregate');
+    return f ? f.name : null;
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    return null;
+  }
+}
+
+const GQL_OPS = { $eq: 'equals', $neq: 'not', $gt: 'gt', $gte: 'gte', $lt: 'lt', $lte: 'lte', $in: 'in', $notIn: 'notIn', $contains: 'contains', $startsWith: 'startsWith', $endsWith: 'endsWith', $isNull: 'isNull' };
+
+class NoForm extends Error {}
+
+// gqlValue writes v as a GraphQL literal; an ENUM field's values are enum
+// names, unquoted.
+function gqlValue(v, isEnum) {
+  if (Array.isArray(v)) return '[' + v.map((x) => gqlValue(x, isEnum)).join(', ') + ']';
+  if (v === null) return 'null';
+  if (typeof v === 'string') return isEnum && /^[A-Za-z_][A-Za-z0-9_]*$/.test(v) ? v : JSON.stringify(v);
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  throw new NoForm('a JSON value in a condition');
+}
+
+// gqlFilter translates a where (or having, through name) of the query DSL
+// into GraphQL's filter input. name maps a condition's name to the path of
+// inputs it sits under and whether its values are enum names.
+function gqlFilter(f, name) {
+  const parts = [];
+  for (const [k, v] of Object.entries(f)) {
+    if (k === '$and' || k === '$or') parts.push(`${k === '$and' ? 'AND' : 'OR'}: [${v.map((x) => gqlFilter(x, name)).join(', ')}]`);
+    else if (k === '$not') parts.push(`NOT: ${gqlFilter(v, name)}`);
+    else {
+      const { path, isEnum } = name(k);
+      const ops = v !== null && typeof v === 'object' && !Array.isArray(v) ? v : { $eq: v };
+      const conds = Object.entries(ops).map(([op, x]) => {
+        if (!GQL_OPS[op]) throw new NoForm(`operator ${op}`);
+        return `${GQL_OPS[op]}: ${gqlValue(x, isEnum && op !== '$isNull')}`;
+      });
+      let inner = `{${conds.join(', ')}}`;
+      for (let i = path.length - 1; i >= 0; i--) inner = `{${path[i]}: ${inner}}`;
+      parts.push(inner.slice(1, -1));
+    }
+  }
+  return `{${parts.join(', ')}}`;
+}
+
+// toGraphQL renders an aggregate request as GraphQL's root field root:
+// {query} or {error} saying why it has no GraphQL form (GraphQL names an
+// aggregate by function and field, so count of a field, which skips
+// nulls, and a function over the same field twice have none).
+export function toGraphQL(root, fields, body) {
+  try {
+    const typeOf = (n) => (fields || []).find((f) => f.name === n)?.type;
+    const byAlias = {};
+    const sel = {}; // function → fields
+    let count = false;
+    for (const [alias, spec] of Object.entries(body.aggregates || {})) {
+      const [fn, field] = Object.entries(spec)[0];
+      if (fn === 'count' && field !== '*') throw new NoForm('count of a field (GraphQL counts records; countDistinct counts values)');
+      if (fn === 'count') {
+        if (count) throw new NoForm('count twice');
+        count = true;
+        byAlias[alias] = { path: ['count'], order: 'count' };
+        continue;
+      }
+      sel[fn] = sel[fn] || [];
+      if (sel[fn].includes(field)) throw new NoForm(`${fn} of ${field} twice`);
+      sel[fn].push(field);
+      byAlias[alias] = { path: [fn, field], order: `${fn}.${field}`, isEnum: (fn === 'min' || fn === 'max') && typeOf(field) === 'ENUM' };
+    }
+    const members = [count ? 'count' : '', ...Object.entries(sel).map(([fn, fs]) => `${fn} { ${fs.join(' ')} }`)].filter(Boolean).join(' ');
+    const args = [];
+    if (body.where) args.push(`where: ${gqlFilter(body.where, (k) => ({ path: [k], isEnum: typeOf(k) === 'ENUM' }))}`);
+    const keys = (body.groupBy || []).map((g) => (typeof g === 'string' ? { field: g } : g));
+    if (keys.length === 0) {
+      if (body.having || body.orderBy) throw new NoForm('having or order without groupBy');
+      return { query: `{ ${root}${args.length ? `(${args.join(', ')})` : ''} { ${members} } }` };
+    }
+    args.push(`groupBy: [${keys.map((k) => JSON.stringify(k.field)).join(', ')}]`);
+    const buckets = keys.filter((k) => k.bucket);
+    if (buckets.length) args.push(`buckets: [${buckets.map((k) => `{field: ${JSON.stringify(k.field)}, unit: ${k.bucket}}`).join(', ')}]`);
+    const gargs = [];
+    if (body.having)
+      gargs.push(
+        `having: ${gqlFilter(body.having, (a) => {
+          if (!byAlias[a]) throw new NoForm(`having names ${a}, no aggregate`);
+          return byAlias[a];
+        })}`,
+      );
+    if (body.orderBy)
+      gargs.push(
+        `orderBy: [${body.orderBy
+          .map((o) => `{field: ${JSON.stringify(byAlias[o.field] ? byAlias[o.field].order : o.field === 'count' ? 'key.count' : o.field)}, direction: ${o.direction || 'ASC'}}`)
+          .join(', ')}]`,
+      );
+    if (body.limit !== undefined) gargs.push(`limit: ${Number(body.limit)}`);
+    return {
+      query: `{ ${root}(${args.join(', ')}) {\n    groups${gargs.length ? `(${gargs.join(', ')})` : ''} {\n      key { ${keys.map((k) => k.field).join(' ')} } ${members} } } }`,
+    };
+  } catch (e) {
+    if (e instanceof NoForm) return { error: e.message };
+    throw e;
+  }
 }

@@ -259,7 +259,7 @@ function Table({ me, ent }) {
           }}
         />
       ) : null}
-      {view === 'aggregate' ? <Aggregate ent={ent} where={where} /> : <RecordsGrid {...{ ent, cols, sortable, page, setPage, data, error, loading, count }} />}
+      {view === 'aggregate' ? <Aggregate me={me} ent={ent} where={where} /> : <RecordsGrid {...{ ent, cols, sortable, page, setPage, data, error, loading, count }} />}
     </>
   );
 }

@@ -94,6 +94,21 @@ async function addAggregate(i, fn, field) {
 
 const run = () => view().getByRole('button', { name: 'Run aggregate' }).click();
 
+// graphqlGroups runs the GraphQL form the view shows (outside the browser,
+// with the same key) and returns its groups as rows of cell texts: the
+// key, then count and each function's fields in the order given.
+async function graphqlGroups(cols) {
+  const q = await view().getByLabel('GraphQL aggregate query', { exact: true }).textContent();
+  const res = await fetch(`${BASE}/api/v1/dynamic-gql/${env('DDS_TENANT')}`, {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ' + env('DDS_KEY'), 'Content-Type': 'application/json' },
+    body: JSON.stringify({ query: q }),
+  });
+  const out = await res.json();
+  if (!res.ok || out.errors) throw new Error(`the GraphQL form ${q} answered ${JSON.stringify(out)}`);
+  return { q, rows: out.data.productsAggregate.groups.map((g) => cols.map((c) => String(c.split('.').reduce((v, k) => v[k], g)))) };
+}
+
 try {
   await step('open-aggregate', async () => {
     await signIn(env('DDS_KEY'));
@@ -130,6 +145,10 @@ try {
     const body = JSON.parse(req.slice(req.indexOf('\n') + 1));
     if (!req.startsWith('POST /api/v1/dynamic/Product/aggregate') || body.groupBy[0] !== 'status' || body.aggregates.total.sum !== 'price')
       throw new Error(`request shown: ${req}`);
+    // And its GraphQL form answers the same groups.
+    const { q, rows } = await graphqlGroups(['key.status', 'count', 'sum.price', 'avg.price']);
+    const want = [['archived', '1', '100', '100'], ['draft', '2', '20', '10'], ['live', '3', '60', '20']];
+    if (JSON.stringify(rows) !== JSON.stringify(want)) throw new Error(`GraphQL ${q} answered ${JSON.stringify(rows)}`);
   });
 
   await step('having-and-order', async () => {
@@ -161,6 +180,10 @@ try {
     await view().getByText('Over the records the filter above matches.').waitFor();
     await run();
     await expectResult(['status', 'count', 'total', 'avgPrice'], [['live', '2', '50', '25']]);
+    // The GraphQL form carries the where, the having and the order.
+    const { q, rows } = await graphqlGroups(['key.status', 'count', 'sum.price', 'avg.price']);
+    if (JSON.stringify(rows) !== JSON.stringify([['live', '2', '50', '25']]) || !q.includes('where: {price: {gte: 15}}') || !q.includes('having: {count: {gte: 2}}') || !q.includes('"sum.price", direction: DESC'))
+      throw new Error(`GraphQL ${q} answered ${JSON.stringify(rows)}`);
   });
 
   await step('error-not-aggregatable', async () => {
