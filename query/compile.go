@@ -317,14 +317,15 @@ func (b *builder) record(e *schema.Entity, sel Selection, tbl, src, path, skip s
 // members, in order, under their keys.
 func (b *builder) output(e *schema.Entity, sel Selection, tbl, src, path string, depth int) (cols []string, joins string, err error) {
 	opath := joinPath(path, "output")
-	if len(sel.Files) > 0 || len(sel.Aggregates) > 0 {
-		return nil, "", apperr.Field(opath, "a selection with output takes no files or aggregates")
+	if len(sel.Files) > 0 {
+		return nil, "", apperr.Field(opath, "a selection with output takes no files")
 	}
 	if len(sel.Nested) > 0 && depth >= MaxDepth {
 		return nil, "", apperr.Field(path, "relationship selections nest at most %d levels deep", MaxDepth)
 	}
 	keys := make(map[string]bool, len(sel.Output))
 	written := make([]bool, len(sel.Nested))
+	aggWritten := make([]bool, len(sel.Aggregates))
 	for i, m := range sel.Output {
 		mpath := fmt.Sprintf("%s[%d]", opath, i)
 		if m.Key == "" || keys[m.Key] {
@@ -345,6 +346,17 @@ func (b *builder) output(e *schema.Entity, sel Selection, tbl, src, path string,
 			x := b.alias("c")
 			joins += fmt.Sprintf(` LEFT JOIN %s %s ON %s."_pid" = %s."id"`, j, x, x, tbl)
 			cols = append(cols, fmt.Sprintf(`coalesce(%s."_json", '[]'::json) AS %s`, x, quoteAlias(m.Key)))
+		case m.Aggregate > 0: // relaggregate.go
+			k := m.Aggregate - 1
+			if k >= len(sel.Aggregates) || aggWritten[k] {
+				return nil, "", apperr.Field(mpath, "names no relationship aggregate it may write")
+			}
+			aggWritten[k] = true
+			sub, err := b.relAggregate(e, sel.Aggregates[k], tbl, fmt.Sprintf("%s[%d]", joinPath(path, "aggregates"), k))
+			if err != nil {
+				return nil, "", err
+			}
+			cols = append(cols, sub+" AS "+quoteAlias(m.Key))
 		case m.Field != "" && b.checkReadable(e, m.Field, mpath, "selected") != nil:
 			return nil, "", b.checkReadable(e, m.Field, mpath, "selected")
 		case m.Field == schema.ColID || m.Field == schema.ColCreatedAt || m.Field == schema.ColUpdatedAt || m.Field == schema.ColDeletedAt && e.SoftDelete:
@@ -362,6 +374,11 @@ func (b *builder) output(e *schema.Entity, sel Selection, tbl, src, path string,
 	for k, w := range written {
 		if !w {
 			return nil, "", apperr.Field(fmt.Sprintf("%s[%d]", joinPath(path, "traverse"), k), "is not written by output")
+		}
+	}
+	for k, w := range aggWritten {
+		if !w {
+			return nil, "", apperr.Field(fmt.Sprintf("%s[%d]", joinPath(path, "aggregates"), k), "is not written by output")
 		}
 	}
 	return cols, joins, nil

@@ -103,19 +103,21 @@ type Selection struct {
 	TenantID string
 	// Output, when set, is the record's JSON exactly: these members, in
 	// this order, and no others (the id is not added). A selection with
-	// Output takes no Files, and its Nested selections are written where
-	// Output names them (each exactly once, never with Edges).
+	// Output takes no Files, and its Nested selections and Aggregates are
+	// written where Output names them (each exactly once, never with
+	// Edges).
 	Output []Member
 }
 
 // Member is one member of a record's JSON in Selection.Output: a column of
 // the record (Field), a constant string (Const, when Field is "" and
-// Nested 0), or a nested selection.
+// Nested and Aggregate 0), a nested selection or a relationship aggregate.
 type Member struct {
-	Key    string
-	Field  string // a field, "id", "createdAt" or "updatedAt"
-	Const  string
-	Nested int // 1 + the index in Selection.Nested; 0 for none
+	Key       string
+	Field     string // a field, "id", "createdAt" or "updatedAt"
+	Const     string
+	Nested    int // 1 + the index in Selection.Nested; 0 for none
+	Aggregate int // 1 + the index in Selection.Aggregates; 0 for none
 }
 
 // FileMeta selects the metadata of the file held by FILE field Field, as

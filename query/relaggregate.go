@@ -25,6 +25,10 @@ type RelAggregate struct {
 	Direction    Direction
 	Where        Filter
 	Measures     []Measure
+	// Output, when set, makes the member this object exactly instead of
+	// {"<alias>": value}: measures by alias, constants and nested objects
+	// (relaggoutput.go; a GroupMember names no KeyField here).
+	Output []GroupMember
 }
 
 // relAggregate renders the subquery of a for the record of pe at alias tbl.
@@ -50,6 +54,7 @@ func (b *builder) relAggregate(pe *schema.Entity, a RelAggregate, tbl, path stri
 	where = andVisible(where, b.visible(oe, n, false))
 	seen := map[string]bool{}
 	members := make([]string, 0, len(a.Measures))
+	cols := make(map[string]string, len(a.Measures)) // for Output: alias → column of the measures' row
 	for _, m := range a.Measures {
 		mpath := m.Path
 		if mpath == "" {
@@ -63,6 +68,12 @@ func (b *builder) relAggregate(pe *schema.Entity, a RelAggregate, tbl, path stri
 		expr, _, err := measure(oe, m, mpath, n)
 		if err != nil {
 			return "", err
+		}
+		if a.Output != nil {
+			col := fmt.Sprintf(`"a%d"`, len(members))
+			cols["\x00"+m.Alias] = col
+			members = append(members, expr+" AS "+col)
+			continue
 		}
 		members = append(members, sqlString(m.Alias)+", "+expr)
 	}
@@ -99,6 +110,14 @@ func (b *builder) relAggregate(pe *schema.Entity, a RelAggregate, tbl, path stri
 		e := b.alias("e")
 		src = fmt.Sprintf(`(%s) %s JOIN %s %s ON %s."id" = %s."_other" WHERE %s`,
 			strings.Join(from, " UNION ALL "), e, c.Table(oe.Name), n, n, e, where)
+	}
+	if a.Output != nil {
+		g := b.alias("g")
+		obj, err := relObject(b, a.Output, cols, g, joinPath(path, "output"))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(`(SELECT %s FROM (SELECT %s FROM %s) %s)`, obj, strings.Join(members, ", "), src, g), nil
 	}
 	return fmt.Sprintf(`(SELECT json_build_object(%s) FROM %s)`, strings.Join(members, ", "), src), nil
 }

@@ -49,6 +49,9 @@ func TestExactOutputThroughTheServer(t *testing.T) {
 			`{"data":{"products":[{"name":"Apple \"é\""}]}}`},
 		{"nested list", `{ products(orderBy: [{field: "name"}]) { name cats: categories(orderBy: [{field: "title", direction: DESC}]) { __typename title } } }`, nil,
 			`{"data":{"products":[{"name":"Apple \"é\"","cats":[{"__typename":"Category","title":"sweet"},{"__typename":"Category","title":"fruit"}]},{"name":"Pear","cats":[]}]}}`},
+		{"relationship aggregate", `{ categories(orderBy: [{field: "title"}]) { title productsAggregate { count avg { price } max { __typename name } } none: productsAggregate(where: {price: {gt: 5}}) { count sum { price } } } }`, nil,
+			`{"data":{"categories":[{"title":"fruit","productsAggregate":{"count":1,"avg":{"price":1.5},"max":{"__typename":"ProductAggregateMax","name":"Apple \"é\""}},"none":{"count":0,"sum":{"price":null}}},` +
+				`{"title":"sweet","productsAggregate":{"count":1,"avg":{"price":1.5},"max":{"__typename":"ProductAggregateMax","name":"Apple \"é\""}},"none":{"count":0,"sum":{"price":null}}}]}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			body := map[string]any{"query": c.query, "variables": c.vars}

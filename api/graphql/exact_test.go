@@ -52,6 +52,14 @@ func TestExactOutputWritesWhatTheStreamWrites(t *testing.T) {
 		{"empty nested lists and an empty page", `{ a: products(orderBy: [{field: "name"}]) { name categories(where: {name: {equals: "none"}}) { name } }
 		    b: products(limit: 0) { name categories { name } } }`, nil, true},
 		{"three levels", `{ categories(orderBy: [{field: "name"}]) { name products(orderBy: [{field: "name"}]) { name categories(orderBy: [{field: "rank"}]) { rank } } } }`, nil, true},
+		{"relationship aggregates", `{ categories(orderBy: [{field: "rank"}]) { name productsAggregate { __typename count avg { price } total: sum { stock }
+		    max { __typename price name } } live: productsAggregate(where: {status: {equals: live}}) { n: count c: count } none: productsAggregate(where: {name: {equals: "none"}}) { count min { price } } } }`, nil, true},
+		{"relationship aggregate only __typename, and under a nested list", `{ products(orderBy: [{field: "name"}]) { name a: categoriesAggregate { __typename }
+		    categories(orderBy: [{field: "name"}]) { name productsAggregate { count avg { price } } } } }`, nil, true},
+		{"relationship aggregate, fragments and @include", `query($i: Boolean!) { categories(orderBy: [{field: "rank"}]) { ...C productsAggregate { sum @include(if: $i) { stock } } } }
+		    fragment C on Category { name productsAggregate { count ... on ProductRelatedAggregate { max { price } } } }`, map[string]any{"i": true}, true},
+		{"relationship aggregate with file metadata: reshaped", `{ products(orderBy: [{field: "name"}]) { name manualFile { fileName } categoriesAggregate { count } } }`, nil, false},
+		{"relationship aggregate beside edges: reshaped", `{ categories(orderBy: [{field: "rank"}]) { name productsAggregate { count } productsConnection { edges { node { name } } } } }`, nil, false},
 		{"file metadata: reshaped", `{ products(orderBy: [{field: "name"}]) { name manual manualFile { fileName } categories { name } } }`, nil, false},
 		{"relationship properties: reshaped", `{ products(orderBy: [{field: "name"}]) { name categoriesConnection { edges { id properties { position } node { name } } } } }`, nil, false},
 		{"nested properties under a list: reshaped", `{ products(orderBy: [{field: "name"}]) { name categories { name productsConnection(limit: 2) { edges { properties { __typename position } node { name } } } } } }`, nil, false},

@@ -15,12 +15,13 @@ import (
 )
 
 // Writing a list with relationship selections as Postgres wrote it. When
-// the selection is made only of the record's columns, __typename and
-// relationship lists (no FILE metadata, no edge connections), the
-// statement is compiled to build the response's own JSON (query.Selection
-// Output: the response keys, aliases included, in selection order, the
-// typename as a constant), so the shape that Go would otherwise apply is
-// the identity. By construction the statement's members are the
+// the selection is made only of the record's columns, __typename,
+// relationship lists and relationship aggregates (no FILE metadata, no
+// edge connections), the statement is compiled to build the response's
+// own JSON (query.Selection Output: the response keys, aliases included,
+// in selection order, the typename as a constant; an aggregate's object
+// likewise, query.RelAggregate.Output), so the shape that Go would
+// otherwise apply is the identity. By construction the statement's members are the
 // selection's; what Go still does is take the items out of {"items": …}
 // and drop the separators json_agg writes between items (", \n ": a raw
 // newline never occurs inside Postgres' JSON strings, which escape it).
@@ -45,7 +46,7 @@ func exactOutput(s *jsonshape.Shape, sel *query.Selection) *jsonshape.Shape {
 const maxColumnName = 63
 
 func exactable(s *jsonshape.Shape, sel *query.Selection) bool {
-	if len(sel.Files) > 0 || len(sel.Aggregates) > 0 {
+	if len(sel.Files) > 0 {
 		return false
 	}
 	for _, f := range s.Fields {
@@ -59,11 +60,55 @@ func exactable(s *jsonshape.Shape, sel *query.Selection) bool {
 			if k < 0 || sel.Nested[k].Edges || !exactable(f.Sub, &sel.Nested[k].Select) {
 				return false
 			}
+		case jsonshape.Object:
+			if aggregateIndex(sel, f.Src) < 0 || !exactAggregate(f.Sub, 0) {
+				return false
+			}
 		default:
 			return false
 		}
 	}
 	return true
+}
+
+// exactAggregate reports whether a relationship aggregate's shape
+// (relaggregate.go: __typename, count, and per function an object of
+// fields) is one Postgres builds as it stands (query.RelAggregate.Output):
+// constants and measures, in objects one level deep, each key a column
+// name.
+func exactAggregate(s *jsonshape.Shape, depth int) bool {
+	for _, f := range s.Fields {
+		if len(f.Key) > maxColumnName {
+			return false
+		}
+		switch f.Kind {
+		case jsonshape.Typename, jsonshape.Scalar:
+		case jsonshape.Self:
+			if depth > 0 || !exactAggregate(f.Sub, depth+1) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// aggregateOutput is what the aggregate shape s writes, as the members of
+// query.RelAggregate.Output.
+func aggregateOutput(s *jsonshape.Shape) []query.GroupMember {
+	out := make([]query.GroupMember, 0, len(s.Fields))
+	for _, f := range s.Fields {
+		switch f.Kind {
+		case jsonshape.Typename:
+			out = append(out, query.GroupMember{Key: f.Key, Const: f.Typename})
+		case jsonshape.Scalar:
+			out = append(out, query.GroupMember{Key: f.Key, Measure: f.Src})
+		case jsonshape.Self:
+			out = append(out, query.GroupMember{Key: f.Key, Sub: aggregateOutput(f.Sub)})
+		}
+	}
+	return out
 }
 
 func setOutput(s *jsonshape.Shape, sel *query.Selection) *jsonshape.Shape {
@@ -81,12 +126,27 @@ func setOutput(s *jsonshape.Shape, sel *query.Selection) *jsonshape.Shape {
 			k := nestedIndex(sel, f.Src)
 			m.Nested = k + 1
 			o.Kind, o.Sub = jsonshape.List, setOutput(f.Sub, &sel.Nested[k].Select)
+		case jsonshape.Object: // a relationship aggregate, copied as Postgres writes it
+			k := aggregateIndex(sel, f.Src)
+			m.Aggregate = k + 1
+			sel.Aggregates[k].Output = aggregateOutput(f.Sub)
 		}
 		out = append(out, m)
 		id.Fields = append(id.Fields, o)
 	}
 	sel.Output = out
 	return id
+}
+
+// aggregateIndex is the index of the relationship aggregate under key (-1:
+// none).
+func aggregateIndex(sel *query.Selection, key string) int {
+	for i := range sel.Aggregates {
+		if sel.Aggregates[i].Key == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // nestedIndex is the index of the nested selection under key (-1: none).

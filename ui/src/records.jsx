@@ -7,6 +7,7 @@ import { allows, api, ApiError, enc, errorAt } from './api.js';
 import { loadActive } from './schemas.jsx';
 import { FieldInput, fieldHint, fromText, toText } from './fields.jsx';
 import { Deleted, History } from './history.jsx';
+import { Aggregate } from './aggregate.jsx';
 import { Empty, ErrorBox, fmtTime, Link, navigate, Row, useAction, useLoad } from './ui.jsx';
 
 const PAGE = 50;
@@ -196,6 +197,7 @@ function Table({ me, ent }) {
   const [where, setWhere] = useState(undefined);
   const [search, setSearch] = useState('');
   const [searchText, setSearchText] = useState('');
+  const [view, setView] = useState('records'); // or 'aggregate': the same filter, grouped
   const fields = ent.fields;
   const body = useMemo(() => {
     const b = { limit: PAGE, offset: page.offset, includeCount: true };
@@ -207,7 +209,10 @@ function Table({ me, ent }) {
     }
     return b;
   }, [page, where, search]);
-  const { data, error, loading } = useLoad((signal) => api.post(`/dynamic/${enc(ent.name)}/query`, body, { signal }), [ent.name, body]);
+  const { data, error, loading } = useLoad(
+    (signal) => (view === 'records' ? api.post(`/dynamic/${enc(ent.name)}/query`, body, { signal }) : Promise.resolve(null)),
+    [ent.name, body, view],
+  );
   const cols = fields ? ['id', ...fields.filter((f) => f.type !== 'VECTOR').map((f) => f.name), 'updatedAt'] : data && data.items[0] ? Object.keys(data.items[0]) : ['id'];
   const sortable = (c) => {
     const f = fields && fields.find((x) => x.name === c);
@@ -219,7 +224,15 @@ function Table({ me, ent }) {
     <>
       <div className="toolbar">
         <h1>{ent.name}</h1>
-        {searchable ? (
+        <div className="tabs" role="group" aria-label="View">
+          <button type="button" aria-pressed={view === 'records'} onClick={() => setView('records')}>
+            Records
+          </button>
+          <button type="button" aria-pressed={view === 'aggregate'} onClick={() => setView('aggregate')}>
+            Aggregate
+          </button>
+        </div>
+        {searchable && view === 'records' ? (
           <form
             role="search"
             onSubmit={(e) => {
@@ -246,6 +259,14 @@ function Table({ me, ent }) {
           }}
         />
       ) : null}
+      {view === 'aggregate' ? <Aggregate me={me} ent={ent} where={where} /> : <RecordsGrid {...{ ent, cols, sortable, page, setPage, data, error, loading, count }} />}
+    </>
+  );
+}
+
+function RecordsGrid({ ent, cols, sortable, page, setPage, data, error, loading, count }) {
+  return (
+    <>
       <ErrorBox error={error} />
       <div className="table-wrap" aria-busy={loading}>
         <table className="grid" aria-label={`${ent.name} records`}>
