@@ -93,6 +93,12 @@ bench: ## Install, start the stack, run the benchmarks (BENCHES=files for one); 
 	@bash deploy/with-stack.sh --with-replica --profile run --db dds_bench -- bash -c 'set -e; \
 		for b in $(BENCHES); do echo; echo "=== bench/$$b"; go run ./bench/$$b $(BENCH_ARGS); done'
 
+.PHONY: bench-tenants-1m
+# The tenant lifecycle at 1,000,000 records (export, import, delete against COPY TO, COPY FROM and
+# DROP TABLE of the same rows, peak RSS of server and worker): a few minutes, so not in `make bench`.
+bench-tenants-1m: ## Benchmark export, import and delete of a tenant of 1,000,000 records
+	@$(MAKE) --no-print-directory bench BENCHES=tenants BENCH_ARGS=-rows=1000000
+
 .PHONY: stack-up
 stack-up: ## Start the stack (Postgres, Temporal, MinIO) and leave it running; env in .dds/env
 	@bash deploy/install.sh --with-hydra

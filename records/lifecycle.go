@@ -88,6 +88,41 @@ func (sc *Scope) actorCTE(e *schema.Entity, a *query.Args) (string, string) {
 	return actorCTE(e, a, sc.actor())
 }
 
+// historyCreateCTE is the CTE by which a single create (CreateSQL) writes
+// its record's first version itself, from the INSERT's RETURNING (CTE w),
+// instead of leaving it to the history trigger: a trigger's plpgsql call
+// and its own INSERT cost about as much as the record's insert, a CTE
+// beside it far less. The row is the one the trigger would write — same
+// columns, the same record (the row as to_jsonb renders it, without the
+// full-text column), the same actor, at and id from the table's defaults —
+// and the trigger skips it because the INSERT set schema.HistoryOwnSetting
+// to its id. It binds the actor (JSON, as sc.actor renders it) and the
+// entity's name; "" for an entity without history.
+//
+// The record: w holds every column but _search, as the table's types,
+// except VECTOR fields, which the select list renders as real[]; to_jsonb
+// of the column itself is its text, so those are put back as vectors.
+func historyCreateCTE(sc *Scope, e *schema.Entity, a *query.Args) string {
+	if !e.History {
+		return ""
+	}
+	actor, name := a.Add(nil, "jsonb"), a.Add(nil, "text")
+	rec := "to_jsonb(w)"
+	var vec []string
+	for i := range e.Fields {
+		if f := &e.Fields[i]; f.Type == schema.Vector {
+			vec = append(vec, fmt.Sprintf("'%s', w.%s::vector", strings.ReplaceAll(f.Name, "'", "''"), schema.Ident(f.Name)))
+		}
+	}
+	if len(vec) > 0 {
+		rec += " || jsonb_build_object(" + strings.Join(vec, ", ") + ")"
+	}
+	return fmt.Sprintf(`,
+h AS (INSERT INTO %s ("entity", "record_id", "op", "key_id", "user_id", "record")
+  SELECT %s, w."id", 'create', %s ->> 'keyId', %s ->> 'userId', %s FROM w)`,
+		schema.QualifiedIdent(sc.Schema.PgSchema, schema.HistoryTable), name, actor, actor, rec)
+}
+
 // andLive ANDs the live-record predicate into a write's condition,
 // leaving the text as it was for entities without soft delete.
 func andLive(w, live string) string {

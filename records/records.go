@@ -291,7 +291,7 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	args = append(args, row.Values...)
 	args = append(args, tail...)
 	if e.History {
-		args = append(args, sc.actor())
+		args = append(args, sc.actor(), e.Name) // historyCreateCTE's two
 	}
 	// The text depends on the entity and the fields present: the key is
 	// built in a stack buffer and only copied into a string when the text is
@@ -322,14 +322,22 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 // CreateSQL is the statement of Create for a record of e with fields
 // present: one data-modifying CTE inserting the row with every value bound
 // and cast to its column type, one inserting its entity.created event
-// (outbox.InsertOneCTE), and row_to_json of the inserted row. It adds its
-// placeholders to a, in the order they bind: record id, event id, the
-// fields' values, then the outbox's five (the record's slots hold nil in a:
-// only their placeholders and order matter). Exported for the
-// benchmark's minimal handler, which must run the very statement DDS runs.
+// (outbox.InsertOneCTE), for an entity with history one inserting its
+// first version (historyCreateCTE), and row_to_json of the inserted row.
+// It adds its placeholders to a, in the order they bind: record id, event
+// id, the fields' values, the outbox's five, then for history the actor
+// and the entity's name (the record's slots hold nil in a: only their
+// placeholders and order matter). Exported for the benchmark's minimal
+// handler, which must run the very statement DDS runs.
 func CreateSQL(sc *Scope, e *schema.Entity, fields []*schema.Field, a *query.Args) string {
 	cols := []string{`"id"`}
-	vals := []string{a.Add(nil, "uuid")}
+	id := a.Add(nil, "uuid")
+	if e.History {
+		// The id's own expression tells the create trigger to skip this
+		// row, before the row is inserted (schema.HistoryOwnSetting).
+		id = fmt.Sprintf("set_config('%s', %s::text, true)::uuid", schema.HistoryOwnSetting, id)
+	}
+	vals := []string{id}
 	eventArg := a.Add(nil, "uuid")
 	for _, f := range fields {
 		cols = append(cols, schema.Ident(f.Name))
@@ -337,9 +345,9 @@ func CreateSQL(sc *Scope, e *schema.Entity, fields []*schema.Field, a *query.Arg
 	}
 	ret, _ := sc.compiler.Columns(e, nil, "t")
 	ev := outbox.InsertOneCTE(a, eventArg, sc.Origin(), outbox.EntityCreated, e.Name, "w")
-	h, from := actorCTE(e, a, nil) // after the outbox's values: the actor binds last
-	return fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w%s",
-		sc.compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "), ev, h, from)
+	h := historyCreateCTE(sc, e, a) // after the outbox's values: binds last
+	return fmt.Sprintf("WITH w AS (INSERT INTO %s AS t (%s) VALUES (%s) RETURNING %s),\ne AS (%s)%s\nSELECT row_to_json(w) FROM w",
+		sc.compiler.Table(e.Name), strings.Join(cols, ", "), strings.Join(vals, ", "), strings.Join(ret, ", "), ev, h)
 }
 
 // Update replaces (PUT) or merges (PATCH) a record and writes its

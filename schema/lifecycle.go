@@ -24,6 +24,20 @@ import "fmt"
 // trigger reads the writer from.
 const HistoryActorSetting = "dds.actor"
 
+// HistoryOwnSetting is the transaction-local setting by which a create
+// that writes its own version (package records: the INSERT's statement
+// inserts the version from its RETURNING, which costs far less than the
+// trigger's plpgsql call) tells the create trigger to skip that one row.
+// It holds the id of the record the statement inserts, set by the very
+// expression that computes the id (so it is set before the row is
+// inserted, when the trigger's WHEN clause is evaluated). Any other
+// insert — another id, another session, raw SQL, a batch — does not match
+// it and is recorded by the trigger; updates and deletes are never
+// skipped. A hard delete clears it (the trigger function), so the only
+// insert it could ever match, the same id inserted again after a delete in
+// the same transaction, is recorded too.
+const HistoryOwnSetting = "dds.history_own"
+
 // HistoryChanged is the SQL of a version's changed fields, for a row of
 // HistoryTable at alias x: those stored (updates, deletes, restores), or
 // for a create the fields its record holds a value in.
@@ -62,23 +76,48 @@ func lifecycleSteps(pg string, oe, ne *Entity) []Step {
 	switch {
 	case ne.History && !wasHistory:
 		steps = append(steps, historyTable(pg)...)
-		steps = append(steps, Step{
-			SQL: fmt.Sprintf(`CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION %s.%s()`,
-				Ident(historyTrigger), t, Ident(pg), Ident(historyFunc)),
-			Description: fmt.Sprintf("turn history on for %s: record every write from now on (existing records get their first version at their next write)", ne.Name),
-		})
+		tr := historyTriggers(pg, ne.Name)
+		tr[0].Description = fmt.Sprintf("turn history on for %s: record every write from now on (existing records get their first version at their next write)", ne.Name)
+		steps = append(steps, tr...)
 	case !ne.History && wasHistory:
 		steps = append(steps,
 			Step{SQL: fmt.Sprintf("DROP TRIGGER %s ON %s", Ident(historyTrigger), t), Description: "stop recording the history of " + ne.Name},
+			// IF EXISTS: a table whose triggers predate the create trigger
+			// and that `dds migrate` has not upgraded yet has only the first.
+			Step{SQL: fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s", Ident(historyCreateTrigger), t), Description: "stop recording the creates of " + ne.Name},
 			dropHistory(pg, ne, "turn history off for "+ne.Name+": remove its recorded versions"))
 	}
 	return steps
 }
 
 const (
-	historyTrigger = "dds_history"
-	historyFunc    = "dds_history_write"
+	historyTrigger       = "dds_history"        // updates and deletes
+	historyCreateTrigger = "dds_history_create" // creates, but for those that wrote their own version
+	historyFunc          = "dds_history_write"
 )
+
+// historyTriggers are the two triggers recording the versions of entity
+// table name: one for updates and deletes, and one for creates whose WHEN
+// clause skips the row whose create wrote its own version in its
+// statement (HistoryOwnSetting). Two triggers because a WHEN clause that
+// reads NEW cannot be on a trigger that also fires on DELETE. A WHEN
+// clause is evaluated as the row is inserted and, when false, queues no
+// trigger event at all.
+func historyTriggers(pg, name string) []Step {
+	t := tableSQL(pg, name)
+	return []Step{
+		{
+			SQL: fmt.Sprintf(`CREATE TRIGGER %s AFTER UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION %s.%s()`,
+				Ident(historyTrigger), t, Ident(pg), Ident(historyFunc)),
+			Description: "record the updates and deletes of " + name,
+		},
+		{
+			SQL: fmt.Sprintf(`CREATE TRIGGER %s AFTER INSERT ON %s FOR EACH ROW WHEN (NEW."id"::text IS DISTINCT FROM current_setting('%s', true)) EXECUTE FUNCTION %s.%s()`,
+				Ident(historyCreateTrigger), t, HistoryOwnSetting, Ident(pg), Ident(historyFunc)),
+			Description: "record the creates of " + name + " (but those whose statement wrote their version)",
+		},
+	}
+}
 
 // dropHistory removes the recorded versions of entity e.
 func dropHistory(pg string, e *Entity, desc string) Step {
@@ -129,6 +168,7 @@ BEGIN
     n := to_jsonb(OLD) - '_search';
     op := 'delete';
     ch := '{}';
+    PERFORM set_config('%s', '', true);
   ELSIF TG_OP = 'INSERT' THEN
     n := to_jsonb(NEW) - '_search';
     op := 'create';
@@ -148,6 +188,6 @@ BEGIN
   VALUES (TG_TABLE_NAME, (n ->> 'id')::uuid, op, actor ->> 'keyId', actor ->> 'userId', ch, n);
   RETURN NULL;
 END
-$fn$`, Ident(pg), Ident(historyFunc), HistoryActorSetting, h), Description: "create the history trigger function"},
+$fn$`, Ident(pg), Ident(historyFunc), HistoryActorSetting, HistoryOwnSetting, h), Description: "create the history trigger function"},
 	}
 }

@@ -217,3 +217,20 @@ func FuzzIdent(f *testing.F) {
 		}
 	})
 }
+
+// Turning history on for an existing entity, then off: the history table,
+// the trigger function, and the two triggers (updates and deletes; creates
+// but for the row whose own statement wrote its version).
+func TestHistoryDDLGolden(t *testing.T) {
+	old, on := shop(t), shop(t)
+	on.Entities[1].History = true
+	plan, problems := Diff("s_test", old, on)
+	if len(problems) > 0 || len(plan.Destructive()) > 0 {
+		t.Fatalf("history on: problems %v, destructive %v", problems, plan.Destructive())
+	}
+	off, problems := Diff("s_test", on, old)
+	if len(problems) > 0 || len(off.Destructive()) != 1 {
+		t.Fatalf("history off: problems %v, want one destructive step: %s", problems, render(off))
+	}
+	golden(t, "shop_history.sql", "-- ON\n"+render(plan)+"-- OFF\n"+render(off))
+}

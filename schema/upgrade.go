@@ -14,8 +14,9 @@ import (
 const upgradeLock = 0x64647375 // "ddsu"
 
 // Upgrade gives the tables of every stored schema what the DDL of this
-// version of DDS creates and an earlier version did not: today the
-// relationships' creation-order indexes (see orderIndexes). The indexes are
+// version of DDS creates and an earlier version did not: the
+// relationships' creation-order indexes (see orderIndexes), and the split
+// history triggers (upgradeHistory). The indexes are
 // built CONCURRENTLY, so writes go on while they build; one left invalid by
 // an interrupted build is dropped and built again. It is idempotent and
 // cheap when nothing is missing (one catalog query); `dds migrate` runs it
@@ -63,6 +64,9 @@ WHERE n.nspname IN (SELECT pg_schema FROM dds.schemas) AND c.relkind IN ('r', 'i
 			invalid[k] = true
 		}
 	}
+	if err := upgradeHistory(ctx, conn, log); err != nil {
+		return err
+	}
 	for _, s := range stored {
 		var def Definition
 		if err := json.Unmarshal(s.Definition, &def); err != nil {
@@ -90,6 +94,48 @@ WHERE n.nspname IN (SELECT pg_schema FROM dds.schemas) AND c.relkind IN ('r', 'i
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// upgradeHistory replaces the one history trigger of an entity table made
+// by an earlier DDS (AFTER INSERT OR UPDATE OR DELETE) with today's two
+// (historyTriggers), and the schema's trigger function with today's. It
+// must run before this version's servers write: their creates write their
+// own version and rely on the create trigger's WHEN clause to skip it, so
+// under the old trigger such a create would be recorded twice. Each table
+// changes in one transaction, so no write goes unrecorded in between. It
+// finds the old triggers in the catalog (a dds_history trigger that fires
+// on INSERT), whatever the stored definitions say.
+func upgradeHistory(ctx context.Context, conn *sqlx.Conn, log *slog.Logger) error {
+	var old []struct {
+		Schema string `db:"nspname"`
+		Table  string `db:"relname"`
+	}
+	if err := sqlx.SelectContext(ctx, conn, &old, `SELECT n.nspname, c.relname
+FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE tg.tgname = $1 AND tg.tgtype & 4 <> 0 AND n.nspname IN (SELECT pg_schema FROM dds.schemas)
+ORDER BY 1, 2`, historyTrigger); err != nil { // 4: TRIGGER_TYPE_INSERT
+		return fmt.Errorf("list history triggers: %w", err)
+	}
+	for _, o := range old {
+		tx, err := conn.BeginTxx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		steps := []Step{historyTable(o.Schema)[1],
+			{SQL: fmt.Sprintf("DROP TRIGGER %s ON %s", Ident(historyTrigger), tableSQL(o.Schema, o.Table))}}
+		steps = append(steps, historyTriggers(o.Schema, o.Table)...)
+		for _, st := range steps {
+			if _, err := tx.ExecContext(ctx, st.SQL); err != nil {
+				_ = tx.Rollback()
+				return fmt.Errorf("schema %s: history triggers of %s: %w", o.Schema, o.Table, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("schema %s: history triggers of %s: %w", o.Schema, o.Table, err)
+		}
+		log.Info("schema upgrade", "schema", o.Schema, "step", "split the history trigger of "+o.Table+" (creates that write their own version are not recorded twice)")
 	}
 	return nil
 }

@@ -68,3 +68,62 @@ WHERE n.nspname = $1 AND i.indrelid = to_regclass(quote_ident($1) || '."CITES"')
 		}
 	}
 }
+
+// A history entity made before the create trigger existed (one trigger on
+// insert, update and delete) gets today's two from Upgrade, so a create
+// that writes its own version is recorded once; a second run changes
+// nothing, and updates and raw inserts are still recorded.
+func TestUpgradeSplitsTheHistoryTrigger(t *testing.T) {
+	ctx := context.Background()
+	d := testenv.DB(t)
+	tenant := testenv.TenantRow(t, t.Name())
+	info, err := schema.NewService(d).Create(ctx, tenant, &schema.Definition{Name: "hist",
+		Entities: []schema.Entity{{Name: "Doc", History: true, Fields: []schema.Field{{Name: "title", Type: schema.String}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := schema.PgSchemaName(info.ID)
+	table := schema.QualifiedIdent(pg, "Doc")
+	triggers := func() string {
+		t.Helper()
+		var defs []string
+		if err := d.SelectContext(ctx, &defs, `SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal ORDER BY tgname`, table); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(defs, "\n")
+	}
+	made := triggers()
+	if !strings.Contains(made, "AFTER DELETE OR UPDATE") || !strings.Contains(made, "AFTER INSERT") || !strings.Contains(made, "WHEN") {
+		t.Fatalf("a new history entity's triggers:\n%s", made)
+	}
+	// The schema as an earlier DDS made it.
+	d.MustExec(`DROP TRIGGER dds_history ON ` + table)
+	d.MustExec(`DROP TRIGGER dds_history_create ON ` + table)
+	d.MustExec(`CREATE TRIGGER dds_history AFTER INSERT OR UPDATE OR DELETE ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION ` + schema.Ident(pg) + `.dds_history_write()`)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for run := 1; run <= 2; run++ {
+		if err := schema.Upgrade(ctx, d, log); err != nil {
+			t.Fatalf("upgrade run %d: %v", run, err)
+		}
+		if got := triggers(); got != made {
+			t.Fatalf("after upgrade run %d:\n%s\nwant\n%s", run, got, made)
+		}
+	}
+	// The create's own row skipped, every other write recorded.
+	own, raw := "0193a6f0-0000-7000-8000-000000000001", "0193a6f0-0000-7000-8000-000000000002"
+	tx := d.MustBegin()
+	tx.MustExec(`SELECT set_config($1, $2, true)`, schema.HistoryOwnSetting, own)
+	tx.MustExec(`INSERT INTO `+table+` ("id", "title") VALUES ($1, 'own'), ($2, 'raw')`, own, raw)
+	tx.MustExec(`UPDATE `+table+` SET "title" = 'x' WHERE "id" = $1`, own)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	if err := d.Select(&ops, `SELECT op || ':' || record_id FROM `+schema.QualifiedIdent(pg, schema.HistoryTable)+` ORDER BY record_id, id`); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(ops, " "), "update:"+own+" create:"+raw; got != want {
+		t.Fatalf("versions after the upgrade: %s, want %s", got, want)
+	}
+}

@@ -10,7 +10,11 @@
 // baselines DDS is measured against); DDS itself reaches them only through
 // package records.
 //
+// The delete of the imported tenant is timed too, against DROP TABLE of
+// a copy of the same rows.
+//
 //	make bench BENCHES=tenants
+//	make bench-tenants-1m            (-rows 1000000; a few minutes, so not in make bench)
 //	DATABASE_URL=... DDS_TEMPORAL_CLI=... go run ./bench/tenants -rows 200000
 package main
 
@@ -150,9 +154,13 @@ func run(ctx context.Context, n int) error {
 		return err
 	}
 	copyFrom := time.Since(t0)
+	// The delete's baseline: dropping that copy, the least Postgres can
+	// do to remove the same rows.
+	t0 = time.Now()
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP TABLE %q."CopyBaseline"`, pg)); err != nil {
 		return err
 	}
+	dropT := time.Since(t0)
 	csv = bytes.Buffer{}
 
 	samplers := dep.SampleRSS()
@@ -210,7 +218,8 @@ func run(ctx context.Context, n int) error {
 		fmt.Printf("%-26s %12s %12.0f %14s %12.0f %7.2f\n", l.what, l.dds.Round(time.Millisecond), float64(n)/l.dds.Seconds(),
 			l.sql.Round(time.Millisecond), float64(n)/l.sql.Seconds(), l.sql.Seconds()/l.dds.Seconds())
 	}
-	fmt.Printf("%-26s %12s\n", "delete (imported tenant)", deleteT.Round(time.Millisecond))
+	fmt.Printf("%-26s %12s %12.0f %14s %12.0f %7.2f  (baseline: DROP TABLE of the same rows)\n", "delete (imported tenant)", deleteT.Round(time.Millisecond),
+		float64(n)/deleteT.Seconds(), dropT.Round(time.Millisecond), float64(n)/dropT.Seconds(), dropT.Seconds()/deleteT.Seconds())
 	for i, name := range []string{"dds serve", "dds worker"} {
 		peak, err := samplers[i].Stop()
 		if err != nil {
