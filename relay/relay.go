@@ -43,6 +43,16 @@ type Config struct {
 	BatchTimeout time.Duration
 	// PollInterval is the safety net when no notification arrives (default 1s).
 	PollInterval time.Duration
+	// BusyPoll is how often the relay looks for events, besides the
+	// notifications, while events keep coming: for a second after a claim
+	// found some (BusyFor; default 5ms; negative: never). The server announces
+	// events at most every 20 ms (pgnotify's pace), so without it an event
+	// waits half of that on average before the relay hears of it; an empty
+	// claim costs an index probe of the pending events.
+	BusyPoll time.Duration
+	// BusyFor is how long after a claim that found events the relay keeps
+	// polling every BusyPoll (default 1s).
+	BusyFor time.Duration
 	// HTTPWorkers bounds concurrent first attempts (default 64).
 	HTTPWorkers int
 	// InFlightBatches bounds batches processed concurrently (default 4).
@@ -72,6 +82,12 @@ func (c *Config) defaults() {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
+	}
+	if c.BusyPoll == 0 {
+		c.BusyPoll = 5 * time.Millisecond
+	}
+	if c.BusyFor <= 0 {
+		c.BusyFor = time.Second
 	}
 	if c.HTTPWorkers <= 0 {
 		c.HTTPWorkers = 64
@@ -138,6 +154,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	batches := make(chan struct{}, r.cfg.InFlightBatches)
+	var found time.Time // when a claim last found events
+	busy := time.NewTimer(time.Hour) // Reset before each use (no stale fire since Go 1.23)
+	defer busy.Stop()
 	for {
 		select {
 		case batches <- struct{}{}:
@@ -156,6 +175,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			r.log.Error("relay: claim events", "err", err)
 		} else if len(evs) > 0 {
+			found = time.Now()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -176,11 +196,19 @@ func (r *Relay) Run(ctx context.Context) error {
 		} else {
 			<-batches
 		}
+		// While events keep coming, look again soon even without a
+		// notification (Config.BusyPoll).
+		var soon <-chan time.Time
+		if r.cfg.BusyPoll > 0 && time.Since(found) < r.cfg.BusyFor {
+			busy.Reset(r.cfg.BusyPoll)
+			soon = busy.C
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-r.wake:
 		case <-poll.C:
+		case <-soon:
 		}
 	}
 }
