@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -105,6 +106,13 @@ func (s *Store) RecordFirstAttempts(ctx context.Context, ds []NewDelivery, recs 
 		en = append(en, d.EntityName)
 		bodies = append(bodies, d.Body)
 	}
+	allOK := true
+	for _, r := range recs {
+		allOK = allOK && r.Result.OK()
+	}
+	if allOK {
+		return s.recordFirstSucceeded(ctx, recs, relayedEvents, a, w, tn, ev, et, en, bodies)
+	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
@@ -120,7 +128,34 @@ func (s *Store) RecordFirstAttempts(ctx context.Context, ds []NewDelivery, recs 
 		}
 		// The attempt log gets rows only for the deliveries inserted or
 		// updated (not for a deleted webhook's), under the row's real id.
-		if err := tx.SelectContext(ctx, &rows, `WITH u AS (
+		if err := tx.SelectContext(ctx, &rows, `WITH `+firstAttemptsCTE+`
+			SELECT ins.id, u.id AS requested FROM ins JOIN u ON ins.webhook_id = u.w AND ins.event_id = u.e WHERE ins.id <> u.id`,
+			pq.StringArray(a.dIDs), pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en),
+			pq.ByteaArray(bodies), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
+			pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts)); err != nil {
+			return err
+		}
+		recs = realIDs(recs, rows)
+	}
+	if len(relayedEvents) > 0 {
+		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
+			return err
+		}
+	}
+	// The webhooks' counters last (see RecordAttempts).
+	disabled, err := updateCounters(ctx, tx, recs)
+	if err != nil {
+		return err
+	}
+	if err := outbox.InsertOperational(ctx, tx, disabledEvents(disabled, recs)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// firstAttemptsCTE creates the delivery rows of RecordFirstAttempts'
+// arguments $1–$14 with their attempts (ins: the rows as stored).
+const firstAttemptsCTE = `u AS (
 				SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::bytea[],
 					$8::text[], $9::int[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[])
 					AS u(id, w, t, e, et, en, b, s, a, c, l, err, at, n)),
@@ -141,38 +176,83 @@ func (s *Store) RecordFirstAttempts(ctx context.Context, ds []NewDelivery, recs 
 			att AS (INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
 				SELECT ins.id, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.err, ''), u.at::timestamptz, NULLIF(u.n, '')::timestamptz
 				FROM u JOIN ins ON ins.webhook_id = u.w AND ins.event_id = u.e
-				WHERE u.s <> 'queued' AND ins.status <> 'queued')
-			SELECT ins.id, u.id AS requested FROM ins JOIN u ON ins.webhook_id = u.w AND ins.event_id = u.e WHERE ins.id <> u.id`,
-			pq.StringArray(a.dIDs), pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en),
-			pq.ByteaArray(bodies), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
-			pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts)); err != nil {
-			return err
+				WHERE u.s <> 'queued' AND ins.status <> 'queued')`
+
+// recordFirstSucceeded is RecordFirstAttempts when every attempt
+// succeeded (the common case): nothing can disable a webhook, so no
+// operational event can follow, and the whole recording is one statement
+// in its own transaction — one round trip instead of six.
+func (s *Store) recordFirstSucceeded(ctx context.Context, recs []AttemptRecord, relayedEvents []string,
+	a attemptArrays, w, tn, ev, et, en []string, bodies [][]byte) error {
+	type agg struct {
+		n    int64
+		last time.Time
+	}
+	per := map[string]*agg{}
+	for _, r := range recs {
+		g := per[r.WebhookID]
+		if g == nil {
+			g = &agg{}
+			per[r.WebhookID] = g
 		}
-		if len(rows) > 0 { // rows that existed: their attempts are theirs
-			recs = slices.Clone(recs)
-			real := map[string]string{}
-			for _, r := range rows {
-				real[r.Requested] = r.ID
-			}
-			for i := range recs {
-				if id, ok := real[recs[i].DeliveryID]; ok {
-					recs[i].DeliveryID = id
-				}
-			}
+		g.n++
+		if r.At.After(g.last) {
+			g.last = r.At
 		}
 	}
-	if len(relayedEvents) > 0 {
-		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
-			return err
+	var wIDs, wLast []string
+	var wN []int64
+	for id := range per {
+		wIDs = append(wIDs, id)
+	}
+	slices.Sort(wIDs)
+	for _, id := range wIDs {
+		wN = append(wN, per[id].n)
+		wLast = append(wLast, per[id].last.UTC().Format(time.RFC3339Nano))
+	}
+	relayed := slices.Clone(relayedEvents)
+	slices.Sort(relayed) // one lock order for concurrent markers
+	var rows []struct {
+		ID        *string `db:"id"`
+		Requested *string `db:"requested"`
+	}
+	// set_config(..., true) lasts until the end of the statement's own
+	// transaction, whose commit it relaxes as relaxCommit does. The
+	// webhooks' counters are updated by the same statement, so their row
+	// lock is held only until the commit that follows it at once.
+	err := s.db.SelectContext(ctx, &rows, `WITH relax AS (SELECT set_config('synchronous_commit', 'off', true)),
+			`+firstAttemptsCTE+`,
+			rel AS (UPDATE dds.events SET relayed_at = now(), claimed_until = NULL WHERE id = ANY($15::uuid[])),
+			cnt AS (UPDATE dds.webhooks w SET attempt_count = w.attempt_count + c.n, success_count = w.success_count + c.n,
+					last_triggered = GREATEST(COALESCE(w.last_triggered, '-infinity'), c.t::timestamptz), failing_since = NULL
+				FROM unnest($16::uuid[], $17::bigint[], $18::text[]) AS c(id, n, t) WHERE w.id = c.id)
+		SELECT x.id, x.requested FROM relax LEFT JOIN LATERAL (
+			SELECT ins.id, u.id AS requested FROM ins JOIN u ON ins.webhook_id = u.w AND ins.event_id = u.e WHERE ins.id <> u.id) x ON true`,
+		pq.StringArray(a.dIDs), pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en),
+		pq.ByteaArray(bodies), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
+		pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts),
+		pq.StringArray(relayed), pq.StringArray(wIDs), pq.Int64Array(wN), pq.StringArray(wLast))
+	return err
+}
+
+// realIDs names, in recs, the rows that existed already (another relay's
+// or an earlier pass's) by their own ids: their attempts are theirs.
+func realIDs(recs []AttemptRecord, rows []struct {
+	ID        string `db:"id"`
+	Requested string `db:"requested"`
+}) []AttemptRecord {
+	if len(rows) == 0 {
+		return recs
+	}
+	recs = slices.Clone(recs)
+	real := map[string]string{}
+	for _, r := range rows {
+		real[r.Requested] = r.ID
+	}
+	for i := range recs {
+		if id, ok := real[recs[i].DeliveryID]; ok {
+			recs[i].DeliveryID = id
 		}
 	}
-	// The webhooks' counters last (see RecordAttempts).
-	disabled, err := updateCounters(ctx, tx, recs)
-	if err != nil {
-		return err
-	}
-	if err := outbox.InsertOperational(ctx, tx, disabledEvents(disabled, recs)); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return recs
 }

@@ -118,6 +118,15 @@ func TestRecordFirstAttempts(t *testing.T) {
 	if err != nil || dl.Status != webhook.StatusSucceeded || dl.Attempts != 1 || string(dl.Body) != `{"new":1}` {
 		t.Fatalf("pending row after its attempt: %+v %v", dl, err)
 	}
+	// That recording was all successes (one statement): the counters and
+	// the relayed mark are there too, and the success ended the failure run.
+	if err := d.Get(&relayed, `SELECT relayed_at IS NOT NULL FROM dds.events WHERE id = $1`, ev2); err != nil || !relayed {
+		t.Fatalf("event not marked relayed: %v", err)
+	}
+	got, err = st.Get(ctx, tn, ok.ID)
+	if err != nil || got.AttemptCount != 3 || got.SuccessCount != 2 || got.FailingSince != nil || !got.IsActive {
+		t.Fatalf("counters after a failure and a success: %+v %v", got, err)
+	}
 }
 
 // TestActiveWithDeliveries: the relay's one statement before its POSTs
