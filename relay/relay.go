@@ -154,7 +154,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	batches := make(chan struct{}, r.cfg.InFlightBatches)
-	var found time.Time // when a claim last found events
+	var found time.Time              // when a claim last found events
 	busy := time.NewTimer(time.Hour) // Reset before each use (no stale fire since Go 1.23)
 	defer busy.Stop()
 	for {
@@ -367,9 +367,10 @@ func (r *Relay) match(ctx context.Context, evs []outbox.Event) (*batch, error) {
 				continue // recorded by an earlier pass
 			}
 			if body == nil {
-				if body, err = webhook.Body(*e); err != nil {
+				var berr error
+				if body, berr = webhook.Body(*e); berr != nil {
 					// Left claimed: an operator sees it in the outbox lag.
-					r.log.Error("relay: build payload", "event", e.ID, "err", err)
+					r.log.Error("relay: build payload", "event", e.ID, "err", berr)
 					failed = true
 					break
 				}
@@ -385,7 +386,6 @@ func (r *Relay) match(ctx context.Context, evs []outbox.Event) (*batch, error) {
 				nd: nd, hook: h, ev: e})
 			b.open[e.ID]++
 		}
-		err = nil
 		switch {
 		case failed:
 			delete(b.open, e.ID) // stays claimed, not relayed
