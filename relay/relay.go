@@ -307,6 +307,15 @@ type attemptJob struct {
 func (r *Relay) process(ctx context.Context, evs []outbox.Event) error {
 	start := time.Now()
 	b, err := r.match(ctx, evs)
+	if err == nil && len(b.queued) > 0 {
+		// A rate-limited webhook's deliveries are committed queued before
+		// the batch's POSTs, as all rows were before issue 23: once any
+		// webhook has an event, the console shows the limited webhook's
+		// backlog too. Only batches with such deliveries pay the round trip.
+		if err = r.store.RecordFirstAttempts(ctx, b.queued, nil, b.settled); err == nil {
+			b.settled = nil
+		}
+	}
 	if err == nil {
 		err = r.deliver(ctx, b)
 	}
@@ -413,8 +422,8 @@ const (
 // deliver makes the first attempts on the shared pool of HTTP workers and
 // records their results as they arrive: whatever arrived during one
 // recording transaction goes into the next, so a crash can repeat only the
-// POSTs in flight and the results of one transaction. The batch's queued
-// deliveries and settled events go into the first recording transaction.
+// POSTs in flight and the results of one transaction. The batch's settled
+// events go into the first recording transaction.
 func (r *Relay) deliver(ctx context.Context, b *batch) error {
 	results := make(chan *attemptJob, len(b.jobs))
 	launchCtx, stopLaunch := context.WithCancel(ctx)
@@ -434,7 +443,7 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 			}()
 		}
 	}()
-	rows := b.queued
+	var rows []webhook.NewDelivery
 	var recs []webhook.AttemptRecord
 	done := b.settled
 	flushed := make(chan error, 1)
