@@ -2,9 +2,9 @@
 // delivery. It runs in the worker: it claims small batches of events with
 // an expiring claim (outbox.Store.Claim), so several relays share the work
 // and a relay that dies strands nothing; it matches each event to the
-// tenant's active webhooks, commits one delivery row per (webhook, event)
-// holding the exact body, makes the first attempt itself on a bounded pool
-// of HTTP workers and records it at once. A failed delivery stays
+// tenant's active webhooks, makes the first attempt itself on a bounded
+// pool of HTTP workers and records it at once, creating the delivery row
+// (holding the exact body sent) with its outcome. A failed delivery stays
 // `retrying` in Postgres; a hand-over loop beside the batches gives it to a
 // durable Temporal retry workflow (webhook.DeliveryWorkflow) whose id is derived
 // from (webhook, event), so an unreachable Temporal never delays healthy
@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
@@ -42,6 +43,16 @@ type Config struct {
 	BatchTimeout time.Duration
 	// PollInterval is the safety net when no notification arrives (default 1s).
 	PollInterval time.Duration
+	// BusyPoll is how often the relay looks for events, besides the
+	// notifications, while events keep coming: for a second after a claim
+	// found some (BusyFor; default 5ms; negative: never). The server announces
+	// events at most every 20 ms (pgnotify's pace), so without it an event
+	// waits half of that on average before the relay hears of it; an empty
+	// claim costs an index probe of the pending events.
+	BusyPoll time.Duration
+	// BusyFor is how long after a claim that found events the relay keeps
+	// polling every BusyPoll (default 1s).
+	BusyFor time.Duration
 	// HTTPWorkers bounds concurrent first attempts (default 64).
 	HTTPWorkers int
 	// InFlightBatches bounds batches processed concurrently (default 4).
@@ -71,6 +82,12 @@ func (c *Config) defaults() {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
+	}
+	if c.BusyPoll == 0 {
+		c.BusyPoll = 5 * time.Millisecond
+	}
+	if c.BusyFor <= 0 {
+		c.BusyFor = time.Second
 	}
 	if c.HTTPWorkers <= 0 {
 		c.HTTPWorkers = 64
@@ -137,6 +154,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	batches := make(chan struct{}, r.cfg.InFlightBatches)
+	var found time.Time              // when a claim last found events
+	busy := time.NewTimer(time.Hour) // Reset before each use (no stale fire since Go 1.23)
+	defer busy.Stop()
 	for {
 		select {
 		case batches <- struct{}{}:
@@ -155,6 +175,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			r.log.Error("relay: claim events", "err", err)
 		} else if len(evs) > 0 {
+			found = time.Now()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -175,11 +196,19 @@ func (r *Relay) Run(ctx context.Context) error {
 		} else {
 			<-batches
 		}
+		// While events keep coming, look again soon even without a
+		// notification (Config.BusyPoll).
+		var soon <-chan time.Time
+		if r.cfg.BusyPoll > 0 && time.Since(found) < r.cfg.BusyFor {
+			busy.Reset(r.cfg.BusyPoll)
+			soon = busy.C
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-r.wake:
 		case <-poll.C:
+		case <-soon:
 		}
 	}
 }
@@ -240,40 +269,52 @@ func (r *Relay) holdClaim(ctx context.Context, evs []outbox.Event) (end func(rel
 
 // batch is one claimed batch on its way through process's steps.
 type batch struct {
-	events  []outbox.Event
-	evByID  map[string]*outbox.Event
-	hooks   map[string]*webhook.Webhook // by id
-	news    []webhook.NewDelivery       // delivery rows to commit
-	noMatch []string                    // events no webhook subscribes to
-	jobs    []*attemptJob               // first attempts to make
+	events []outbox.Event
+	hooks  map[string]*webhook.Webhook // by id
+	// queued are the deliveries of rate-limited webhooks: created queued
+	// (for the pacer) in the batch's first recording transaction.
+	queued []webhook.NewDelivery
+	jobs   []*attemptJob // first attempts to make
+	// settled are the events with nothing left to send: no webhook
+	// subscribes, or every delivery is queued or recorded by an earlier
+	// pass; they are marked relayed in the first recording transaction.
+	settled []string
 	// open counts, per event, the deliveries whose first attempt is not
 	// recorded yet; an event is relayed when its count reaches zero.
 	open map[string]int
 	// stats for the batch's log line and metrics
-	succeeded, retrying, gone, queued int
+	succeeded, retrying, gone, unsubscribed int
 }
 
 // attemptJob is one first attempt to make.
 type attemptJob struct {
 	ref  webhook.DeliveryRef
+	nd   *webhook.NewDelivery // the row to create with the result (relay batches; nil for paced sends)
 	hook *webhook.Webhook
 	ev   *outbox.Event
 	res  webhook.Result
 	at   time.Time
 }
 
-// process relays one claimed batch: match it to webhooks, commit the
-// delivery rows, make the first attempts and record them. Any error leaves
-// the affected events claimed but not relayed: they are taken again when
-// the claim expires, and the delivery rows' state makes the second pass
-// resume, not repeat. Failed first attempts are left `retrying` in
+// process relays one claimed batch: match it to webhooks, make the first
+// attempts and record them, each delivery row created with its first
+// attempt's outcome (webhook.RecordFirstAttempts). Any error leaves the
+// affected events claimed but not relayed: they are taken again when the
+// claim expires, and the delivery rows recorded by then make the second
+// pass resume, not repeat. Failed first attempts are left `retrying` in
 // Postgres; the hand-over loop gives each to a Temporal workflow, so an
 // unreachable Temporal never holds a batch up.
 func (r *Relay) process(ctx context.Context, evs []outbox.Event) error {
 	start := time.Now()
 	b, err := r.match(ctx, evs)
-	if err == nil {
-		err = r.commit(ctx, b)
+	if err == nil && len(b.queued) > 0 {
+		// A rate-limited webhook's deliveries are committed queued before
+		// the batch's POSTs, as all rows were before issue 23: once any
+		// webhook has an event, the console shows the limited webhook's
+		// backlog too. Only batches with such deliveries pay the round trip.
+		if err = r.store.RecordFirstAttempts(ctx, b.queued, nil, b.settled); err == nil {
+			b.settled = nil
+		}
 	}
 	if err == nil {
 		err = r.deliver(ctx, b)
@@ -287,27 +328,31 @@ func (r *Relay) process(ctx context.Context, evs []outbox.Event) error {
 	if b.retrying > 0 {
 		r.kickHandOver()
 	}
-	if b.queued > 0 {
+	if len(b.queued) > 0 {
 		r.kickPacer()
 	}
 	r.log.Info("relay batch", "events", len(evs), "deliveries", len(b.jobs), "succeeded", b.succeeded,
-		"retrying", b.retrying, "gone", b.gone, "queued", b.queued, "unsubscribed", len(b.noMatch), "duration", d.Round(time.Microsecond))
+		"retrying", b.retrying, "gone", b.gone, "queued", len(b.queued), "unsubscribed", b.unsubscribed, "duration", d.Round(time.Microsecond))
 	return nil
 }
 
-// match loads the batch's tenants' active webhooks and pairs every event
-// with the webhooks it matches, rendering each event's body once.
+// match loads the batch's tenants' active webhooks, with the deliveries
+// they already have of these events (a re-relayed batch), in one
+// statement, and pairs every event with the webhooks it matches,
+// rendering each event's body once. A delivery recorded by an earlier
+// pass is not made again; one an earlier version left `pending` is.
 func (r *Relay) match(ctx context.Context, evs []outbox.Event) (*batch, error) {
-	b := &batch{events: evs, evByID: map[string]*outbox.Event{}, hooks: map[string]*webhook.Webhook{}, open: map[string]int{}}
-	var tenants []string
+	b := &batch{events: evs, hooks: map[string]*webhook.Webhook{}, open: map[string]int{}}
+	var tenants, ids []string
 	seen := map[string]bool{}
 	for _, e := range evs {
+		ids = append(ids, e.ID)
 		if !seen[e.TenantID] {
 			seen[e.TenantID] = true
 			tenants = append(tenants, e.TenantID)
 		}
 	}
-	hooks, err := r.store.ActiveFor(ctx, tenants)
+	hooks, existing, err := r.store.ActiveWithDeliveries(ctx, tenants, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load webhooks: %w", err)
 	}
@@ -319,51 +364,48 @@ func (r *Relay) match(ctx context.Context, evs []outbox.Event) (*batch, error) {
 	}
 	for i := range evs {
 		e := &evs[i]
-		b.evByID[e.ID] = e
 		var body []byte
+		matched, failed := false, false
 		for _, h := range byTenant[e.TenantID] {
 			if !h.Matches(e) {
 				continue
 			}
+			matched = true
+			status, recorded := existing[webhook.DeliveryKey(h.ID, e.ID)]
+			if recorded && status != webhook.StatusPending {
+				continue // recorded by an earlier pass
+			}
 			if body == nil {
-				if body, err = webhook.Body(*e); err != nil {
+				var berr error
+				if body, berr = webhook.Body(*e); berr != nil {
 					// Left claimed: an operator sees it in the outbox lag.
-					r.log.Error("relay: build payload", "event", e.ID, "err", err)
+					r.log.Error("relay: build payload", "event", e.ID, "err", berr)
+					failed = true
 					break
 				}
 			}
-			b.news = append(b.news, webhook.NewDelivery{WebhookID: h.ID, TenantID: e.TenantID, EventID: e.ID,
-				EventType: e.Type, EntityName: e.Name, Body: body, Queued: h.RateLimit != nil})
+			nd := &webhook.NewDelivery{ID: uuid.Must(uuid.NewV7()).String(), WebhookID: h.ID, TenantID: e.TenantID, EventID: e.ID,
+				EventType: e.Type, EntityName: e.Name, Body: body}
+			if h.RateLimit != nil && !recorded {
+				nd.Queued = true
+				b.queued = append(b.queued, *nd)
+				continue
+			}
+			b.jobs = append(b.jobs, &attemptJob{ref: webhook.DeliveryRef{ID: nd.ID, WebhookID: h.ID, EventID: e.ID, Body: body},
+				nd: nd, hook: h, ev: e})
+			b.open[e.ID]++
 		}
-		if body == nil && err == nil {
-			b.noMatch = append(b.noMatch, e.ID)
+		switch {
+		case failed:
+			delete(b.open, e.ID) // stays claimed, not relayed
+		case !matched:
+			b.unsubscribed++
+			b.settled = append(b.settled, e.ID)
+		case b.open[e.ID] == 0:
+			b.settled = append(b.settled, e.ID)
 		}
-		err = nil
 	}
 	return b, nil
-}
-
-// commit stores the delivery rows (and relays the unmatched events) before
-// any network I/O: from here on no event can be lost. Rows settled by an
-// earlier pass are not attempted again.
-func (r *Relay) commit(ctx context.Context, b *batch) error {
-	refs, err := r.store.InsertDeliveries(ctx, b.news, b.noMatch)
-	if err != nil {
-		return fmt.Errorf("insert deliveries: %w", err)
-	}
-	for _, n := range b.news {
-		b.open[n.EventID] = 0 // matched; a webhook deleted meanwhile has no row
-	}
-	for _, ref := range refs {
-		if ref.Status == webhook.StatusQueued {
-			b.queued++ // the pacer sends it; for the relay it is settled
-		}
-		if ref.Status == webhook.StatusPending {
-			b.jobs = append(b.jobs, &attemptJob{ref: ref, hook: b.hooks[ref.WebhookID], ev: b.evByID[ref.EventID]})
-			b.open[ref.EventID]++
-		}
-	}
-	return nil
 }
 
 // recordLinger and recordBatch bound how results are grouped into
@@ -380,7 +422,8 @@ const (
 // deliver makes the first attempts on the shared pool of HTTP workers and
 // records their results as they arrive: whatever arrived during one
 // recording transaction goes into the next, so a crash can repeat only the
-// POSTs in flight and the results of one transaction.
+// POSTs in flight and the results of one transaction. The batch's settled
+// events go into the first recording transaction.
 func (r *Relay) deliver(ctx context.Context, b *batch) error {
 	results := make(chan *attemptJob, len(b.jobs))
 	launchCtx, stopLaunch := context.WithCancel(ctx)
@@ -400,13 +443,9 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 			}()
 		}
 	}()
+	var rows []webhook.NewDelivery
 	var recs []webhook.AttemptRecord
-	var done []string
-	for id, n := range b.open {
-		if n == 0 { // every delivery settled by an earlier pass, or its webhook deleted
-			done = append(done, id)
-		}
-	}
+	done := b.settled
 	flushed := make(chan error, 1)
 	flushing := false
 	// A result waits at most recordLinger for others to share its
@@ -414,11 +453,13 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 	// the webhook's row lock); the last result of the batch goes at once.
 	var linger <-chan time.Time
 	flush := func() {
-		go func(recs []webhook.AttemptRecord, done []string) { flushed <- r.store.RecordAttempts(ctx, recs, done) }(recs, done)
-		recs, done, flushing, linger = nil, nil, true, nil
+		go func(rows []webhook.NewDelivery, recs []webhook.AttemptRecord, done []string) {
+			flushed <- r.store.RecordFirstAttempts(ctx, rows, recs, done)
+		}(rows, recs, done)
+		rows, recs, done, flushing, linger = nil, nil, nil, true, nil
 	}
-	for got := 0; got < len(b.jobs) || flushing || len(recs)+len(done) > 0; {
-		pending := len(recs)+len(done) > 0
+	for got := 0; got < len(b.jobs) || flushing || len(rows)+len(done) > 0; {
+		pending := len(rows)+len(done) > 0
 		if !flushing && pending && (got == len(b.jobs) || len(recs) >= recordBatch) {
 			flush()
 		} else if !flushing && pending && linger == nil {
@@ -433,6 +474,7 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 			got++
 			rec := r.outcome(j)
 			b.count(rec)
+			rows = append(rows, *j.nd)
 			recs = append(recs, rec)
 			if b.open[j.ev.ID]--; b.open[j.ev.ID] == 0 {
 				done = append(done, j.ev.ID)
@@ -444,7 +486,7 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 			}
 		case <-linger:
 			linger = nil
-			if !flushing && len(recs)+len(done) > 0 {
+			if !flushing && len(rows)+len(done) > 0 {
 				flush()
 			}
 		case <-ctx.Done():

@@ -519,11 +519,98 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 	// Lock rows in a stable order so concurrent recorders cannot deadlock.
 	recs = slices.Clone(recs)
 	sort.Slice(recs, func(i, j int) bool { return recs[i].DeliveryID < recs[j].DeliveryID })
-	var (
-		dIDs, statuses, errs, nexts []string
-		attempts, codes, lats       []int64
-		ats                         []string
-	)
+	a := newAttemptArrays(recs)
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := relaxCommit(ctx, tx); err != nil {
+		return err
+	}
+	var ops []outbox.Operational
+	if len(recs) > 0 {
+		// Update (and so lock) the deliveries first; the attempt log gets
+		// rows only for those still there.
+		// The deliveries that failed for good come back: each whose retries
+		// ran out is reported as delivery.exhausted in this transaction.
+		var failed []failedDelivery
+		if err := tx.SelectContext(ctx, &failed, `WITH u AS (
+				SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[])
+					AS u(d, s, a, c, l, e, t, n)),
+			upd AS (UPDATE dds.webhook_deliveries d SET
+				status = CASE WHEN d.status = 'succeeded' THEN d.status ELSE u.s END,
+				attempts = GREATEST(d.attempts, u.a), last_attempt_at = u.t::timestamptz,
+				next_attempt_at = CASE WHEN d.status = 'succeeded' THEN NULL ELSE NULLIF(u.n, '')::timestamptz END,
+				updated_at = now()
+				FROM u WHERE d.id = u.d
+				RETURNING d.id, d.status, d.tenant_id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.last_attempt_at),
+			ins AS (INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
+				SELECT u.d, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.e, ''), u.t::timestamptz, NULLIF(u.n, '')::timestamptz
+				FROM u WHERE u.d IN (SELECT id FROM upd))
+			SELECT id, tenant_id, webhook_id, event_id, event_type, attempts, last_attempt_at FROM upd WHERE status = 'failed'`,
+			pq.StringArray(a.dIDs), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
+			pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts)); err != nil {
+			return err
+		}
+		ops = append(ops, exhaustedEvents(failed, recs)...)
+	}
+	if len(relayedEvents) > 0 {
+		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
+			return err
+		}
+	}
+	// The webhooks' counters last: every recording transaction of a webhook
+	// updates its row, so concurrent batches wait for its lock; taken last,
+	// it is held only until the commit.
+	disabled, err := updateCounters(ctx, tx, recs)
+	if err != nil {
+		return err
+	}
+	ops = append(ops, disabledEvents(disabled, recs)...)
+	if err := outbox.InsertOperational(ctx, tx, ops); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// attemptArrays are attempt records as the statements' parallel arrays.
+type attemptArrays struct {
+	dIDs, statuses, errs, nexts, ats []string
+	attempts, codes, lats            []int64
+}
+
+func newAttemptArrays(recs []AttemptRecord) attemptArrays {
+	var a attemptArrays
+	for _, r := range recs {
+		a.add(r)
+	}
+	return a
+}
+
+func (a *attemptArrays) add(r AttemptRecord) {
+	a.dIDs = append(a.dIDs, r.DeliveryID)
+	a.statuses = append(a.statuses, r.Status)
+	a.attempts = append(a.attempts, int64(r.Attempt))
+	a.codes = append(a.codes, int64(r.Result.StatusCode))
+	a.lats = append(a.lats, r.Result.Latency.Milliseconds())
+	a.errs = append(a.errs, truncate(r.Result.Err, 500))
+	a.ats = append(a.ats, r.At.UTC().Format(time.RFC3339Nano))
+	next := ""
+	if r.Next != nil {
+		next = r.Next.UTC().Format(time.RFC3339Nano)
+	}
+	a.nexts = append(a.nexts, next)
+}
+
+// updateCounters adds recs to their webhooks' counters (lastTriggered,
+// successRate, the failure run) in tx, disabling a webhook on a 410 or
+// when its failure run passes DisableAfter, and returns the webhooks it
+// updated. Callers run it last in their transaction (see RecordAttempts).
+func updateCounters(ctx context.Context, tx *sqlx.Tx, recs []AttemptRecord) ([]disabledHook, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
 	type agg struct {
 		n, ok    int64
 		gone     bool
@@ -533,18 +620,6 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 	}
 	per := map[string]*agg{}
 	for _, r := range recs {
-		dIDs = append(dIDs, r.DeliveryID)
-		statuses = append(statuses, r.Status)
-		attempts = append(attempts, int64(r.Attempt))
-		codes = append(codes, int64(r.Result.StatusCode))
-		lats = append(lats, r.Result.Latency.Milliseconds())
-		errs = append(errs, truncate(r.Result.Err, 500))
-		ats = append(ats, r.At.UTC().Format(time.RFC3339Nano))
-		next := ""
-		if r.Next != nil {
-			next = r.Next.UTC().Format(time.RFC3339Nano)
-		}
-		nexts = append(nexts, next)
 		a := per[r.WebhookID]
 		if a == nil {
 			a = &agg{}
@@ -591,77 +666,26 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 		}
 		wFail = append(wFail, ff)
 	}
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := relaxCommit(ctx, tx); err != nil {
-		return err
-	}
-	var ops []outbox.Operational
-	if len(recs) > 0 {
-		// Update (and so lock) the deliveries first; the attempt log gets
-		// rows only for those still there.
-		// The deliveries that failed for good come back: each whose retries
-		// ran out is reported as delivery.exhausted in this transaction.
-		var failed []failedDelivery
-		if err := tx.SelectContext(ctx, &failed, `WITH u AS (
-				SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[])
-					AS u(d, s, a, c, l, e, t, n)),
-			upd AS (UPDATE dds.webhook_deliveries d SET
-				status = CASE WHEN d.status = 'succeeded' THEN d.status ELSE u.s END,
-				attempts = GREATEST(d.attempts, u.a), last_attempt_at = u.t::timestamptz,
-				next_attempt_at = CASE WHEN d.status = 'succeeded' THEN NULL ELSE NULLIF(u.n, '')::timestamptz END,
-				updated_at = now()
-				FROM u WHERE d.id = u.d
-				RETURNING d.id, d.status, d.tenant_id, d.webhook_id, d.event_id, d.event_type, d.attempts, d.last_attempt_at),
-			ins AS (INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
-				SELECT u.d, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.e, ''), u.t::timestamptz, NULLIF(u.n, '')::timestamptz
-				FROM u WHERE u.d IN (SELECT id FROM upd))
-			SELECT id, tenant_id, webhook_id, event_id, event_type, attempts, last_attempt_at FROM upd WHERE status = 'failed'`,
-			pq.StringArray(dIDs), pq.StringArray(statuses), pq.Int64Array(attempts), pq.Int64Array(codes), pq.Int64Array(lats),
-			pq.StringArray(errs), pq.StringArray(ats), pq.StringArray(nexts)); err != nil {
-			return err
-		}
-		ops = append(ops, exhaustedEvents(failed, recs)...)
-	}
-	if len(relayedEvents) > 0 {
-		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
-			return err
-		}
-	}
-	// The webhooks' counters last: every recording transaction of a webhook
-	// updates its row, so concurrent batches wait for its lock; taken last,
-	// it is held only until the commit.
-	if len(recs) > 0 {
-		// fs is the webhook's failure run after this group.
-		const fs = `(CASE WHEN u.ff = '' THEN (CASE WHEN u.ok > 0 THEN NULL ELSE w.failing_since END)
-			WHEN u.ok > 0 THEN u.ff::timestamptz ELSE COALESCE(w.failing_since, u.ff::timestamptz) END)`
-		const failing = `COALESCE(` + fs + ` < now() - $7::interval, false)`
-		var disabled []disabledHook
-		if err := tx.SelectContext(ctx, &disabled, `UPDATE dds.webhooks w SET attempt_count = attempt_count + u.n,
-				success_count = success_count + u.ok,
-				last_triggered = GREATEST(COALESCE(w.last_triggered, '-infinity'), u.t::timestamptz),
-				failing_since = `+fs+`,
-				is_active = w.is_active AND NOT u.gone AND NOT `+failing+`,
-				disabled_reason = CASE WHEN NOT w.is_active THEN w.disabled_reason
-					WHEN u.gone THEN 'gone' WHEN `+failing+` THEN 'failing' END,
-				disabled_at = CASE WHEN NOT w.is_active THEN w.disabled_at WHEN u.gone OR `+failing+` THEN now() END
-			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[]) AS u(id, n, ok, t, ff, gone)
-			WHERE w.id = u.id
-			RETURNING w.id, w.tenant_id, w.target_url, w.disabled_reason, w.disabled_at,
-				NOT w.is_active AND w.disabled_at = now() AND w.disabled_reason IN ('gone', 'failing') AS newly`,
-			pq.StringArray(wIDs), pq.Int64Array(wN), pq.Int64Array(wOK), pq.StringArray(wLast), pq.StringArray(wFail),
-			pq.BoolArray(wGone), (time.Duration(DisableAfter.Seconds()) * time.Second).String()); err != nil {
-			return err
-		}
-		ops = append(ops, disabledEvents(disabled, recs)...)
-	}
-	if err := outbox.InsertOperational(ctx, tx, ops); err != nil {
-		return err
-	}
-	return tx.Commit()
+	// fs is the webhook's failure run after this group.
+	const fs = `(CASE WHEN u.ff = '' THEN (CASE WHEN u.ok > 0 THEN NULL ELSE w.failing_since END)
+		WHEN u.ok > 0 THEN u.ff::timestamptz ELSE COALESCE(w.failing_since, u.ff::timestamptz) END)`
+	const failing = `COALESCE(` + fs + ` < now() - $7::interval, false)`
+	var disabled []disabledHook
+	err := tx.SelectContext(ctx, &disabled, `UPDATE dds.webhooks w SET attempt_count = attempt_count + u.n,
+			success_count = success_count + u.ok,
+			last_triggered = GREATEST(COALESCE(w.last_triggered, '-infinity'), u.t::timestamptz),
+			failing_since = `+fs+`,
+			is_active = w.is_active AND NOT u.gone AND NOT `+failing+`,
+			disabled_reason = CASE WHEN NOT w.is_active THEN w.disabled_reason
+				WHEN u.gone THEN 'gone' WHEN `+failing+` THEN 'failing' END,
+			disabled_at = CASE WHEN NOT w.is_active THEN w.disabled_at WHEN u.gone OR `+failing+` THEN now() END
+		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bool[]) AS u(id, n, ok, t, ff, gone)
+		WHERE w.id = u.id
+		RETURNING w.id, w.tenant_id, w.target_url, w.disabled_reason, w.disabled_at,
+			NOT w.is_active AND w.disabled_at = now() AND w.disabled_reason IN ('gone', 'failing') AS newly`,
+		pq.StringArray(wIDs), pq.Int64Array(wN), pq.Int64Array(wOK), pq.StringArray(wLast), pq.StringArray(wFail),
+		pq.BoolArray(wGone), (time.Duration(DisableAfter.Seconds()) * time.Second).String())
+	return disabled, err
 }
 
 // AwaitingHandOver returns up to limit deliveries left retrying by a
@@ -725,6 +749,9 @@ func validUUID(s string) bool { return uuidRE.MatchString(s) }
 
 // NewDelivery is a delivery row to create.
 type NewDelivery struct {
+	// ID is the row's id when RecordFirstAttempts creates it (its attempt
+	// record names it); InsertDeliveries lets the database choose.
+	ID                                                  string
 	WebhookID, TenantID, EventID, EventType, EntityName string
 	Body                                                []byte
 	// Queued: the webhook has a rate limit, so the row starts queued for

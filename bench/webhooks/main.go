@@ -20,11 +20,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"slices"
+	"sort"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dds-project/dds/bench/load"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/relay/relaytest"
 	"github.com/dds-project/dds/webhook"
@@ -36,6 +39,8 @@ import (
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/pgnotify"
 )
+
+var cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of this process (relay, worker, receiver) during the backlog run")
 
 func main() {
 	n := flag.Int("n", 2000, "writes per run")
@@ -71,7 +76,10 @@ type result struct {
 func run(n, rate, writers int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	os.Setenv("DDS_WEBHOOK_TEST_DB", "dds_bench_webhooks")
+	// Checkouts sharing one Postgres name their own database.
+	if os.Getenv("DDS_WEBHOOK_TEST_DB") == "" {
+		os.Setenv("DDS_WEBHOOK_TEST_DB", "dds_bench_webhooks")
+	}
 	st, err := relaytest.Start("dds-bench", false)
 	if err != nil {
 		return err
@@ -83,6 +91,8 @@ func run(n, rate, writers int, timeout time.Duration) error {
 	}
 	defer d.Close()
 	ob := outbox.NewStore(d)
+	// Statements per delivery are read from pg_stat_statements when loaded.
+	_, _ = d.ExecContext(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
 	// Leftovers of an interrupted earlier run would be relayed first.
 	if _, err := d.ExecContext(ctx, `UPDATE dds.events SET relayed_at = now() WHERE relayed_at IS NULL`); err != nil {
 		return err
@@ -127,6 +137,18 @@ func run(n, rate, writers int, timeout time.Duration) error {
 		want = n
 		mu.Unlock()
 		lags := sampleLag(ctx, ob)
+		stmts0, _ := statements(ctx, d)
+		cpu0, _ := load.ProcessCPU(os.Getpid())
+		if label == "backlog" && *cpuprofile != "" {
+			f, err := os.Create(*cpuprofile)
+			if err != nil {
+				return result{}, err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return result{}, err
+			}
+		}
 		committed, err := write(ctx, d, pub, tenant, n, pace, writers)
 		if err != nil {
 			return result{}, err
@@ -139,8 +161,14 @@ func run(n, rate, writers int, timeout time.Duration) error {
 			mu.Unlock()
 			return result{}, fmt.Errorf("%s: only %d of %d delivered before the time limit", label, got, n)
 		}
+		if label == "backlog" && *cpuprofile != "" {
+			pprof.StopCPUProfile()
+		}
+		cpu1, _ := load.ProcessCPU(os.Getpid())
 		mu.Lock()
 		defer mu.Unlock()
+		stmts1, _ := statements(ctx, d)
+		printStatements(label, stmts0, stmts1, n, cpu1-cpu0)
 		var lat []time.Duration
 		first, last := time.Time{}, time.Time{}
 		for id, c := range committed {
@@ -363,4 +391,63 @@ func baseline(ctx context.Context, rc *webhooktest.Receiver, n, conc int) (resul
 		return result{}, fmt.Errorf("baseline: some POSTs failed")
 	}
 	return result{perSec: float64(n) / el.Seconds(), p50: lat[n/2], p99: lat[n*99/100], max: lat[n-1], elapsed: el}, nil
+}
+
+// stmt is one statement's counters in pg_stat_statements.
+type stmt struct {
+	Query string  `db:"query"`
+	Calls int64   `db:"calls"`
+	MS    float64 `db:"ms"`
+}
+
+// statements reads this database's statements from pg_stat_statements
+// (nil when the extension is not loaded); only differences are printed,
+// so other databases' work on a shared cluster does not count.
+func statements(ctx context.Context, d *sqlx.DB) (map[int64]stmt, error) {
+	var rows []struct {
+		ID int64 `db:"queryid"`
+		stmt
+	}
+	if err := d.SelectContext(ctx, &rows, `SELECT queryid, left(regexp_replace(query, '\s+', ' ', 'g'), 100) AS query, calls,
+			total_exec_time + total_plan_time AS ms
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil {
+		return nil, err
+	}
+	out := make(map[int64]stmt, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.stmt
+	}
+	return out, nil
+}
+
+// printStatements prints the statements of one run per delivery, and this
+// process's CPU per delivery.
+func printStatements(label string, before, after map[int64]stmt, n int, cpu float64) {
+	if after == nil {
+		return
+	}
+	type row struct {
+		stmt
+		calls int64
+		ms    float64
+	}
+	var rows []row
+	var calls int64
+	var ms float64
+	for id, a := range after {
+		b := before[id]
+		if a.Calls == b.Calls {
+			continue
+		}
+		r := row{stmt: a, calls: a.Calls - b.Calls, ms: a.MS - b.MS}
+		rows = append(rows, r)
+		calls += r.calls
+		ms += r.ms
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].ms > rows[j].ms })
+	fmt.Printf("%s: %.2f statements and %.3f ms of Postgres time per delivery; this process (relay, worker, receiver, writers) %.0f µs CPU per delivery\n",
+		label, float64(calls)/float64(n), ms/float64(n), cpu*1e6/float64(n))
+	for _, r := range rows[:min(len(rows), 12)] {
+		fmt.Printf("  %8d calls %9.1f ms  %s\n", r.calls, r.ms, r.Query)
+	}
 }
