@@ -352,6 +352,7 @@ func (b *builder) responses() openapi3.ResponseBodies {
 		"TooLarge":      errResp("The request body is too large."),
 		"RateLimited":   rl,
 		"InternalError": errResp("Server-side error; quote the X-Request-Id response header when reporting it."),
+		"Unavailable":   errResp("A service the operation needs is not configured or not reachable (UNAVAILABLE): retry later."),
 	}
 }
 
@@ -630,7 +631,7 @@ type op struct {
 
 var statusOf = map[string]string{
 	"BadRequest": "400", "Unauthorized": "401", "Forbidden": "403", "NotFound": "404",
-	"Conflict": "409", "TooLarge": "413", "RateLimited": "429", "InternalError": "500",
+	"Conflict": "409", "TooLarge": "413", "RateLimited": "429", "InternalError": "500", "Unavailable": "503",
 }
 
 func (o op) build() *openapi3.Operation {

@@ -158,8 +158,11 @@ func TestShopPaths(t *testing.T) {
 	want = append(want, "GET /api/v1/dynamic/Category/{id}/relationships/IN_CATEGORY",
 		"PATCH /api/v1/dynamic/Category/{id}/relationships/IN_CATEGORY/by-id/{relationshipId}",
 		"DELETE /api/v1/dynamic/Category/{id}/relationships/IN_CATEGORY/by-id/{relationshipId}")
-	// The webhook routes a tenant key manages its subscriptions with.
-	want = append(want, "POST /api/v1/webhooks", "GET /api/v1/webhooks", "GET /api/v1/webhooks/{id}", "PATCH /api/v1/webhooks/{id}")
+	// The webhook routes a tenant key manages its subscriptions with, its
+	// delivery log, retry and replay, and the event types.
+	want = append(want, "POST /api/v1/webhooks", "GET /api/v1/webhooks", "GET /api/v1/webhooks/{id}", "PATCH /api/v1/webhooks/{id}",
+		"DELETE /api/v1/webhooks/{id}", "GET /api/v1/webhooks/{id}/deliveries", "POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/retry",
+		"POST /api/v1/webhooks/{id}/replay", "GET /api/v1/webhooks/{id}/replays/{replayId}", "GET /api/v1/event-types")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("operations:\n got %v\nwant %v", got, want)

@@ -3,24 +3,16 @@ package openapi
 import (
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/webhook"
 )
 
 // webhooks documents the webhook management routes a tenant's key uses
-// (docs/webhooks.md): create, list, get and update, with rateLimit. The
-// delivery log, retry and replay routes are documented in docs/webhooks.md
-// only.
+// (docs/webhooks.md): create, list, get and update, with rateLimit; the
+// delivery log, retry, replay and event types are in deliveries.
 func (b *builder) webhooks() {
 	const tag = "Webhooks"
 	b.tags = append(b.tags, &openapi3.Tag{Name: tag, Description: "Webhook subscriptions (docs/webhooks.md)"})
-	types := []any{}
-	for _, t := range outbox.WebhookTypes() {
-		types = append(types, t)
-	}
-	et := str("event type")
-	et.Enum = types
-	evs := array(val(et))
+	evs := array(val(eventTypeEnum()))
 	evs.MinItems = 1
 	rate := integer("the most deliveries per second this webhook receives (any one-second window, every worker and retry together); deliveries over it wait, queued. null: unlimited")
 	rate.Min, rate.Max = fptr(1), fptr(webhook.MaxRateLimit)
@@ -66,4 +58,5 @@ func (b *builder) webhooks() {
 	b.item("/api/v1/webhooks/{id}").Patch = op{id: "updateWebhook", summary: "Change a webhook", scope: scope("update"), tag: tag, params: id,
 		body: jsonBody("The members to change; null rateLimit removes the limit.", ref("dds.WebhookPatch")),
 		ok:   map[int]*openapi3.ResponseRef{200: jsonResp("The webhook.", ref("dds.Webhook"))}}.build()
+	b.deliveries(tag, eventTypeEnum())
 }

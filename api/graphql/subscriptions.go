@@ -65,13 +65,56 @@ func NewSocket(authn api.Authenticator, store *records.Store, engine *gql.Engine
 }
 
 type message struct {
-	ID      string          `json:"id,omitempty"`
-	Type    string          `json:"type"`
-	Payload json.RawMessage `json:"payload,omitempty"`
+	ID      string
+	Type    string
+	Payload json.RawMessage
+	// head, when set, is the frame up to its payload (a subscription's
+	// `{"id":…,"type":"next","payload":`, encoded once per subscription).
+	head []byte
 }
+
+// writeTo writes m as one text frame of ws, without re-encoding its
+// payload (the feed's payloads are compact JSON, shared by every socket
+// that receives the same event in the same shape).
+func (m *message) writeTo(ws *websocket.Conn) error {
+	w, err := ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return err
+	}
+	head := m.head
+	if head == nil {
+		if head = frameHead(m.ID, m.Type); len(m.Payload) > 0 {
+			head = withPayload(head)
+		}
+	}
+	_, _ = w.Write(head)
+	if len(m.Payload) > 0 {
+		_, _ = w.Write(m.Payload)
+	}
+	_, _ = w.Write([]byte{'}'})
+	return w.Close()
+}
+
+// frameHead is a frame's JSON up to its payload: `{"id":…,"type":…`
+// followed by `,"payload":` (the frame then ends with its payload and `}`,
+// or with `}` alone when it has none).
+func frameHead(id, typ string) []byte {
+	b := []byte{'{'}
+	if id != "" {
+		q, _ := json.Marshal(id)
+		b = append(append(append(b, `"id":`...), q...), ',')
+	}
+	q, _ := json.Marshal(typ)
+	b = append(append(b, `"type":`...), q...)
+	return b
+}
+
+// withPayload is head followed by the payload member's key.
+func withPayload(head []byte) []byte { return append(head, `,"payload":`...) }
 
 type wsConn struct {
 	ws     *websocket.Conn
+	conn   *batchConn // ws's connection: the write loop coalesces frames in it
 	out    chan message
 	closed chan struct{}
 	once   sync.Once
@@ -95,12 +138,14 @@ func (c *wsConn) send(m message) {
 type subSink struct {
 	c  *wsConn
 	id string
+	// head is the subscription's "next" frame up to its payload.
+	head []byte
 }
 
 // Send queues a live frame; a consumer whose buffer is full is too slow
 // for its feed and is closed with 4500 (bounded memory per socket).
 func (k subSink) Send(payload []byte) bool {
-	k.c.send(message{ID: k.id, Type: "next", Payload: payload})
+	k.c.send(message{ID: k.id, Type: "next", Payload: payload, head: k.head})
 	select {
 	case <-k.c.closed:
 		return false
@@ -113,7 +158,7 @@ func (k subSink) Send(payload []byte) bool {
 // the consumer's pace.
 func (k subSink) SendWait(ctx context.Context, payload []byte) error {
 	select {
-	case k.c.out <- message{ID: k.id, Type: "next", Payload: payload}:
+	case k.c.out <- message{ID: k.id, Type: "next", Payload: payload, head: k.head}:
 		return nil
 	case <-k.c.closed:
 		return context.Canceled
@@ -135,12 +180,13 @@ func (c *wsConn) close(code int, reason string) {
 
 // ServeHTTP upgrades to graphql-transport-ws.
 func (s *Subscriptions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ws, err := s.up.Upgrade(w, r, nil)
+	hj := &hijacker{ResponseWriter: w}
+	ws, err := s.up.Upgrade(hj, r, nil)
 	if err != nil {
 		obs.LoggerFrom(r.Context()).Warn("websocket upgrade failed", "err", err)
 		return // the upgrader answered
 	}
-	c := &wsConn{ws: ws, out: make(chan message, 256), closed: make(chan struct{}), subs: map[string]*live.Subscriber{}, log: obs.LoggerFrom(r.Context())}
+	c := &wsConn{ws: ws, conn: hj.conn, out: make(chan message, 256), closed: make(chan struct{}), subs: map[string]*live.Subscriber{}, log: obs.LoggerFrom(r.Context())}
 	if ws.Subprotocol() != subprotocol {
 		c.close(4406, "Subprotocol not acceptable")
 		return
@@ -155,6 +201,13 @@ func (s *Subscriptions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Unlock()
 }
 
+// batchBytes bounds one write of coalesced frames.
+const batchBytes = 64 << 10
+
+// writeLoop sends the socket's frames in order. The frames queued when
+// it wakes are written with one write (batchConn): it never waits for
+// more, so a lone frame goes at once and a burst costs one syscall per
+// batchBytes, not one per frame.
 func (c *wsConn) writeLoop() {
 	ping := time.NewTicker(30 * time.Second)
 	defer ping.Stop()
@@ -163,9 +216,7 @@ func (c *wsConn) writeLoop() {
 		case <-c.closed:
 			return
 		case m := <-c.out:
-			b, _ := json.Marshal(m)
-			_ = c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+			if err := c.writeBatch(m); err != nil {
 				c.close(1011, "write failed")
 				return
 			}
@@ -173,6 +224,28 @@ func (c *wsConn) writeLoop() {
 			_ = c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(5*time.Second))
 		}
 	}
+}
+
+// writeBatch writes m and whatever else is queued, up to batchBytes, then
+// flushes them in one write.
+func (c *wsConn) writeBatch(m message) error {
+	deadline := time.Now().Add(10 * time.Second)
+	_ = c.ws.SetWriteDeadline(deadline)
+	c.conn.hold()
+	err := m.writeTo(c.ws)
+more:
+	for err == nil && c.conn.buffered() < batchBytes {
+		select {
+		case m = <-c.out:
+			err = m.writeTo(c.ws)
+		default:
+			break more
+		}
+	}
+	if ferr := c.conn.flush(deadline); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // endWithCredential closes c with 4403 when the credential it was opened
@@ -339,7 +412,7 @@ func (s *Subscriptions) subscribe(ctx context.Context, c *wsConn, p *auth.Princi
 			"this socket already runs %d subscriptions, the most allowed (DDS_SUBSCRIPTIONS_PER_SOCKET): open another socket or complete one", s.MaxPerSocket)))
 		return
 	}
-	sub, err := s.feed.Add(ctx, plan, subSink{c: c, id: id})
+	sub, err := s.feed.Add(ctx, plan, subSink{c: c, id: id, head: withPayload(frameHead(id, "next"))})
 	if err != nil {
 		s.errorMsg(c, id, protocol.ErrorResult(ctx, err))
 		return

@@ -186,6 +186,11 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
+	cpu0, err := load.ProcessCPU(pid)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
 	// The writer: R creates a second, paced, each its own request.
 	var expected, writes, failed atomic.Int64
 	tick := time.NewTicker(time.Second / time.Duration(o.rate))
@@ -220,6 +225,11 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 			last, lastAt = r, time.Now()
 		}
 	}
+	cpu1, err := load.ProcessCPU(pid)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
 	_, hwm, err := load.ReadRSS(pid)
 	if err != nil {
 		return err
@@ -235,6 +245,10 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	fmt.Printf("fan-out  %d subs / %d sockets, %d writes at %d/s (%d failed): frames %d of %d expected (lost %d); write-to-frame p50 %.1f ms p99 %.1f ms; server peak RSS %d MB\n",
 		n, len(conns), writes.Load(), o.rate, failed.Load(), received.Load(), expected.Load(), expected.Load()-received.Load(),
 		float64(p50.Microseconds())/1000, float64(p99.Microseconds())/1000, hwm>>20)
+	// The server's own CPU: less sensitive than latency to what else
+	// runs on the machine.
+	fmt.Printf("fan-out  server CPU %.1f s over %.1f s (%.0f%% of a core), %.1f µs per frame\n",
+		cpu1-cpu0, elapsed.Seconds(), 100*(cpu1-cpu0)/elapsed.Seconds(), 1e6*(cpu1-cpu0)/float64(max(received.Load(), 1)))
 	perSub := 0.0
 	for _, k := range []string{"filter", "rule", "record", "catch_up"} {
 		perSub += reads1[k] - reads0[k]

@@ -116,6 +116,9 @@ type Subscriber struct {
 	done   atomic.Bool
 	cancel context.CancelFunc
 	ctx    context.Context
+	// frame is its frameKey: subscribers with the same one share each
+	// event's encoded frame.
+	frame string
 }
 
 // Add starts subscription sub. Without a cursor it follows the events
@@ -148,7 +151,7 @@ func (s *Feed) Add(ctx context.Context, sub *exec.Subscription, sink Sink) (*Sub
 	tf.count++
 	s.mu.Unlock()
 	sctx, cancel := context.WithCancel(s.ctx)
-	r := &Subscriber{Subscription: sub, sink: sink, pos: pos, ctx: sctx, cancel: cancel}
+	r := &Subscriber{Subscription: sub, sink: sink, pos: pos, ctx: sctx, cancel: cancel, frame: frameKey(sub)}
 	if sub.After == "" {
 		s.join(tf, r)
 		return r, nil
@@ -448,13 +451,14 @@ func (s *Feed) advance(ix *subIndex, b batch) {
 		}
 	}
 	var gone map[*Subscriber]bool // consumers that went away during b
+	var memo frameMemo
 	for i := range b.evs {
 		ev := &b.evs[i]
 		ix.each(ev, func(r *Subscriber) {
 			if r.done.Load() || gone[r] || r.pos < b.a || r.pos >= ev.Seq {
 				return
 			}
-			if !s.deliver(r, ev, false) {
+			if !s.deliver(r, ev, false, &memo) {
 				if gone == nil {
 					gone = map[*Subscriber]bool{}
 				}
@@ -485,7 +489,7 @@ func (s *Feed) catchUp(r *Subscriber, upto int64, wait bool) error {
 			return err
 		}
 		for i := range evs {
-			if !s.deliver(r, &evs[i], wait) {
+			if !s.deliver(r, &evs[i], wait, nil) {
 				return context.Canceled
 			}
 			r.pos = evs[i].Seq
@@ -509,8 +513,10 @@ func follows(r *Subscriber, ev *outbox.Event) bool {
 }
 
 // deliver sends ev to r when r follows it and its where matches; false
-// when r's consumer is gone.
-func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
+// when r's consumer is gone. The frame is taken from memo when a
+// subscriber with the same frameKey was sent this event already (nil: no
+// sharing).
+func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool, memo *frameMemo) bool {
 	if !follows(r, ev) {
 		return true
 	}
@@ -553,6 +559,9 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
 			return true
 		}
 	}
+	if frame, ok := memo.get(ev.Seq, r.frame); ok {
+		return s.send(r, frame, wait)
+	}
 	rec := ev.Record
 	if r.Sel != nil && ev.Type != outbox.EntityDeleted {
 		if rec, err = s.read(ctx, r, ev.Record); err != nil {
@@ -580,10 +589,16 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool) bool {
 	b.WriteString(`},"extensions":{"cursor":"`)
 	b.WriteString(ev.ID)
 	b.WriteString(`"}}`)
+	memo.put(ev.Seq, r.frame, b.Bytes()) // sinks never modify a frame: it can be shared
+	return s.send(r, b.Bytes(), wait)
+}
+
+// send hands frame to r's sink; false when r's consumer is gone.
+func (s *Feed) send(r *Subscriber, frame []byte, wait bool) bool {
 	if wait {
-		return r.sink.SendWait(ctx, b.Bytes()) == nil
+		return r.sink.SendWait(r.ctx, frame) == nil
 	}
-	return r.sink.Send(b.Bytes())
+	return r.sink.Send(frame)
 }
 
 // changeTypes name event types in the ChangeType enum.

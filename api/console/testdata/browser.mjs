@@ -393,6 +393,50 @@ try {
     if ((await rows.count()) !== before + 1) throw new Error(`after Load more ${await rows.count()} rows, want ${before + 1}`);
   });
 
+  await step('events live tail', async () => {
+    const table = page.getByRole('table', { name: 'Events' });
+    const rows = table.locator('tbody tr');
+    const status = page.getByRole('status', { name: 'Live tail' });
+    const create = async (name) => {
+      const st = await page.evaluate(async (name) => {
+        const res = await fetch('/api/v1/dynamic/Product', {
+          method: 'POST',
+          headers: { Authorization: 'Bearer ' + sessionStorage.getItem('dds.credential'), 'Content-Type': 'application/json' },
+          body: JSON.stringify({ name, price: 3 }),
+        });
+        return res.status;
+      }, name);
+      if (st !== 201) throw new Error(`create ${name} for the live tail: HTTP ${st}`);
+    };
+    const shown = (name) => table.locator('td', { hasText: name }).first();
+    const before = await rows.count();
+    // The tail follows on from the last event shown: a product created now
+    // appears by itself, with no Load more.
+    await page.getByRole('button', { name: 'Live tail', exact: true }).click();
+    await expectText(status, 'Live:');
+    await create('Live lamp');
+    await shown('Live lamp').waitFor();
+    // Paused, a new event is held, not shown; Resume shows it.
+    await page.getByRole('button', { name: 'Pause', exact: true }).click();
+    await create('Held lamp');
+    await expectText(status, 'Paused: 1 new event held');
+    if (await table.locator('td', { hasText: 'Held lamp' }).count()) throw new Error('a paused tail showed a new event');
+    await page.getByRole('button', { name: 'Resume', exact: true }).click();
+    await shown('Held lamp').waitFor();
+    // Stopped and started again, it resumes after the last event it had:
+    // a product created meanwhile is not lost.
+    await page.getByRole('button', { name: 'Stop live tail', exact: true }).click();
+    await create('Gap lamp');
+    await page.getByRole('button', { name: 'Live tail', exact: true }).click();
+    await shown('Gap lamp').waitFor();
+    await page.getByRole('button', { name: 'Stop live tail', exact: true }).click();
+    // Each once, in the order written.
+    await table.locator('details').evaluateAll((ds) => ds.forEach((d) => (d.open = true)));
+    const names = [];
+    for (const r of (await rows.all()).slice(before)) names.push(JSON.parse(await r.locator('pre').textContent()).name);
+    if (names.join() !== 'Live lamp,Held lamp,Gap lamp') throw new Error(`the live tail added ${JSON.stringify(names)}`);
+  });
+
   await step('files', async () => {
     await nav('Files');
     const table = page.getByRole('table', { name: 'Files' });
