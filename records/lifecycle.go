@@ -203,7 +203,9 @@ FROM (SELECT * FROM %s x WHERE %s ORDER BY x."id" DESC LIMIT %d) x`, schema.Hist
 	// below (the aggregate is rebuilt without it only when it is there).
 	var items []byte
 	var n int
-	if err := s.read(ctx, func(d *sqlx.DB) (bool, error) { return false, d.QueryRowContext(ctx, q, sc.bind(a.List())...).Scan(&items, &n) }); err != nil {
+	if err := s.read(ctx, func(d *sqlx.DB) (bool, error) {
+		return false, d.QueryRowContext(ctx, q, sc.bind(a.List())...).Scan(&items, &n)
+	}); err != nil {
 		return nil, MapError(sc, entity, err)
 	}
 	items = sc.redactVersions(e.Name, items)
