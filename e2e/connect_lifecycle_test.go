@@ -107,7 +107,14 @@ func sameVersions(t *testing.T, what string, rest []restVersion, got []*ddsv1.Ve
 	}
 }
 
-func wantConnectCode(t *testing.T, what string, err error, code connect.Code) *connect.Error {
+// wantConnectCode fails unless err is a Connect error with code.
+func wantConnectCode(t *testing.T, what string, err error, code connect.Code) {
+	t.Helper()
+	_ = connectErrorWith(t, what, err, code)
+}
+
+// connectErrorWith is wantConnectCode returning the error.
+func connectErrorWith(t *testing.T, what string, err error, code connect.Code) *connect.Error {
 	t.Helper()
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Code() != code {
@@ -233,7 +240,7 @@ func TestConnectHistoryAndRestore(t *testing.T) {
 			return err
 		}, connect.CodeNotFound, ""},
 	} {
-		ce := wantConnectCode(t, c.what, c.call(), c.code)
+		ce := connectErrorWith(t, c.what, c.call(), c.code)
 		if c.field != "" && !slices.Contains(violationFields(ce), c.field) {
 			t.Fatalf("%s: field violations %v, want %s", c.what, violationFields(ce), c.field)
 		}
