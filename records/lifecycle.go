@@ -231,15 +231,19 @@ func (s *Store) History(ctx context.Context, sc *Scope, entity, id string, limit
 	if after != "" {
 		w += ` AND x."id" < ` + a.Add(after, "uuid")
 	}
+	w += sc.historyVisible(e, "x", &a) // under rules: historyread.go
 	q := fmt.Sprintf(`SELECT coalesce(json_agg(json_build_object('id', x."id", 'op', x."op", 'at', x."at", 'keyId', x."key_id", 'userId', x."user_id", 'changed', %s, 'record', x."record") ORDER BY x."id" DESC), '[]'::json), count(*)
 FROM (SELECT * FROM %s x WHERE %s ORDER BY x."id" DESC LIMIT %d) x`, schema.HistoryChanged("x"), schema.QualifiedIdent(sc.Schema.PgSchema, schema.HistoryTable), w, limit+1)
 	// One more than the page tells whether a next page exists; it is cut
 	// below (the aggregate is rebuilt without it only when it is there).
 	var items []byte
 	var n int
-	if err := s.read(ctx, func(d *sqlx.DB) (bool, error) { return false, d.QueryRowContext(ctx, q, a.List()...).Scan(&items, &n) }); err != nil {
+	if err := s.read(ctx, func(d *sqlx.DB) (bool, error) {
+		return false, d.QueryRowContext(ctx, q, sc.bind(a.List())...).Scan(&items, &n)
+	}); err != nil {
 		return nil, MapError(sc, entity, err)
 	}
+	items = sc.redactVersions(e.Name, items)
 	if n == 0 && after == "" {
 		return nil, apperr.New(apperr.NotFound, "%s %q has no recorded versions", entity, id)
 	}

@@ -130,74 +130,80 @@ func (s *Store) Validate(ctx context.Context, tenantID, name string, d *Definiti
 		}
 		return nil, err
 	}
-	c := query.New(a.Def, a.PgSchema)
+	return scopes, validateRules(a.Def, a.PgSchema, d)
+}
+
+// validateRules checks a role's rules and field lists against def (the
+// schema they will be compiled for; pgSchema is its Postgres schema).
+func validateRules(def *schema.Definition, pgSchema string, d *Definition) error {
+	c := query.New(def, pgSchema)
 	where := func(entity string, m map[string]any, path string) error {
 		if m == nil {
 			return nil
 		}
-		f, err := ParseWhere(a.Def, entity, m, path)
+		f, err := ParseWhere(def, entity, m, path)
 		if err != nil {
 			return err
 		}
-		e, _ := a.Def.Entity(entity)
-		_, err = c.Where(entity, sampled(a.Def, e, f), "t", path, &query.Args{})
+		e, _ := def.Entity(entity)
+		_, err = c.Where(entity, sampled(def, e, f), "t", path, &query.Args{})
 		return err
 	}
 	for _, entity := range sortedKeys(d.Rules) {
 		r := d.Rules[entity]
 		p := "rules." + entity
-		e, ok := a.Def.Entity(entity)
+		e, ok := def.Entity(entity)
 		if !ok {
-			return nil, apperr.Field(p, "unknown entity %s", entity)
+			return apperr.Field(p, "unknown entity %s", entity)
 		}
 		if r == nil {
 			continue
 		}
 		if err := where(entity, r.Read, p+".read"); err != nil {
-			return nil, err
+			return err
 		}
 		if r.Create != nil {
 			if err := where(entity, r.Create.Check, p+".create.check"); err != nil {
-				return nil, err
+				return err
 			}
 			if err := presets(e, r.Create.Preset, p+".create.preset"); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if r.Update != nil {
 			if err := where(entity, r.Update.Where, p+".update.where"); err != nil {
-				return nil, err
+				return err
 			}
 			if err := where(entity, r.Update.Check, p+".update.check"); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if err := where(entity, r.Delete, p+".delete"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, entity := range sortedKeys(d.Fields) {
 		fl := d.Fields[entity]
 		p := "fields." + entity
-		e, ok := a.Def.Entity(entity)
+		e, ok := def.Entity(entity)
 		if !ok {
-			return nil, apperr.Field(p, "unknown entity %s", entity)
+			return apperr.Field(p, "unknown entity %s", entity)
 		}
 		if fl == nil {
 			continue
 		}
 		for i, f := range fl.Read {
 			if _, ok := e.Field(f); !ok && f != schema.ColID && f != schema.ColCreatedAt && f != schema.ColUpdatedAt {
-				return nil, apperr.Field(fmt.Sprintf("%s.read[%d]", p, i), "unknown field %s on %s", f, entity)
+				return apperr.Field(fmt.Sprintf("%s.read[%d]", p, i), "unknown field %s on %s", f, entity)
 			}
 		}
 		for i, f := range fl.Write {
 			if _, ok := e.Field(f); !ok {
-				return nil, apperr.Field(fmt.Sprintf("%s.write[%d]", p, i), "unknown or read-only field %s on %s", f, entity)
+				return apperr.Field(fmt.Sprintf("%s.write[%d]", p, i), "unknown or read-only field %s on %s", f, entity)
 			}
 		}
 	}
-	return scopes, nil
+	return nil
 }
 
 // presets checks a create rule's presets: fields of e, values of the

@@ -182,12 +182,28 @@ func (s *Service) Create(ctx context.Context, tenantID string, def *Definition) 
 	if err := Validate(def); err != nil {
 		return Info{}, err
 	}
+	var info Info
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		info, _, err = s.createIn(ctx, tx, tenantID, def)
+		return err
+	})
+	if err != nil {
+		return Info{}, err
+	}
+	s.Invalidate(tenantID)
+	return info, nil
+}
+
+// createIn is Create inside tx, for a validated def; it also returns the
+// plan it applied.
+func (s *Service) createIn(ctx context.Context, tx *sqlx.Tx, tenantID string, def *Definition) (Info, Plan, error) {
 	id := uuid.Must(uuid.NewV7()).String()
 	pg := PgSchemaName(id)
 	plan, _ := Diff(pg, nil, def)
 	raw, _ := json.Marshal(def)
 	var info Info
-	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+	err := func() error {
 		var hasActive bool
 		if err := tx.GetContext(ctx, &hasActive, `SELECT EXISTS (SELECT 1 FROM dds.schemas WHERE tenant_id = $1 AND active)`, tenantID); err != nil {
 			return err
@@ -205,12 +221,8 @@ func (s *Service) Create(ctx context.Context, tenantID string, def *Definition) 
 		}
 		info, err = s.get(ctx, tx, tenantID, id, false)
 		return err
-	})
-	if err != nil {
-		return Info{}, err
-	}
-	s.Invalidate(tenantID)
-	return info, nil
+	}()
+	return info, plan, err
 }
 
 // UpdateResult is an evolved schema and the plan that was applied.
@@ -229,6 +241,25 @@ func (s *Service) Update(ctx context.Context, tenantID, id string, def *Definiti
 	}
 	var res UpdateResult
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		res, err = s.updateIn(ctx, tx, tenantID, id, def, allowDataLoss, dryRun)
+		return err
+	})
+	if errors.Is(err, errDryRun) {
+		return res, nil
+	}
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	s.Invalidate(tenantID)
+	return res, nil
+}
+
+// updateIn is Update inside tx, for a validated def: errDryRun (with the
+// result) after planning when dryRun.
+func (s *Service) updateIn(ctx context.Context, tx *sqlx.Tx, tenantID, id string, def *Definition, allowDataLoss, dryRun bool) (UpdateResult, error) {
+	var res UpdateResult
+	err := func() error {
 		cur, err := s.get(ctx, tx, tenantID, id, true)
 		if err != nil {
 			return err
@@ -266,15 +297,8 @@ func (s *Service) Update(ctx context.Context, tenantID, id string, def *Definiti
 		}
 		res.Info, err = s.get(ctx, tx, tenantID, id, false)
 		return err
-	})
-	if errors.Is(err, errDryRun) {
-		return res, nil
-	}
-	if err != nil {
-		return UpdateResult{}, err
-	}
-	s.Invalidate(tenantID)
-	return res, nil
+	}()
+	return res, err
 }
 
 var errDryRun = errors.New("dry run")

@@ -54,6 +54,7 @@ func (h *Handler) Routes(r *api.Router) {
 	r.Handle("GET /api/v1/schemas", api.Func(h.listSchemas))
 	r.Handle("GET /api/v1/schemas/{id}", api.Func(h.getSchema))
 	r.Handle("PUT /api/v1/schemas/{id}", api.Func(h.updateSchema))
+	r.Handle("POST /api/v1/schemas/push", api.Func(h.pushSchema)) // push.go
 	r.Handle("POST /api/v1/schemas/{id}/activate", api.Func(h.activateSchema))
 	r.Handle("GET /api/v1/schemas/{id}/openapi.json", api.Func(h.openAPI))
 	r.Handle("GET /api/v1/openapi.json", api.Func(h.activeOpenAPI))

@@ -94,13 +94,16 @@ The key needs job:*:read. --url defaults to DDS_URL or http://127.0.0.1:8080.
 
 Schemas as code, over the schema API (docs/schemas.md). The file is a schema definition in
 JSON, or YAML when it ends in .yaml/.yml; the schema it stands for is the tenant's schema
-of the same name.
-  pull   write the active schema (or --name NAME) to the file
-  diff   print the plan of applying the file, destructive steps marked "!";
-         exits non-zero when the plan has destructive steps
-  push   apply the file: a new version of that schema, or a new schema
-         (--allow-data-loss to apply destructive steps, --activate to make it active)
---url defaults to DDS_URL or http://127.0.0.1:8080, --key to DDS_API_KEY (schema scopes).
+of the same name. Its "roles" member, when present, is the tenant's whole set of roles.
+  pull   write the active schema (or --name NAME) and the tenant's roles to the file
+  diff   print the plan of applying the file, destructive steps marked "!", and the
+         roles added (+), removed (-) and changed (~) rule by rule;
+         exits non-zero when the plan has destructive steps or a role is invalid
+  push   apply the file: a new version of that schema, or a new schema, and its roles,
+         in one transaction (--allow-data-loss to apply destructive steps, --activate
+         to make it active)
+--url defaults to DDS_URL or http://127.0.0.1:8080, --key to DDS_API_KEY (schema scopes,
+and role scopes for a file with roles).
 `,
 	"dev": `usage: dds dev
 

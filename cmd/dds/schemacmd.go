@@ -31,6 +31,8 @@ import (
 //	      destructive step marked; exits non-zero when there is one
 //	push  applies the file: a new version of the schema of that name (a
 //	      destructive plan needs --allow-data-loss), or a new schema
+//
+// A file may also hold the tenant's roles (schemaroles.go).
 func schemaCmd(ctx context.Context, args []string, out io.Writer) error {
 	const use = "usage: dds schema pull|diff|push [--url URL] [--key KEY] [--file schema.json|yaml] [--name NAME] [--allow-data-loss] [--activate]"
 	if len(args) == 0 {
@@ -56,17 +58,23 @@ func schemaCmd(ctx context.Context, args []string, out io.Writer) error {
 	case "pull":
 		return schemaPull(ctx, c, *name, *file, out)
 	case "diff":
-		def, err := readSchemaFile(*file)
+		f, err := readSchemaFile(*file)
 		if err != nil {
 			return err
 		}
-		return schemaDiff(ctx, c, def, out)
+		if f.Roles != nil { // schemaroles.go
+			return schemaDiffWithRoles(ctx, c, f, out)
+		}
+		return schemaDiff(ctx, c, &f.Definition, out)
 	case "push":
-		def, err := readSchemaFile(*file)
+		f, err := readSchemaFile(*file)
 		if err != nil {
 			return err
 		}
-		return schemaPush(ctx, c, def, *allow, *activate, out)
+		if f.Roles != nil {
+			return schemaPushWithRoles(ctx, c, f, *allow, *activate, out)
+		}
+		return schemaPush(ctx, c, &f.Definition, *allow, *activate, out)
 	}
 	return fmt.Errorf("unknown schema command %q\n%s", sub, use)
 }
@@ -97,7 +105,20 @@ func schemaPull(ctx context.Context, c *apiClient, name, file string, out io.Wri
 		}
 		return fmt.Errorf("the tenant has no schema named %q", name)
 	}
-	b, err := encodeSchemaFile(file, &pick.Definition)
+	f := &schemaFile{Definition: pick.Definition}
+	// The tenant's roles travel with the schema (schemaroles.go); a key
+	// that may not read them pulls the schema alone.
+	rl, err := c.tenantRoles(ctx)
+	var ae *apiError
+	switch {
+	case err == nil:
+		f.Roles = rl
+	case errors.As(err, &ae) && ae.status == http.StatusForbidden:
+		fmt.Fprintf(os.Stderr, "note: the key may not read roles (role:*:read); the file has the schema only\n")
+	default:
+		return err
+	}
+	b, err := encodeSchemaFile(file, f)
 	if err != nil {
 		return err
 	}
@@ -108,7 +129,7 @@ func schemaPull(ctx context.Context, c *apiClient, name, file string, out io.Wri
 	if err := os.WriteFile(file, b, 0o644); err != nil { //nolint:gosec // G306: a schema file a team keeps in its repository
 		return err
 	}
-	fmt.Fprintf(out, "pulled schema %s (version %d) into %s\n", pick.Name, pick.Version, file)
+	fmt.Fprintf(out, "pulled schema %s (version %d) and %d roles into %s\n", pick.Name, pick.Version, len(f.Roles), file)
 	return nil
 }
 
@@ -215,7 +236,7 @@ func schemaPush(ctx context.Context, c *apiClient, def *schema.Definition, allow
 // readSchemaFile reads a schema definition from a JSON or YAML file ("-":
 // stdin, JSON or YAML). Unknown members are refused, so a typo in an
 // option does not silently drop it.
-func readSchemaFile(file string) (*schema.Definition, error) {
+func readSchemaFile(file string) (*schemaFile, error) {
 	var b []byte
 	var err error
 	if file == "-" {
@@ -237,7 +258,7 @@ func readSchemaFile(file string) (*schema.Definition, error) {
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
-	var def schema.Definition
+	var def schemaFile
 	if err := d.Decode(&def); err != nil {
 		return nil, fmt.Errorf("%s is not a schema definition: %w", file, err)
 	}
@@ -253,7 +274,7 @@ func isYAML(file string) bool {
 }
 
 // encodeSchemaFile renders def for file: indented JSON, or YAML.
-func encodeSchemaFile(file string, def *schema.Definition) ([]byte, error) {
+func encodeSchemaFile(file string, def *schemaFile) ([]byte, error) {
 	b, err := json.MarshalIndent(def, "", "  ")
 	if err != nil {
 		return nil, err

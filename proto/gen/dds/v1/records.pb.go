@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -663,11 +664,443 @@ func (x *DeleteResponse) GetId() string {
 	return ""
 }
 
+type HistoryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Entity name, exactly as in the schema (case-sensitive).
+	Entity string `protobuf:"bytes,1,opt,name=entity,proto3" json:"entity,omitempty"`
+	// Record id.
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// Page size; 0 means the default (50), at most 500.
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// next_cursor of the page before; empty for the first page.
+	Cursor        string `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryRequest) Reset() {
+	*x = HistoryRequest{}
+	mi := &file_dds_v1_records_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryRequest) ProtoMessage() {}
+
+func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dds_v1_records_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
+func (*HistoryRequest) Descriptor() ([]byte, []int) {
+	return file_dds_v1_records_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *HistoryRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *HistoryRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// Version is one recorded version of a record.
+type Version struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Version id (time-ordered).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The write: create, update, delete or restore.
+	Op string `protobuf:"bytes,2,opt,name=op,proto3" json:"op,omitempty"`
+	// When it was written.
+	At *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	// The API key that wrote it, if any.
+	KeyId string `protobuf:"bytes,4,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The end user it was written for (user tokens), if any.
+	UserId string `protobuf:"bytes,5,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The fields it changed, sorted.
+	Changed []string `protobuf:"bytes,6,rep,name=changed,proto3" json:"changed,omitempty"`
+	// The record as it was after the write.
+	Record        *structpb.Struct `protobuf:"bytes,7,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Version) Reset() {
+	*x = Version{}
+	mi := &file_dds_v1_records_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Version) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Version) ProtoMessage() {}
+
+func (x *Version) ProtoReflect() protoreflect.Message {
+	mi := &file_dds_v1_records_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Version.ProtoReflect.Descriptor instead.
+func (*Version) Descriptor() ([]byte, []int) {
+	return file_dds_v1_records_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Version) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Version) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *Version) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *Version) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *Version) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *Version) GetChanged() []string {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *Version) GetRecord() *structpb.Struct {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+type HistoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Newest first.
+	Items []*Version `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// Cursor of the next page; empty on the last page.
+	NextCursor    string `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryResponse) Reset() {
+	*x = HistoryResponse{}
+	mi := &file_dds_v1_records_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryResponse) ProtoMessage() {}
+
+func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dds_v1_records_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
+func (*HistoryResponse) Descriptor() ([]byte, []int) {
+	return file_dds_v1_records_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *HistoryResponse) GetItems() []*Version {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *HistoryResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
+type GetVersionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Entity name, exactly as in the schema (case-sensitive).
+	Entity string `protobuf:"bytes,1,opt,name=entity,proto3" json:"entity,omitempty"`
+	// Record id.
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// Version id, from History.
+	VersionId     string `protobuf:"bytes,3,opt,name=version_id,json=versionId,proto3" json:"version_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVersionRequest) Reset() {
+	*x = GetVersionRequest{}
+	mi := &file_dds_v1_records_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVersionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVersionRequest) ProtoMessage() {}
+
+func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dds_v1_records_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVersionRequest.ProtoReflect.Descriptor instead.
+func (*GetVersionRequest) Descriptor() ([]byte, []int) {
+	return file_dds_v1_records_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GetVersionRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *GetVersionRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetVersionRequest) GetVersionId() string {
+	if x != nil {
+		return x.VersionId
+	}
+	return ""
+}
+
+type GetVersionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       *Version               `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVersionResponse) Reset() {
+	*x = GetVersionResponse{}
+	mi := &file_dds_v1_records_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVersionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVersionResponse) ProtoMessage() {}
+
+func (x *GetVersionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dds_v1_records_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVersionResponse.ProtoReflect.Descriptor instead.
+func (*GetVersionResponse) Descriptor() ([]byte, []int) {
+	return file_dds_v1_records_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetVersionResponse) GetVersion() *Version {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+type RestoreRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Entity name, exactly as in the schema (case-sensitive).
+	Entity string `protobuf:"bytes,1,opt,name=entity,proto3" json:"entity,omitempty"`
+	// Record id.
+	Id            string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreRequest) Reset() {
+	*x = RestoreRequest{}
+	mi := &file_dds_v1_records_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreRequest) ProtoMessage() {}
+
+func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_dds_v1_records_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
+func (*RestoreRequest) Descriptor() ([]byte, []int) {
+	return file_dds_v1_records_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RestoreRequest) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *RestoreRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type RestoreResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The restored record.
+	Record        *structpb.Struct `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreResponse) Reset() {
+	*x = RestoreResponse{}
+	mi := &file_dds_v1_records_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreResponse) ProtoMessage() {}
+
+func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_dds_v1_records_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
+func (*RestoreResponse) Descriptor() ([]byte, []int) {
+	return file_dds_v1_records_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RestoreResponse) GetRecord() *structpb.Struct {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
 var File_dds_v1_records_proto protoreflect.FileDescriptor
 
 const file_dds_v1_records_proto_rawDesc = "" +
 	"\n" +
-	"\x14dds/v1/records.proto\x12\x06dds.v1\x1a\x1cgoogle/protobuf/struct.proto\"L\n" +
+	"\x14dds/v1/records.proto\x12\x06dds.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"L\n" +
 	"\n" +
 	"GetRequest\x12\x16\n" +
 	"\x06entity\x18\x01 \x01(\tR\x06entity\x12\x0e\n" +
@@ -705,17 +1138,50 @@ const file_dds_v1_records_proto_rawDesc = "" +
 	"\x06entity\x18\x01 \x01(\tR\x06entity\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\" \n" +
 	"\x0eDeleteResponse\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id*d\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"f\n" +
+	"\x0eHistoryRequest\x12\x16\n" +
+	"\x06entity\x18\x01 \x01(\tR\x06entity\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06cursor\x18\x04 \x01(\tR\x06cursor\"\xd0\x01\n" +
+	"\aVersion\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
+	"\x02op\x18\x02 \x01(\tR\x02op\x12*\n" +
+	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x15\n" +
+	"\x06key_id\x18\x04 \x01(\tR\x05keyId\x12\x17\n" +
+	"\auser_id\x18\x05 \x01(\tR\x06userId\x12\x18\n" +
+	"\achanged\x18\x06 \x03(\tR\achanged\x12/\n" +
+	"\x06record\x18\a \x01(\v2\x17.google.protobuf.StructR\x06record\"Y\n" +
+	"\x0fHistoryResponse\x12%\n" +
+	"\x05items\x18\x01 \x03(\v2\x0f.dds.v1.VersionR\x05items\x12\x1f\n" +
+	"\vnext_cursor\x18\x02 \x01(\tR\n" +
+	"nextCursor\"Z\n" +
+	"\x11GetVersionRequest\x12\x16\n" +
+	"\x06entity\x18\x01 \x01(\tR\x06entity\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"version_id\x18\x03 \x01(\tR\tversionId\"?\n" +
+	"\x12GetVersionResponse\x12)\n" +
+	"\aversion\x18\x01 \x01(\v2\x0f.dds.v1.VersionR\aversion\"8\n" +
+	"\x0eRestoreRequest\x12\x16\n" +
+	"\x06entity\x18\x01 \x01(\tR\x06entity\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"B\n" +
+	"\x0fRestoreResponse\x12/\n" +
+	"\x06record\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06record*d\n" +
 	"\x0eOrderDirection\x12\x1f\n" +
 	"\x1bORDER_DIRECTION_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13ORDER_DIRECTION_ASC\x10\x01\x12\x18\n" +
-	"\x14ORDER_DIRECTION_DESC\x10\x022\xa7\x02\n" +
+	"\x14ORDER_DIRECTION_DESC\x10\x022\xee\x03\n" +
 	"\rRecordService\x123\n" +
 	"\x03Get\x12\x12.dds.v1.GetRequest\x1a\x13.dds.v1.GetResponse\"\x03\x90\x02\x01\x126\n" +
 	"\x04List\x12\x13.dds.v1.ListRequest\x1a\x14.dds.v1.ListResponse\"\x03\x90\x02\x01\x127\n" +
 	"\x06Create\x12\x15.dds.v1.CreateRequest\x1a\x16.dds.v1.CreateResponse\x127\n" +
 	"\x06Update\x12\x15.dds.v1.UpdateRequest\x1a\x16.dds.v1.UpdateResponse\x127\n" +
-	"\x06Delete\x12\x15.dds.v1.DeleteRequest\x1a\x16.dds.v1.DeleteResponseB3Z1github.com/dds-project/dds/proto/gen/dds/v1;ddsv1b\x06proto3"
+	"\x06Delete\x12\x15.dds.v1.DeleteRequest\x1a\x16.dds.v1.DeleteResponse\x12?\n" +
+	"\aHistory\x12\x16.dds.v1.HistoryRequest\x1a\x17.dds.v1.HistoryResponse\"\x03\x90\x02\x01\x12H\n" +
+	"\n" +
+	"GetVersion\x12\x19.dds.v1.GetVersionRequest\x1a\x1a.dds.v1.GetVersionResponse\"\x03\x90\x02\x01\x12:\n" +
+	"\aRestore\x12\x16.dds.v1.RestoreRequest\x1a\x17.dds.v1.RestoreResponseB3Z1github.com/dds-project/dds/proto/gen/dds/v1;ddsv1b\x06proto3"
 
 var (
 	file_dds_v1_records_proto_rawDescOnce sync.Once
@@ -730,45 +1196,64 @@ func file_dds_v1_records_proto_rawDescGZIP() []byte {
 }
 
 var file_dds_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_dds_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_dds_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_dds_v1_records_proto_goTypes = []any{
-	(OrderDirection)(0),     // 0: dds.v1.OrderDirection
-	(*GetRequest)(nil),      // 1: dds.v1.GetRequest
-	(*GetResponse)(nil),     // 2: dds.v1.GetResponse
-	(*ListRequest)(nil),     // 3: dds.v1.ListRequest
-	(*ListResponse)(nil),    // 4: dds.v1.ListResponse
-	(*CreateRequest)(nil),   // 5: dds.v1.CreateRequest
-	(*CreateResponse)(nil),  // 6: dds.v1.CreateResponse
-	(*UpdateRequest)(nil),   // 7: dds.v1.UpdateRequest
-	(*UpdateResponse)(nil),  // 8: dds.v1.UpdateResponse
-	(*DeleteRequest)(nil),   // 9: dds.v1.DeleteRequest
-	(*DeleteResponse)(nil),  // 10: dds.v1.DeleteResponse
-	(*structpb.Struct)(nil), // 11: google.protobuf.Struct
+	(OrderDirection)(0),           // 0: dds.v1.OrderDirection
+	(*GetRequest)(nil),            // 1: dds.v1.GetRequest
+	(*GetResponse)(nil),           // 2: dds.v1.GetResponse
+	(*ListRequest)(nil),           // 3: dds.v1.ListRequest
+	(*ListResponse)(nil),          // 4: dds.v1.ListResponse
+	(*CreateRequest)(nil),         // 5: dds.v1.CreateRequest
+	(*CreateResponse)(nil),        // 6: dds.v1.CreateResponse
+	(*UpdateRequest)(nil),         // 7: dds.v1.UpdateRequest
+	(*UpdateResponse)(nil),        // 8: dds.v1.UpdateResponse
+	(*DeleteRequest)(nil),         // 9: dds.v1.DeleteRequest
+	(*DeleteResponse)(nil),        // 10: dds.v1.DeleteResponse
+	(*HistoryRequest)(nil),        // 11: dds.v1.HistoryRequest
+	(*Version)(nil),               // 12: dds.v1.Version
+	(*HistoryResponse)(nil),       // 13: dds.v1.HistoryResponse
+	(*GetVersionRequest)(nil),     // 14: dds.v1.GetVersionRequest
+	(*GetVersionResponse)(nil),    // 15: dds.v1.GetVersionResponse
+	(*RestoreRequest)(nil),        // 16: dds.v1.RestoreRequest
+	(*RestoreResponse)(nil),       // 17: dds.v1.RestoreResponse
+	(*structpb.Struct)(nil),       // 18: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 }
 var file_dds_v1_records_proto_depIdxs = []int32{
-	11, // 0: dds.v1.GetResponse.record:type_name -> google.protobuf.Struct
-	11, // 1: dds.v1.ListRequest.where:type_name -> google.protobuf.Struct
+	18, // 0: dds.v1.GetResponse.record:type_name -> google.protobuf.Struct
+	18, // 1: dds.v1.ListRequest.where:type_name -> google.protobuf.Struct
 	0,  // 2: dds.v1.ListRequest.order_direction:type_name -> dds.v1.OrderDirection
-	11, // 3: dds.v1.ListResponse.items:type_name -> google.protobuf.Struct
-	11, // 4: dds.v1.CreateRequest.record:type_name -> google.protobuf.Struct
-	11, // 5: dds.v1.CreateResponse.record:type_name -> google.protobuf.Struct
-	11, // 6: dds.v1.UpdateRequest.record:type_name -> google.protobuf.Struct
-	11, // 7: dds.v1.UpdateResponse.record:type_name -> google.protobuf.Struct
-	1,  // 8: dds.v1.RecordService.Get:input_type -> dds.v1.GetRequest
-	3,  // 9: dds.v1.RecordService.List:input_type -> dds.v1.ListRequest
-	5,  // 10: dds.v1.RecordService.Create:input_type -> dds.v1.CreateRequest
-	7,  // 11: dds.v1.RecordService.Update:input_type -> dds.v1.UpdateRequest
-	9,  // 12: dds.v1.RecordService.Delete:input_type -> dds.v1.DeleteRequest
-	2,  // 13: dds.v1.RecordService.Get:output_type -> dds.v1.GetResponse
-	4,  // 14: dds.v1.RecordService.List:output_type -> dds.v1.ListResponse
-	6,  // 15: dds.v1.RecordService.Create:output_type -> dds.v1.CreateResponse
-	8,  // 16: dds.v1.RecordService.Update:output_type -> dds.v1.UpdateResponse
-	10, // 17: dds.v1.RecordService.Delete:output_type -> dds.v1.DeleteResponse
-	13, // [13:18] is the sub-list for method output_type
-	8,  // [8:13] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	18, // 3: dds.v1.ListResponse.items:type_name -> google.protobuf.Struct
+	18, // 4: dds.v1.CreateRequest.record:type_name -> google.protobuf.Struct
+	18, // 5: dds.v1.CreateResponse.record:type_name -> google.protobuf.Struct
+	18, // 6: dds.v1.UpdateRequest.record:type_name -> google.protobuf.Struct
+	18, // 7: dds.v1.UpdateResponse.record:type_name -> google.protobuf.Struct
+	19, // 8: dds.v1.Version.at:type_name -> google.protobuf.Timestamp
+	18, // 9: dds.v1.Version.record:type_name -> google.protobuf.Struct
+	12, // 10: dds.v1.HistoryResponse.items:type_name -> dds.v1.Version
+	12, // 11: dds.v1.GetVersionResponse.version:type_name -> dds.v1.Version
+	18, // 12: dds.v1.RestoreResponse.record:type_name -> google.protobuf.Struct
+	1,  // 13: dds.v1.RecordService.Get:input_type -> dds.v1.GetRequest
+	3,  // 14: dds.v1.RecordService.List:input_type -> dds.v1.ListRequest
+	5,  // 15: dds.v1.RecordService.Create:input_type -> dds.v1.CreateRequest
+	7,  // 16: dds.v1.RecordService.Update:input_type -> dds.v1.UpdateRequest
+	9,  // 17: dds.v1.RecordService.Delete:input_type -> dds.v1.DeleteRequest
+	11, // 18: dds.v1.RecordService.History:input_type -> dds.v1.HistoryRequest
+	14, // 19: dds.v1.RecordService.GetVersion:input_type -> dds.v1.GetVersionRequest
+	16, // 20: dds.v1.RecordService.Restore:input_type -> dds.v1.RestoreRequest
+	2,  // 21: dds.v1.RecordService.Get:output_type -> dds.v1.GetResponse
+	4,  // 22: dds.v1.RecordService.List:output_type -> dds.v1.ListResponse
+	6,  // 23: dds.v1.RecordService.Create:output_type -> dds.v1.CreateResponse
+	8,  // 24: dds.v1.RecordService.Update:output_type -> dds.v1.UpdateResponse
+	10, // 25: dds.v1.RecordService.Delete:output_type -> dds.v1.DeleteResponse
+	13, // 26: dds.v1.RecordService.History:output_type -> dds.v1.HistoryResponse
+	15, // 27: dds.v1.RecordService.GetVersion:output_type -> dds.v1.GetVersionResponse
+	17, // 28: dds.v1.RecordService.Restore:output_type -> dds.v1.RestoreResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_dds_v1_records_proto_init() }
@@ -783,7 +1268,7 @@ func file_dds_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_dds_v1_records_proto_rawDesc), len(file_dds_v1_records_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

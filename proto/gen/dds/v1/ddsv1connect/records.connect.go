@@ -43,6 +43,13 @@ const (
 	RecordServiceUpdateProcedure = "/dds.v1.RecordService/Update"
 	// RecordServiceDeleteProcedure is the fully-qualified name of the RecordService's Delete RPC.
 	RecordServiceDeleteProcedure = "/dds.v1.RecordService/Delete"
+	// RecordServiceHistoryProcedure is the fully-qualified name of the RecordService's History RPC.
+	RecordServiceHistoryProcedure = "/dds.v1.RecordService/History"
+	// RecordServiceGetVersionProcedure is the fully-qualified name of the RecordService's GetVersion
+	// RPC.
+	RecordServiceGetVersionProcedure = "/dds.v1.RecordService/GetVersion"
+	// RecordServiceRestoreProcedure is the fully-qualified name of the RecordService's Restore RPC.
+	RecordServiceRestoreProcedure = "/dds.v1.RecordService/Restore"
 )
 
 // RecordServiceClient is a client for the dds.v1.RecordService service.
@@ -62,6 +69,21 @@ type RecordServiceClient interface {
 	// Delete removes a record and its relationship edges and emits
 	// entity.deleted (scope entity:<Entity>:delete).
 	Delete(context.Context, *connect.Request[v1.DeleteRequest]) (*connect.Response[v1.DeleteResponse], error)
+	// History lists the recorded versions of a record of an entity with
+	// history: true, newest first, a page at a time (scope
+	// entity:<Entity>:read): the same versions, fields and cursors as
+	// GET /api/v1/dynamic/{Entity}/{id}/history. Under rules, a record the
+	// caller may not read is NOT_FOUND and versions show only readable
+	// fields.
+	History(context.Context, *connect.Request[v1.HistoryRequest]) (*connect.Response[v1.HistoryResponse], error)
+	// GetVersion reads one version of a record by its id (a History item's
+	// id), with History's scope and rules.
+	GetVersion(context.Context, *connect.Request[v1.GetVersionRequest]) (*connect.Response[v1.GetVersionResponse], error)
+	// Restore brings back a soft-deleted record of an entity with
+	// softDelete: true and emits entity.updated (scope
+	// entity:<Entity>:delete), as POST /api/v1/dynamic/{Entity}/{id}/restore.
+	// A record that is not deleted is returned as it is.
+	Restore(context.Context, *connect.Request[v1.RestoreRequest]) (*connect.Response[v1.RestoreResponse], error)
 }
 
 // NewRecordServiceClient constructs a client for the dds.v1.RecordService service. By default, it
@@ -107,16 +129,39 @@ func NewRecordServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(recordServiceMethods.ByName("Delete")),
 			connect.WithClientOptions(opts...),
 		),
+		history: connect.NewClient[v1.HistoryRequest, v1.HistoryResponse](
+			httpClient,
+			baseURL+RecordServiceHistoryProcedure,
+			connect.WithSchema(recordServiceMethods.ByName("History")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getVersion: connect.NewClient[v1.GetVersionRequest, v1.GetVersionResponse](
+			httpClient,
+			baseURL+RecordServiceGetVersionProcedure,
+			connect.WithSchema(recordServiceMethods.ByName("GetVersion")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		restore: connect.NewClient[v1.RestoreRequest, v1.RestoreResponse](
+			httpClient,
+			baseURL+RecordServiceRestoreProcedure,
+			connect.WithSchema(recordServiceMethods.ByName("Restore")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // recordServiceClient implements RecordServiceClient.
 type recordServiceClient struct {
-	get    *connect.Client[v1.GetRequest, v1.GetResponse]
-	list   *connect.Client[v1.ListRequest, v1.ListResponse]
-	create *connect.Client[v1.CreateRequest, v1.CreateResponse]
-	update *connect.Client[v1.UpdateRequest, v1.UpdateResponse]
-	delete *connect.Client[v1.DeleteRequest, v1.DeleteResponse]
+	get        *connect.Client[v1.GetRequest, v1.GetResponse]
+	list       *connect.Client[v1.ListRequest, v1.ListResponse]
+	create     *connect.Client[v1.CreateRequest, v1.CreateResponse]
+	update     *connect.Client[v1.UpdateRequest, v1.UpdateResponse]
+	delete     *connect.Client[v1.DeleteRequest, v1.DeleteResponse]
+	history    *connect.Client[v1.HistoryRequest, v1.HistoryResponse]
+	getVersion *connect.Client[v1.GetVersionRequest, v1.GetVersionResponse]
+	restore    *connect.Client[v1.RestoreRequest, v1.RestoreResponse]
 }
 
 // Get calls dds.v1.RecordService.Get.
@@ -144,6 +189,21 @@ func (c *recordServiceClient) Delete(ctx context.Context, req *connect.Request[v
 	return c.delete.CallUnary(ctx, req)
 }
 
+// History calls dds.v1.RecordService.History.
+func (c *recordServiceClient) History(ctx context.Context, req *connect.Request[v1.HistoryRequest]) (*connect.Response[v1.HistoryResponse], error) {
+	return c.history.CallUnary(ctx, req)
+}
+
+// GetVersion calls dds.v1.RecordService.GetVersion.
+func (c *recordServiceClient) GetVersion(ctx context.Context, req *connect.Request[v1.GetVersionRequest]) (*connect.Response[v1.GetVersionResponse], error) {
+	return c.getVersion.CallUnary(ctx, req)
+}
+
+// Restore calls dds.v1.RecordService.Restore.
+func (c *recordServiceClient) Restore(ctx context.Context, req *connect.Request[v1.RestoreRequest]) (*connect.Response[v1.RestoreResponse], error) {
+	return c.restore.CallUnary(ctx, req)
+}
+
 // RecordServiceHandler is an implementation of the dds.v1.RecordService service.
 type RecordServiceHandler interface {
 	// Get reads one record by id (scope entity:<Entity>:read).
@@ -161,6 +221,21 @@ type RecordServiceHandler interface {
 	// Delete removes a record and its relationship edges and emits
 	// entity.deleted (scope entity:<Entity>:delete).
 	Delete(context.Context, *connect.Request[v1.DeleteRequest]) (*connect.Response[v1.DeleteResponse], error)
+	// History lists the recorded versions of a record of an entity with
+	// history: true, newest first, a page at a time (scope
+	// entity:<Entity>:read): the same versions, fields and cursors as
+	// GET /api/v1/dynamic/{Entity}/{id}/history. Under rules, a record the
+	// caller may not read is NOT_FOUND and versions show only readable
+	// fields.
+	History(context.Context, *connect.Request[v1.HistoryRequest]) (*connect.Response[v1.HistoryResponse], error)
+	// GetVersion reads one version of a record by its id (a History item's
+	// id), with History's scope and rules.
+	GetVersion(context.Context, *connect.Request[v1.GetVersionRequest]) (*connect.Response[v1.GetVersionResponse], error)
+	// Restore brings back a soft-deleted record of an entity with
+	// softDelete: true and emits entity.updated (scope
+	// entity:<Entity>:delete), as POST /api/v1/dynamic/{Entity}/{id}/restore.
+	// A record that is not deleted is returned as it is.
+	Restore(context.Context, *connect.Request[v1.RestoreRequest]) (*connect.Response[v1.RestoreResponse], error)
 }
 
 // NewRecordServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -202,6 +277,26 @@ func NewRecordServiceHandler(svc RecordServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(recordServiceMethods.ByName("Delete")),
 		connect.WithHandlerOptions(opts...),
 	)
+	recordServiceHistoryHandler := connect.NewUnaryHandler(
+		RecordServiceHistoryProcedure,
+		svc.History,
+		connect.WithSchema(recordServiceMethods.ByName("History")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	recordServiceGetVersionHandler := connect.NewUnaryHandler(
+		RecordServiceGetVersionProcedure,
+		svc.GetVersion,
+		connect.WithSchema(recordServiceMethods.ByName("GetVersion")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	recordServiceRestoreHandler := connect.NewUnaryHandler(
+		RecordServiceRestoreProcedure,
+		svc.Restore,
+		connect.WithSchema(recordServiceMethods.ByName("Restore")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/dds.v1.RecordService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case RecordServiceGetProcedure:
@@ -214,6 +309,12 @@ func NewRecordServiceHandler(svc RecordServiceHandler, opts ...connect.HandlerOp
 			recordServiceUpdateHandler.ServeHTTP(w, r)
 		case RecordServiceDeleteProcedure:
 			recordServiceDeleteHandler.ServeHTTP(w, r)
+		case RecordServiceHistoryProcedure:
+			recordServiceHistoryHandler.ServeHTTP(w, r)
+		case RecordServiceGetVersionProcedure:
+			recordServiceGetVersionHandler.ServeHTTP(w, r)
+		case RecordServiceRestoreProcedure:
+			recordServiceRestoreHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -241,4 +342,16 @@ func (UnimplementedRecordServiceHandler) Update(context.Context, *connect.Reques
 
 func (UnimplementedRecordServiceHandler) Delete(context.Context, *connect.Request[v1.DeleteRequest]) (*connect.Response[v1.DeleteResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("dds.v1.RecordService.Delete is not implemented"))
+}
+
+func (UnimplementedRecordServiceHandler) History(context.Context, *connect.Request[v1.HistoryRequest]) (*connect.Response[v1.HistoryResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("dds.v1.RecordService.History is not implemented"))
+}
+
+func (UnimplementedRecordServiceHandler) GetVersion(context.Context, *connect.Request[v1.GetVersionRequest]) (*connect.Response[v1.GetVersionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("dds.v1.RecordService.GetVersion is not implemented"))
+}
+
+func (UnimplementedRecordServiceHandler) Restore(context.Context, *connect.Request[v1.RestoreRequest]) (*connect.Response[v1.RestoreResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("dds.v1.RecordService.Restore is not implemented"))
 }
