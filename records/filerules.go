@@ -24,7 +24,7 @@ import (
 // statement, an EXISTS per such field, each under the entity's read rule
 // (and soft delete), so a record hidden from the principal links nothing.
 func (s *Store) FileLinked(ctx context.Context, sc *Scope, fileID string) (bool, error) {
-	if _, err := uuid.Parse(fileID); err != nil {
+	if !isUUID(fileID) { // not a file id: no record holds it
 		return false, nil
 	}
 	var a query.Args
@@ -184,7 +184,7 @@ func (s *Store) FileReachable(ctx context.Context, sc *Scope, id string) (bool, 
 	if up == "" {
 		return true, nil
 	}
-	if _, err := uuid.Parse(id); err != nil {
+	if !isUUID(id) { // not a file id
 		return false, nil
 	}
 	var mine bool
@@ -197,3 +197,5 @@ func (s *Store) FileReachable(ctx context.Context, sc *Scope, id string) (bool, 
 	}
 	return s.FileLinked(ctx, sc, id)
 }
+
+func isUUID(s string) bool { return uuid.Validate(s) == nil }
