@@ -33,7 +33,8 @@ var sharedTodos = map[string]any{
 			map[string]any{"name": "embedding", "type": "VECTOR", "vectorDimensions": 2},
 		}},
 	},
-	"relationships": []any{map[string]any{"name": "sharedWith", "from": "Todo", "to": "User", "fromField": "sharedWith", "toField": "sharedTodos"}},
+	"relationships": []any{map[string]any{"name": "sharedWith", "from": "Todo", "to": "User", "fromField": "sharedWith", "toField": "sharedTodos",
+		"properties": []any{map[string]any{"name": "note", "type": "STRING"}}}},
 }
 
 // memberRole: a user's own todos and those shared with them; creates are
@@ -41,7 +42,7 @@ var sharedTodos = map[string]any{
 // updates (and cannot give the todo away) or deletes; every field but
 // priority may be written.
 var memberRole = map[string]any{
-	"scopes": []any{"entity:Todo:*", "entity:User:read", "entity:User:create", "relationship:sharedWith:*", "job:*:*"},
+	"scopes": []any{"entity:Todo:*", "entity:User:read", "entity:User:create", "relationship:sharedWith:*", "job:*:*", "file:*:create", "file:*:read"},
 	"fields": map[string]any{"Todo": map[string]any{"write": []any{"title", "code", "ownerId", "done", "org", "embedding"}}},
 	"rules": map[string]any{"Todo": map[string]any{
 		"read": map[string]any{"$or": []any{

@@ -123,6 +123,36 @@ func TestRulesScenarioWritePaths(t *testing.T) {
 		d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Todo/"+w.todo["b1"], w.bob, nil)
 	})
 
+	t.Run("GraphQL batch update and delete", func(t *testing.T) {
+		// b1 is bob's, a1 hidden from him, a2 shared with him (readable,
+		// not his to change): the batch names each refused item by its
+		// index and writes nothing, not even bob's own.
+		res := func(data map[string]any, op string) string {
+			return fmt.Sprint(data[op])
+		}
+		data, errs := gql(t, d, w.tenantID, w.bob, fmt.Sprintf(`mutation { batchUpdateTodo(input: [
+			{id: %q, data: {title: "b1 by gql"}}, {id: %q, data: {title: "mine"}}, {id: %q, data: {title: "mine"}}]) {
+			successCount failed { index error { code } } } }`, w.todo["b1"], w.todo["a1"], w.todo["a2"]))
+		if len(errs) > 0 || res(data, "batchUpdateTodo") != "map[failed:[map[error:map[code:NOT_FOUND] index:1] map[error:map[code:NOT_FOUND] index:2]] successCount:0]" {
+			t.Fatalf("GraphQL batch update of others' todos: %v %v", data, errs)
+		}
+		if rec("b1")["title"] != "b1" || rec("a1")["title"] != "a1" || rec("a2")["title"] != "a2" {
+			t.Fatal("a refused GraphQL batch update wrote")
+		}
+		// update.check per item: giving b1 away fails, named by its rule.
+		data, errs = gql(t, d, w.tenantID, w.bob, fmt.Sprintf(`mutation { batchUpdateTodo(input: [{id: %q, data: {ownerId: "alice"}}]) {
+			successCount failed { index error { code field } } } }`, w.todo["b1"]))
+		if len(errs) > 0 || res(data, "batchUpdateTodo") != "map[failed:[map[error:map[code:FORBIDDEN field:rules.Todo.update.check] index:0]] successCount:0]" || rec("b1")["ownerId"] != "bob" {
+			t.Fatalf("GraphQL batch update giving a todo away: %v %v", data, errs)
+		}
+		data, errs = gql(t, d, w.tenantID, w.bob, fmt.Sprintf(`mutation { batchDeleteTodo(ids: [%q, %q]) { successCount failed { index error { code } } } }`, w.todo["b1"], w.todo["a2"]))
+		if len(errs) > 0 || res(data, "batchDeleteTodo") != "map[failed:[map[error:map[code:NOT_FOUND] index:1]] successCount:0]" {
+			t.Fatalf("GraphQL batch delete of a shared todo: %v %v", data, errs)
+		}
+		d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Todo/"+w.todo["b1"], w.bob, nil)
+		d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Todo/"+w.todo["a2"], w.admin, nil)
+	})
+
 	t.Run("upsert", func(t *testing.T) {
 		up := func(cred string, items ...any) *response {
 			return d.send(t, "POST", "/api/v1/dynamic/Todo/upsert", cred, map[string]any{"onConflict": "code", "items": items})
@@ -223,6 +253,26 @@ func TestRulesScenarioWritePaths(t *testing.T) {
 		// The owner shares and unshares.
 		d.do(t, http.StatusCreated, "POST", edge("b1"), w.bob, map[string]any{"targetId": w.aliceU})
 		d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Todo/"+w.todo["b1"], w.alice, nil)
+		// Updating an edge's properties changes its source's relationships:
+		// only the source's owner may; a hidden or shared source is 404.
+		note := func(todo, user string) any { // the admin's PATCH merging nothing reads the edge
+			items := d.do(t, http.StatusOK, "PATCH", edge(todo)+"/"+user, w.admin, map[string]any{"properties": map[string]any{}}).body(t)["items"].([]any)
+			if len(items) != 1 {
+				t.Fatalf("edges %s → %s: %v", todo, user, items)
+			}
+			p, _ := items[0].(map[string]any)["properties"].(map[string]any)
+			return p["note"]
+		}
+		d.do(t, http.StatusNotFound, "PATCH", edge("a2")+"/"+w.bobU, w.bob, map[string]any{"properties": map[string]any{"note": "bob's"}})
+		d.do(t, http.StatusNotFound, "PATCH", edge("c1")+"/"+w.aliceU, w.alice, map[string]any{"properties": map[string]any{"note": "alice's"}})
+		d.do(t, http.StatusNotFound, "PATCH", edge("c1")+"/"+w.aliceU, w.bob, map[string]any{"properties": map[string]any{"note": "bob's"}})
+		if note("a2", w.bobU) != nil || note("c1", w.aliceU) != nil {
+			t.Fatal("a refused edge PATCH wrote")
+		}
+		d.do(t, http.StatusOK, "PATCH", edge("a2")+"/"+w.bobU, w.alice, map[string]any{"properties": map[string]any{"note": "read this"}})
+		if got := note("a2", w.bobU); got != "read this" {
+			t.Fatalf("the owner's edge PATCH: note %v", got)
+		}
 		d.do(t, http.StatusNoContent, "DELETE", edge("a2")+"/"+w.bobU, w.alice, nil)
 		d.do(t, http.StatusNotFound, "GET", "/api/v1/dynamic/Todo/"+w.todo["a2"], w.bob, nil)
 	})
@@ -262,5 +312,35 @@ func TestRulesScenarioWritePaths(t *testing.T) {
 			t.Fatalf("bulk delete of alice's todos as bob: %v", j)
 		}
 		d.do(t, http.StatusOK, "GET", "/api/v1/dynamic/Todo/"+w.todo["a1"], w.admin, nil)
+	})
+
+	t.Run("imports", func(t *testing.T) {
+		ndjson := func(rows ...string) []byte { return []byte(strings.Join(rows, "\n") + "\n") }
+		imp := func(cred, file string) map[string]any {
+			return runJob(t, d, cred, map[string]any{"type": "import", "entity": "Todo", "fileId": file, "format": "ndjson"})
+		}
+		// A row failing create.check: the job fails naming the rule and
+		// writes nothing, not even the good rows before it.
+		bad := upload(t, d, w.bob, ndjson(`{"title": "i1"}`, `{"title": "i2", "ownerId": "mallory"}`, `{"title": "i3", "done": true}`), nil)
+		j := imp(w.bob, bad)
+		if e, _ := j["error"].(map[string]any); j["status"] != "failed" || e["code"] != "FORBIDDEN" || !strings.Contains(fmt.Sprint(e), "rules.Todo.create.check") {
+			t.Fatalf("import with a row failing create.check: %v", j)
+		}
+		// A row writing a field outside fields.write: the field is named.
+		bad = upload(t, d, w.bob, ndjson(`{"title": "i4"}`, `{"title": "i5", "priority": 3}`), nil)
+		j = imp(w.bob, bad)
+		if e, _ := j["error"].(map[string]any); j["status"] != "failed" || e["code"] != "FORBIDDEN" || e["field"] != "priority" {
+			t.Fatalf("import with a row writing a forbidden field: %v", j)
+		}
+		if n := count(map[string]any{"title": map[string]any{"$in": []any{"i1", "i2", "i3", "i4", "i5"}}}); n != 0 {
+			t.Fatalf("refused imports wrote %v records", n)
+		}
+		// A clean file: the preset makes every row bob's.
+		good := upload(t, d, w.bob, ndjson(`{"title": "i6"}`, `{"title": "i7", "ownerId": "mallory"}`), nil)
+		if j := imp(w.bob, good); j["status"] != "succeeded" || count(map[string]any{"title": map[string]any{"$in": []any{"i6", "i7"}}, "ownerId": "bob"}) != 2 {
+			t.Fatalf("import as bob: %v", j)
+		}
+		// Alice cannot import from bob's file: it is not hers to read.
+		d.do(t, http.StatusNotFound, "POST", "/api/v1/jobs", w.alice, map[string]any{"type": "import", "entity": "Todo", "fileId": good, "format": "ndjson"})
 	})
 }

@@ -101,10 +101,13 @@ type File struct {
 	RequestedAt time.Time  `json:"requestedAt" db:"requested_at"`
 	StorageKey  string     `json:"-" db:"storage_key"`
 	UploadExp   time.Time  `json:"-" db:"upload_expires_at"`
+	// UploadedBy is who requested the upload when it was a principal
+	// under row rules (UploadRequest.Uploader), else nil.
+	UploadedBy *string `json:"-" db:"uploaded_by"`
 }
 
 const fileCols = `id, tenant_id, file_name, mime_type, size_bytes, entity_name, entity_id, field_name,
-	status, created_at, requested_at, storage_key, upload_expires_at`
+	status, created_at, requested_at, storage_key, upload_expires_at, uploaded_by`
 
 // UploadRequest is the body of POST /api/v1/files/upload-url.
 type UploadRequest struct {
@@ -114,6 +117,17 @@ type UploadRequest struct {
 	EntityName *string `json:"entityName,omitempty"`
 	EntityID   *string `json:"entityId,omitempty"`
 	FieldName  *string `json:"fieldName,omitempty"`
+	// Uploader names a principal under row rules ("user:<id>",
+	// "key:<id>"), who alone reaches the file until a record links it
+	// (docs/files.md, "Files under rules"); "" for others. Set by the
+	// server, never by the client.
+	Uploader string `json:"-"`
+}
+
+// UploadedByIs reports whether the file was uploaded by uploader (a
+// non-empty UploadRequest.Uploader).
+func (f *File) UploadedByIs(uploader string) bool {
+	return uploader != "" && f.UploadedBy != nil && *f.UploadedBy == uploader
 }
 
 // UploadTicket answers an upload request.
@@ -178,9 +192,9 @@ func (s *Service) RequestUpload(ctx context.Context, tenantID string, req Upload
 		return nil, apperr.Wrap(err, "could not sign the upload URL")
 	}
 	_, err = s.db.ExecContext(ctx, `INSERT INTO dds.files (id, tenant_id, file_name, mime_type, size_bytes,
-		entity_name, entity_id, field_name, storage_key, upload_expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		id, tenantID, req.FileName, req.MimeType, *req.SizeBytes, req.EntityName, req.EntityID, req.FieldName, key, expires)
+		entity_name, entity_id, field_name, storage_key, upload_expires_at, uploaded_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULLIF($11, ''))`,
+		id, tenantID, req.FileName, req.MimeType, *req.SizeBytes, req.EntityName, req.EntityID, req.FieldName, key, expires, req.Uploader)
 	if err != nil {
 		return nil, apperr.Wrap(err, "could not record the file")
 	}
@@ -281,9 +295,11 @@ func (s *Service) confirmUpdate(ctx context.Context, id string) error {
 }
 
 // ListFilter selects files. Status defaults to confirmed ("all" lists
-// every live file).
+// every live file). UploadedBy, when set, keeps only that uploader's
+// files (a principal under rules lists its own uploads).
 type ListFilter struct {
 	EntityName, EntityID, FieldName, MimeType, Status string
+	UploadedBy                                        string
 	Limit, Offset                                     int
 }
 
@@ -331,6 +347,7 @@ func (s *Service) List(ctx context.Context, tenantID string, f ListFilter) (*Lis
 	}
 	for _, c := range []struct{ col, v string }{
 		{"entity_name", f.EntityName}, {"entity_id", f.EntityID}, {"field_name", f.FieldName}, {"mime_type", f.MimeType},
+		{"uploaded_by", f.UploadedBy},
 	} {
 		if c.v != "" {
 			args = append(args, c.v)

@@ -246,6 +246,14 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, r *Request) (*J
 		if _, err := loadConfirmedFile(ctx, s.db, tenantID, r.FileID); err != nil {
 			return nil, err
 		}
+		// Under rules, only a file the creator reaches (docs/files.md,
+		// "Files under rules"); any other is not found, as another tenant's.
+		if ok, err := s.records.FileReachable(ctx, sc, r.FileID); err != nil || !ok {
+			if err == nil {
+				err = apperr.New(apperr.NotFound, "file %s not found", r.FileID)
+			}
+			return nil, err
+		}
 	case TypeUpdate, TypeDelete:
 		if _, err := parseWhere(sc, r.Entity, r.Where); err != nil {
 			return nil, err
@@ -261,7 +269,7 @@ func (s *Service) Create(ctx context.Context, p *auth.Principal, r *Request) (*J
 			if err := sc.CheckWritable(e.Name, r.Set); err != nil { // fields.write: principal.go
 				return nil, err
 			}
-			if err := s.records.VerifyRowFiles(ctx, tenantID, row); err != nil {
+			if err := s.records.VerifyRowFiles(ctx, sc, row); err != nil {
 				return nil, err
 			}
 		}

@@ -157,7 +157,7 @@ func (c *Compiler) Get(entity, id string, sel Selection) (Statement, error) {
 	var a Args
 	b := &builder{c: c, a: &a}
 	src := b.source(sel)
-	cols, joins, err := b.record(e, sel, "t", src, "select", "", 0)
+	cols, joins, err := b.record(e, sel, "t", src, "", "", 0)
 	if err != nil {
 		return Statement{}, err
 	}

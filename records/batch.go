@@ -632,14 +632,14 @@ func (s *Store) checkFiles(ctx context.Context, sc *Scope, rows []Row, items []a
 	}
 	t0 := time.Now()
 	defer func() { b.dbTime += time.Since(t0) }()
-	if s.VerifyFiles(ctx, sc.TenantID, all) == nil {
+	if s.VerifyFiles(ctx, sc, all) == nil {
 		return
 	}
 	for i, r := range rows {
 		if len(r.Files) == 0 {
 			continue
 		}
-		if err := s.VerifyRowFiles(ctx, sc.TenantID, r); err != nil {
+		if err := s.VerifyRowFiles(ctx, sc, r); err != nil {
 			b.fail(i, items[i], err)
 		}
 	}

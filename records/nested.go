@@ -475,7 +475,7 @@ func (s *Store) createNested(ctx context.Context, sc *Scope, e *schema.Entity, i
 		return nil, err
 	}
 	for _, f := range p.files {
-		if err := s.VerifyRowFiles(ctx, sc.TenantID, f.row); err != nil {
+		if err := s.VerifyRowFiles(ctx, sc, f.row); err != nil {
 			return nil, prefixed(f.path, err)
 		}
 	}
@@ -663,7 +663,7 @@ func (s *Store) batchCreateNested(ctx context.Context, sc *Scope, e *schema.Enti
 	if len(b.res.Failed) == 0 {
 		t0 := time.Now()
 		for _, f := range p.files {
-			if err := s.VerifyRowFiles(ctx, sc.TenantID, f.row); err != nil {
+			if err := s.VerifyRowFiles(ctx, sc, f.row); err != nil {
 				b.fail(f.item, items[f.item], prefixed(f.path, err))
 			}
 		}

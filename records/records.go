@@ -172,18 +172,23 @@ func Prepare(e *schema.Entity, input map[string]any, mode Mode) (Row, []apperr.F
 	return row, errs
 }
 
-// VerifyFiles checks FILE references of rows.
-func (s *Store) VerifyFiles(ctx context.Context, tenantID string, ids []string) error {
+// VerifyFiles checks FILE references of rows written by sc's principal:
+// confirmed files of its tenant and, under row rules, files it may reach
+// (filerules.go).
+func (s *Store) VerifyFiles(ctx context.Context, sc *Scope, ids []string) error {
 	if s.files == nil || len(ids) == 0 {
 		return nil
 	}
-	return s.files.VerifyConfirmed(ctx, tenantID, ids)
+	if err := s.files.VerifyConfirmed(ctx, sc.TenantID, ids); err != nil {
+		return err
+	}
+	return s.verifyReach(ctx, sc, ids)
 }
 
 // VerifyRowFiles checks a row's FILE references and names the entity field
 // holding a bad one (the file service names the file id).
-func (s *Store) VerifyRowFiles(ctx context.Context, tenantID string, row Row) error {
-	err := s.VerifyFiles(ctx, tenantID, row.Files)
+func (s *Store) VerifyRowFiles(ctx context.Context, sc *Scope, row Row) error {
+	err := s.VerifyFiles(ctx, sc, row.Files)
 	if err == nil { // declared after this, ae (whose address errors.As takes) is not allocated per write
 		return nil
 	}
@@ -272,7 +277,7 @@ func (s *Store) Create(ctx context.Context, sc *Scope, entity string, input map[
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}
-	if err := s.VerifyRowFiles(ctx, sc.TenantID, row); err != nil {
+	if err := s.VerifyRowFiles(ctx, sc, row); err != nil {
 		return nil, err
 	}
 	if wr != nil {
@@ -370,7 +375,7 @@ func (s *Store) Update(ctx context.Context, sc *Scope, entity, id string, input 
 	if err := apperr.Fields(errs); err != nil {
 		return nil, err
 	}
-	if err := s.VerifyRowFiles(ctx, sc.TenantID, row); err != nil {
+	if err := s.VerifyRowFiles(ctx, sc, row); err != nil {
 		return nil, err
 	}
 	var a query.Args

@@ -165,6 +165,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	restAPI.Routes(router)
 	restAPI.QueryRoutes(router)     // query, batch, vector search, relationships
 	restAPI.LifecycleRoutes(router) // restore (soft delete), history
+	restAPI.FileRoutes(router)      // a FILE field's download URL through its record
 	connectapi.New(s.Records, s.Schemas).Routes(router)
 	// One GraphQL engine (one cache of prepared operations) serves both
 	// transports; the live feed dispatches the events outbox to the socket's
@@ -181,7 +182,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	feed := apievents.New(s.Records) // the HTTP change feed
 	feed.Retention = cfg.EventRetention
 	feed.Routes(router)
-	apifiles.New(s.Files, fileStore).Routes(router)
+	apifiles.New(s.Files, fileStore, s.Records).Routes(router)
 	s.Jobs = jobs.NewService(d, s.Records, &jobs.TemporalRunner{Client: temporal, TaskQueue: cfg.TemporalTaskQueue})
 	apijobs.New(s.Jobs).Routes(router)
 	apiwebhooks.New(webhook.NewStore(d), temporal, cfg.TemporalTaskQueue, cfg.WebhookAllowPrivate).Routes(router)

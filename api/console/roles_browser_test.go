@@ -17,7 +17,9 @@ import (
 // headless Chromium through a real server (testdata/roles.mjs): write a role
 // in the JSON editor (a skeleton inserted from the schema reference, a rule
 // naming a missing field refused at its path, then an owner rule saved),
-// view the records as alice (only hers) and leave the view (all again), meet
+// view the records as alice (only hers) and leave the view (all again), see
+// a view whose token the API refuses (401, as when it expires) end by itself
+// with a notice, back in the admin's view, meet
 // the 403 of a key that may not mint user tokens, and delete the role.
 // Screenshots go to test-output/console-roles/.
 func TestRolesConsoleInBrowser(t *testing.T) {

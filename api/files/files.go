@@ -1,7 +1,8 @@
 // Package files is the HTTP surface of the file API (docs/files.md):
 // upload-url, confirm, metadata, download-url, list and delete, with scopes
 // file:*:<op>, plus the public routes serving the local storage driver's
-// presigned URLs.
+// presigned URLs. A principal under row rules reaches only the files it
+// uploaded and those the records it may read hold (rules.go).
 package files
 
 import (
@@ -16,15 +17,17 @@ import (
 
 // Handler serves the file API.
 type Handler struct {
-	files *svc.Service
-	local *storage.Local // nil unless the local driver is configured
+	files   *svc.Service
+	local   *storage.Local // nil unless the local driver is configured
+	records Records
 }
 
 // New returns the handler. When store is the local driver, its presigned
 // URLs are served by this server (public routes under storage.LocalRoute).
-func New(files *svc.Service, store storage.Driver) *Handler {
+// records decides what principals under row rules reach (rules.go).
+func New(files *svc.Service, store storage.Driver, records Records) *Handler {
 	local, _ := store.(*storage.Local)
-	return &Handler{files: files, local: local}
+	return &Handler{files: files, local: local, records: records}
 }
 
 // Routes registers the file API.
@@ -55,6 +58,9 @@ func (h *Handler) uploadURL(r *http.Request) (int, any, error) {
 	if err := api.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
+	if req.Uploader, err = h.uploadTarget(r, req); err != nil {
+		return 0, nil, err
+	}
 	res, err := h.files.RequestUpload(r.Context(), t, req)
 	return http.StatusCreated, res, err
 }
@@ -62,6 +68,9 @@ func (h *Handler) uploadURL(r *http.Request) (int, any, error) {
 func (h *Handler) confirm(r *http.Request) (int, any, error) {
 	t, err := tenant(r, "create")
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.reach(r, t, false); err != nil {
 		return 0, nil, err
 	}
 	f, err := h.files.Confirm(r.Context(), t, r.PathValue("id"))
@@ -73,6 +82,9 @@ func (h *Handler) downloadURL(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := h.reach(r, t, true); err != nil {
+		return 0, nil, err
+	}
 	d, err := h.files.DownloadURL(r.Context(), t, r.PathValue("id"))
 	return http.StatusOK, d, err
 }
@@ -80,6 +92,9 @@ func (h *Handler) downloadURL(r *http.Request) (int, any, error) {
 func (h *Handler) get(r *http.Request) (int, any, error) {
 	t, err := tenant(r, "read")
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.reach(r, t, true); err != nil {
 		return 0, nil, err
 	}
 	f, err := h.files.Get(r.Context(), t, r.PathValue("id"))
@@ -114,6 +129,7 @@ func (h *Handler) list(r *http.Request) (int, any, error) {
 	if f.Limit == 0 && q.Get("limit") != "" {
 		return 0, nil, apperr.Field("limit", "must be between 1 and %d", svc.MaxLimit)
 	}
+	f.UploadedBy = uploader(api.Principal(r)) // under rules: its own uploads
 	res, err := h.files.List(r.Context(), t, f)
 	return http.StatusOK, res, err
 }
@@ -121,6 +137,9 @@ func (h *Handler) list(r *http.Request) (int, any, error) {
 func (h *Handler) delete(r *http.Request) (int, any, error) {
 	t, err := tenant(r, "delete")
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.reach(r, t, false); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, h.files.Delete(r.Context(), t, r.PathValue("id"))

@@ -11,9 +11,11 @@ import (
 	"github.com/dds-project/dds/records"
 )
 
-// FileLookup resolves file ids to their metadata (the file service).
+// FileLookup resolves file ids to their metadata and presigns their
+// downloads (the file service).
 type FileLookup interface {
 	GetMany(ctx context.Context, tenantID string, ids []string) (map[string]files.File, error)
+	DownloadURL(ctx context.Context, tenantID, id string) (*files.Download, error)
 }
 
 // wantsFiles reports whether the request asked for ?expand=files.
@@ -25,7 +27,12 @@ func wantsFiles(r *http.Request) bool { return r.URL.Query().Get("expand") == "f
 // to null. No user field can start with "_", so the key cannot collide.
 func (h *Handler) expandFiles(ctx context.Context, sc *records.Scope, entity string, out []byte, list bool) ([]byte, error) {
 	e, _ := sc.Schema.Def.Entity(entity)
-	fields := e.FileFields()
+	var fields []string // only those the principal may read: "_files" names no hidden field
+	for _, f := range e.FileFields() {
+		if sc.Readable(entity, f) {
+			fields = append(fields, f)
+		}
+	}
 	if len(fields) == 0 || h.files == nil {
 		return out, nil
 	}

@@ -14,6 +14,7 @@ export const credential = {
 // storage), so a reload or sign-out ends the view. While set, every call
 // goes with it instead of the signed-in credential.
 let viewAsToken = '';
+let viewAsEnded = () => {};
 export const viewAsCredential = {
   get: () => viewAsToken,
   set: (t) => {
@@ -21,6 +22,12 @@ export const viewAsCredential = {
   },
   clear: () => {
     viewAsToken = '';
+  },
+  // onEnded is told when the API refuses the view's token (401: it
+  // expired, or its roles or minting key are gone): the view ends, rather
+  // than the screen showing a 401.
+  onEnded: (fn) => {
+    viewAsEnded = fn;
   },
 };
 
@@ -43,6 +50,7 @@ export class ApiError extends Error {
 }
 
 export async function request(method, path, body, opts = {}) {
+  const viewing = opts.credential === undefined && viewAsToken !== '' ? viewAsToken : '';
   const headers = { Authorization: 'Bearer ' + (opts.credential ?? (viewAsToken || credential.get())) };
   let payload;
   if (body !== undefined && body !== null) {
@@ -60,6 +68,7 @@ export async function request(method, path, body, opts = {}) {
       data = { error: { message: text } };
     }
   }
+  if (res.status === 401 && viewing && viewing === viewAsToken) viewAsEnded(new ApiError(res.status, data));
   if (!res.ok) throw new ApiError(res.status, data);
   return data;
 }

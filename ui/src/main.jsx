@@ -12,7 +12,7 @@ import { Jobs } from './jobs.jsx';
 import { Tenants } from './tenants.jsx';
 import { Events } from './events.jsx';
 import { Roles } from './roles.jsx';
-import { ViewAsBanner } from './viewas.jsx';
+import { ViewAsBanner, ViewEndedNotice } from './viewas.jsx';
 import './style.css';
 
 // GraphiQL is most of the bundle: loaded only when its screen opens.
@@ -69,7 +69,7 @@ const screens = [
 
 // While viewing as a user only Records is offered: it is the screen whose
 // every call goes with the user's token (GraphiQL keeps the console's own).
-function Shell({ me: signedIn, onSignOut, viewAs, onViewAs, onLeaveViewAs }) {
+function Shell({ me: signedIn, onSignOut, viewAs, onViewAs, onLeaveViewAs, viewEnded, onDismissViewEnded }) {
   const path = usePath();
   const me = viewAs ? viewAs.me : signedIn;
   const allowed = screens.filter((s) => s.can(me.scopes, me) && (!viewAs || s.path === '/records'));
@@ -124,6 +124,7 @@ function Shell({ me: signedIn, onSignOut, viewAs, onViewAs, onLeaveViewAs }) {
         </button>
       </header>
       {viewAs ? <ViewAsBanner viewAs={viewAs} onLeave={onLeaveViewAs} /> : null}
+      {viewEnded ? <ViewEndedNotice message={viewEnded} onDismiss={onDismissViewEnded} /> : null}
       <main className={current && current.path === '/graphql' ? 'full' : ''}>{body}</main>
     </div>
   );
@@ -132,6 +133,26 @@ function Shell({ me: signedIn, onSignOut, viewAs, onViewAs, onLeaveViewAs }) {
 function App() {
   const [me, setMe] = useState(null);
   const [viewAs, setViewAs] = useState(null);
+  const [viewEnded, setViewEnded] = useState(null);
+  // A view as user ends by itself when its token does: at expiresAt, or at
+  // the first call the API refuses with 401 (its roles or minting key
+  // gone, or a clock that disagrees); the console returns to its own view.
+  useEffect(() => {
+    if (!viewAs) return undefined;
+    const end = (why) => {
+      viewAsCredential.clear();
+      setViewAs(null);
+      setViewEnded(`The view as ${viewAs.userId} ended: ${why}. You are back in your own view.`);
+      navigate('/roles');
+    };
+    viewAsCredential.onEnded(() => end('the API no longer accepts its token (expired, or its roles changed)'));
+    const ms = new Date(viewAs.expiresAt).getTime() - Date.now();
+    const timer = setTimeout(() => end('its token expired'), Math.max(0, Math.min(ms, 2 ** 31 - 1)));
+    return () => {
+      clearTimeout(timer);
+      viewAsCredential.onEnded(() => {});
+    };
+  }, [viewAs]);
   const [state, setState] = useState(credential.get() ? 'checking' : 'out');
   const [error, setError] = useState(null);
   useEffect(() => {
@@ -163,8 +184,11 @@ function App() {
     <Shell
       me={me}
       viewAs={viewAs}
+      viewEnded={viewEnded}
+      onDismissViewEnded={() => setViewEnded(null)}
       onViewAs={(v) => {
         viewAsCredential.set(v.token);
+        setViewEnded(null);
         setViewAs(v);
         navigate('/records');
       }}

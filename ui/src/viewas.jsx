@@ -15,3 +15,16 @@ export function ViewAsBanner({ viewAs, onLeave }) {
     </div>
   );
 }
+
+// The notice shown when a view as user ended by itself (its token expired
+// or was refused): the console is back in its own view.
+export function ViewEndedNotice({ message, onDismiss }) {
+  return (
+    <div className="view-as ended" role="status" aria-label="View ended">
+      <span>{message}</span>
+      <button type="button" onClick={onDismiss}>
+        Dismiss
+      </button>
+    </div>
+  );
+}
