@@ -148,4 +148,14 @@ func TestChangeFeed(t *testing.T) {
 			t.Fatalf("SSE event %d is %s, want %s", i, ev.EntityID, want[i])
 		}
 	}
+
+	// An EventSource reconnects to the URL it was opened with, its after or
+	// since included, and sends the last id it received as Last-Event-ID:
+	// it resumes after that id, repeating nothing and refused for nothing.
+	for _, opened := range []string{"after=" + all[0].ID, "since=" + url.QueryEscape(all[0].Timestamp.Format(time.RFC3339Nano))} {
+		again := sse(t, app.URL+"/api/v1/events?entities=Note&"+opened, key, 2, all[3].ID)
+		if len(again) != 2 || again[0].EntityID != ids[4] || again[1].EntityID != ids[5] {
+			t.Errorf("opened with %s, reconnected after event 3: %+v, want events 4 and 5", opened, again)
+		}
+	}
 }

@@ -80,18 +80,22 @@ const maxLimit = 1000
 func parse(r *http.Request) (request, error) {
 	q := r.URL.Query()
 	req := request{after: q.Get("after"), limit: 100}
-	if req.after == "" {
-		req.after = r.Header.Get("Last-Event-ID")
-	}
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
 			return req, apperr.Field("since", "must be an RFC 3339 time (2026-11-26T12:00:00Z)")
 		}
 		if req.after != "" {
-			return req, apperr.Field("since", "give since or after (or Last-Event-ID), not both")
+			return req, apperr.Field("since", "give since or after, not both")
 		}
 		req.since = t
+	}
+	// An EventSource reconnects to the URL it was opened with (its after
+	// or since included) and sends the last id it received as
+	// Last-Event-ID: the header is where the stream got to, so it wins over
+	// the URL's starting point, or the reconnection would repeat events.
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		req.after, req.since = id, time.Time{}
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
