@@ -600,6 +600,7 @@ func (b *builder) entity(e *schema.Entity) {
 
 	b.entityPaths(e, len(vfs) > 0)
 	b.lifecycle(e)
+	b.fileFields(e)
 }
 
 // --- operations -----------------------------------------------------------

@@ -146,6 +146,8 @@ func TestShopPaths(t *testing.T) {
 			"POST "+base+"/query", "POST "+base+"/aggregate", "POST "+base+"/batch", "PATCH "+base+"/batch", "DELETE "+base+"/batch")
 	}
 	want = append(want, "POST /api/v1/dynamic/Product/vector-search")
+	// A file's download URL through the record, for the entity with a FILE field.
+	want = append(want, "GET /api/v1/dynamic/Product/{id}/files/{field}/download-url")
 	// Upsert, for the entities with a unique field.
 	want = append(want, "POST /api/v1/dynamic/Category/upsert", "POST /api/v1/dynamic/User/upsert")
 	for _, r := range []struct{ from, name string }{{"Product", "IN_CATEGORY"}, {"User", "FOLLOWS"}} {
