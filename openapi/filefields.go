@@ -33,7 +33,7 @@ func (b *builder) fileFields(e *schema.Entity) {
 		"expiresAt": val(withFormat(str("when the URL stops working (FILE_STORAGE_URL_TTL after it was issued)"), "date-time")),
 	}, "url", "fileName", "mimeType", "expiresAt")
 	b.schemas["FileDownload"] = val(download)
-	b.item("/api/v1/dynamic/"+n+"/{id}/files/{field}/download-url").Get = op{id: "fileDownloadURL" + n,
+	b.item("/api/v1/dynamic/" + n + "/{id}/files/{field}/download-url").Get = op{id: "fileDownloadURL" + n,
 		summary: "A download URL for the file a " + n + " holds in a FILE field (also needs file:*:read)",
 		scope:   "entity:" + n + ":read", tag: n,
 		params: openapi3.Parameters{pathParam("id", "record id"), &openapi3.ParameterRef{Value: fieldParam}},
