@@ -1,11 +1,7 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,20 +18,7 @@ import (
 // name. The numbers it checks follow from the products seeded
 // here. Screenshots go to test-output/console-aggregate/.
 func TestAggregateConsoleInBrowser(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	npmDir := filepath.Join(root, "deploy", "npm")
-	for _, need := range []string{chromium, filepath.Join(npmDir, "node_modules", "playwright-core")} {
-		if _, err := os.Stat(need); err != nil {
-			teststack.Missing(t, need+" is missing") // deploy/install.sh installs Chromium and deploy/npm
-		}
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		teststack.Missing(t, "node is not on PATH")
-	}
+	b := needBrowser(t)
 	teststack.Need(t, "DATABASE_URL")
 
 	app := testenv.Server(t)
@@ -59,21 +42,5 @@ func TestAggregateConsoleInBrowser(t *testing.T) {
 			map[string]any{"name": p.name, "status": p.status, "price": p.price, "stock": 1, "meta": map[string]any{"k": 1}})
 	}
 
-	out := filepath.Join(root, "test-output", "console-aggregate")
-	if err := os.RemoveAll(out); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer stop()
-	cmd := exec.CommandContext(ctx, node, "testdata/aggregate.mjs")
-	cmd.Env = append(os.Environ(),
-		"DDS_URL="+app.URL, "DDS_KEY="+admin, "DDS_TENANT="+tenant, "OUT_DIR="+out, "NPM_DIR="+npmDir,
-		"CHROMIUM="+chromium, "USER_DATA_DIR="+t.TempDir())
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("browser script: %v (screenshots and the failing step in %s)", err, out)
-	}
+	b.run(t, "aggregate.mjs", "console-aggregate", 4*time.Minute, "DDS_URL="+app.URL, "DDS_KEY="+admin, "DDS_TENANT="+tenant)
 }

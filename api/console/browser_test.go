@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -24,9 +23,6 @@ import (
 	"github.com/dds-project/dds/worker"
 )
 
-// chromium is Debian's package, installed by deploy/install.sh.
-const chromium = "/usr/bin/chromium"
-
 // TestConsoleInBrowser drives the console in headless Chromium through a real
 // server and worker (testdata/browser.mjs, with playwright-core from
 // deploy/npm): sign in, build a schema, write and filter records, upload a
@@ -35,20 +31,7 @@ const chromium = "/usr/bin/chromium"
 // Any error in the browser's console fails it. Screenshots go to
 // test-output/console/ at the repository root.
 func TestConsoleInBrowser(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	npmDir := filepath.Join(root, "deploy", "npm")
-	for _, need := range []string{chromium, filepath.Join(npmDir, "node_modules", "playwright-core")} {
-		if _, err := os.Stat(need); err != nil {
-			teststack.Missing(t, need+" is missing") // deploy/install.sh installs Chromium and deploy/npm
-		}
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		teststack.Missing(t, "node is not on PATH")
-	}
+	b := needBrowser(t)
 
 	// Its own database (the worker's relay delivers every tenant's events
 	// there) and task queue; the Temporal dev server of `make test`.
@@ -120,24 +103,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out := filepath.Join(root, "test-output", "console")
-	if err := os.RemoveAll(out); err != nil { // no stale screenshots of an earlier run
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithTimeout(ctx, 8*time.Minute)
-	defer stop()
-	cmd := exec.CommandContext(runCtx, node, "testdata/browser.mjs")
-	cmd.Env = append(os.Environ(),
+	b.run(t, "browser.mjs", "console", 8*time.Minute,
 		"DDS_URL="+base, "DDS_KEY="+tenant.APIKey, "DDS_TENANT="+tenant.TenantID, "DDS_OPERATOR="+cfg.OperatorToken,
-		"RECEIVER_URL="+receiver.URL+"/hooks/dds", "OUT_DIR="+out, "NPM_DIR="+npmDir,
-		"CHROMIUM="+chromium, "USER_DATA_DIR="+t.TempDir())
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("browser script: %v (screenshots and the failing step in %s)", err, out)
-	}
+		"RECEIVER_URL="+receiver.URL+"/hooks/dds")
 	if delivered.Load() == 0 {
 		t.Fatal("the receiver got no webhook delivery, yet the console showed one")
 	}

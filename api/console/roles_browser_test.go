@@ -1,11 +1,7 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,20 +19,7 @@ import (
 // the 403 of a key that may not mint user tokens, and delete the role.
 // Screenshots go to test-output/console-roles/.
 func TestRolesConsoleInBrowser(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	npmDir := filepath.Join(root, "deploy", "npm")
-	for _, need := range []string{chromium, filepath.Join(npmDir, "node_modules", "playwright-core")} {
-		if _, err := os.Stat(need); err != nil {
-			teststack.Missing(t, need+" is missing") // deploy/install.sh installs Chromium and deploy/npm
-		}
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		teststack.Missing(t, "node is not on PATH")
-	}
+	b := needBrowser(t)
 	teststack.Need(t, "DATABASE_URL")
 
 	app := testenv.Server(t)
@@ -54,23 +37,7 @@ func TestRolesConsoleInBrowser(t *testing.T) {
 	narrow := app.Must(t, http.StatusCreated, "POST", "/api/v1/api-keys", admin,
 		map[string]any{"name": "no-users", "scopes": []string{"role:*:read", "entity:Todo:*"}}).JSON(t)["key"].(string)
 
-	out := filepath.Join(root, "test-output", "console-roles")
-	if err := os.RemoveAll(out); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer stop()
-	cmd := exec.CommandContext(ctx, node, "testdata/roles.mjs")
-	cmd.Env = append(os.Environ(),
-		"DDS_URL="+app.URL, "DDS_KEY="+admin, "DDS_NARROW_KEY="+narrow, "OUT_DIR="+out, "NPM_DIR="+npmDir,
-		"CHROMIUM="+chromium, "USER_DATA_DIR="+t.TempDir())
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("browser script: %v (screenshots and the failing step in %s)", err, out)
-	}
+	b.run(t, "roles.mjs", "console-roles", 4*time.Minute, "DDS_URL="+app.URL, "DDS_KEY="+admin, "DDS_NARROW_KEY="+narrow)
 
 	// The role the browser deleted is gone from the API too.
 	app.Must(t, http.StatusNotFound, "GET", "/api/v1/roles/member", admin, nil)
