@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,16 +30,7 @@ func TestSchemaFileRoles(t *testing.T) {
 	}
 	d.do(t, http.StatusCreated, "PUT", "/api/v1/roles/editor", key, editor)
 	dir := t.TempDir()
-	cli := func(wantOK bool, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(bin, append(args, "--url", d.URL, "--key", key)...)
-		cmd.Env = d.env
-		out, err := cmd.CombinedOutput()
-		if (err == nil) != wantOK {
-			t.Fatalf("dds %s: err %v, want ok=%v:\n%s", strings.Join(args, " "), err, wantOK, out)
-		}
-		return string(out)
-	}
+	cli := schemaCLI(t, d, key)
 	jsonFile, yamlFile := filepath.Join(dir, "schema.json"), filepath.Join(dir, "schema.yaml")
 	cli(true, "schema", "pull", "--file", jsonFile)
 	cli(true, "schema", "pull", "--file", yamlFile)

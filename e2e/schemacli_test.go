@@ -20,16 +20,7 @@ func TestSchemaPullDiffPush(t *testing.T) {
 	d := local
 	_, key, _ := tenantWithSchema(t, d)
 	dir := t.TempDir()
-	cli := func(wantOK bool, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(bin, append(args, "--url", d.URL, "--key", key)...)
-		cmd.Env = d.env
-		out, err := cmd.CombinedOutput()
-		if (err == nil) != wantOK {
-			t.Fatalf("dds %s: err %v, want ok=%v:\n%s", strings.Join(args, " "), err, wantOK, out)
-		}
-		return string(out)
-	}
+	cli := schemaCLI(t, d, key)
 	jsonFile, yamlFile := filepath.Join(dir, "schema.json"), filepath.Join(dir, "schema.yaml")
 	cli(true, "schema", "pull", "--file", jsonFile)
 	cli(true, "schema", "pull", "--file", yamlFile)
@@ -106,5 +97,21 @@ func TestSchemaPullDiffPush(t *testing.T) {
 	}
 	if out := cli(false, "schema", "diff", "--file", filepath.Join(dir, "missing.json")); !strings.Contains(out, "missing.json") {
 		t.Fatalf("a missing file: %s", out)
+	}
+}
+
+// schemaCLI runs `dds <args> --url --key` against deployment d as the
+// tenant's key and returns its output; it fails t unless the command's
+// success is wantOK.
+func schemaCLI(t *testing.T, d *deployment, key string) func(wantOK bool, args ...string) string {
+	return func(wantOK bool, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append(args, "--url", d.URL, "--key", key)...)
+		cmd.Env = d.env
+		out, err := cmd.CombinedOutput()
+		if (err == nil) != wantOK {
+			t.Fatalf("dds %s: err %v, want ok=%v:\n%s", strings.Join(args, " "), err, wantOK, out)
+		}
+		return string(out)
 	}
 }
