@@ -24,29 +24,8 @@ const targetHistory = 0.80
 // create through DDS records its version.
 func enableHistory(ctx context.Context, ddsURL, key string) error {
 	c := load.Client(1)
-	var list struct {
-		Schemas []struct{ ID, Name string }
-	}
-	if _, err := load.Call(ctx, c, "GET", ddsURL+"/api/v1/schemas", key, nil, http.StatusOK, &list); err != nil {
-		return err
-	}
-	id := ""
-	for _, s := range list.Schemas {
-		if s.Name == schemaDef["name"] {
-			id = s.ID
-		}
-	}
-	if id == "" {
-		return fmt.Errorf("history: the bench schema is missing")
-	}
-	def := map[string]any{}
-	for k, v := range schemaDef {
-		def[k] = v
-	}
-	ents := append([]any{}, schemaDef["entities"].([]any)...)
-	plain := ents[0].(map[string]any)
-	def["entities"] = append(ents, map[string]any{"name": historyEntity, "history": true, "fields": plain["fields"]})
-	if _, err := load.Call(ctx, c, "PUT", ddsURL+"/api/v1/schemas/"+id, key, def, http.StatusOK, nil); err != nil {
+	plain := schemaDef["entities"].([]any)[0].(map[string]any)
+	if err := addToSchema(ctx, ddsURL, key, []any{map[string]any{"name": historyEntity, "history": true, "fields": plain["fields"]}}, nil); err != nil {
 		return fmt.Errorf("history: add %s: %w", historyEntity, err)
 	}
 	var rec struct{ ID string }

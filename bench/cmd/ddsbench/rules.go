@@ -64,36 +64,16 @@ type ruleSetup struct {
 // mints u1's tokens.
 func enableRules(ctx context.Context, b *bench, ddsURL, tenantID, key string) (*ruleSetup, error) {
 	c := load.Client(1)
-	var list struct {
-		Schemas []struct{ ID, Name string }
-	}
-	if _, err := load.Call(ctx, c, "GET", ddsURL+"/api/v1/schemas", key, nil, http.StatusOK, &list); err != nil {
-		return nil, err
-	}
-	id := ""
-	for _, s := range list.Schemas {
-		if s.Name == schemaDef["name"] {
-			id = s.ID
-		}
-	}
-	if id == "" {
-		return nil, fmt.Errorf("rules: the bench schema is missing")
-	}
-	def := map[string]any{}
-	for k, v := range schemaDef {
-		def[k] = v
-	}
-	def["entities"] = append(append([]any{}, schemaDef["entities"].([]any)...), map[string]any{"name": ruleEntity, "fields": []any{
+	entities := []any{map[string]any{"name": ruleEntity, "fields": []any{
 		map[string]any{"name": "name", "type": "STRING", "required": true},
 		map[string]any{"name": "price", "type": "NUMBER"},
 		map[string]any{"name": "ownerId", "type": "STRING", "indexed": true},
 	}}, map[string]any{"name": ruleProject, "fields": []any{
 		map[string]any{"name": "name", "type": "STRING", "required": true},
 		map[string]any{"name": "ownerId", "type": "STRING", "indexed": true},
-	}})
-	def["relationships"] = append(append([]any{}, schemaDef["relationships"].([]any)...),
-		map[string]any{"name": ruleRel, "from": ruleEntity, "to": ruleProject, "fromField": "projects", "toField": "items"})
-	if _, err := load.Call(ctx, c, "PUT", ddsURL+"/api/v1/schemas/"+id, key, def, http.StatusOK, nil); err != nil {
+	}}}
+	rels := []any{map[string]any{"name": ruleRel, "from": ruleEntity, "to": ruleProject, "fromField": "projects", "toField": "items"}}
+	if err := addToSchema(ctx, ddsURL, key, entities, rels); err != nil {
 		return nil, fmt.Errorf("rules: add %s: %w", ruleEntity, err)
 	}
 	scopes := []any{"entity:" + ruleEntity + ":read", "entity:" + ruleProject + ":read", "relationship:" + ruleRel + ":read"}
