@@ -8,6 +8,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -188,6 +189,35 @@ func Migrate(ctx context.Context, d *sql.DB) error {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil
+}
+
+// Pending lists the embedded migrations not yet applied to d, by file name
+// in order (missing ones below the database's version included, as
+// Migrate would apply them). It takes no lock and writes nothing but
+// goose's version table, if even that is missing. The processes that serve
+// (`dds serve`, `dds worker`) call it at start and refuse to run on a
+// database that `dds migrate` has not brought to their version: their
+// statements rely on every migration up to it.
+func Pending(ctx context.Context, d *sql.DB) ([]string, error) {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, d, sub, goose.WithAllowOutofOrder(true))
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	st, err := p.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migration status: %w", err)
+	}
+	var out []string
+	for _, m := range st {
+		if m.State == goose.StatePending {
+			out = append(out, path.Base(m.Source.Path))
+		}
+	}
+	return out, nil
 }
 
 // urlSets reports whether the connection URL sets the run-time parameter

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/dds-project/dds/db"
 )
 
 // upgradeLock is the advisory lock key that serialises Upgrade runs (two
@@ -108,15 +111,9 @@ WHERE n.nspname IN (SELECT pg_schema FROM dds.schemas) AND c.relkind IN ('r', 'i
 // finds the old triggers in the catalog (a dds_history trigger that fires
 // on INSERT), whatever the stored definitions say.
 func upgradeHistory(ctx context.Context, conn *sqlx.Conn, log *slog.Logger) error {
-	var old []struct {
-		Schema string `db:"nspname"`
-		Table  string `db:"relname"`
-	}
-	if err := sqlx.SelectContext(ctx, conn, &old, `SELECT n.nspname, c.relname
-FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE tg.tgname = $1 AND tg.tgtype & 4 <> 0 AND n.nspname IN (SELECT pg_schema FROM dds.schemas)
-ORDER BY 1, 2`, historyTrigger); err != nil { // 4: TRIGGER_TYPE_INSERT
-		return fmt.Errorf("list history triggers: %w", err)
+	old, err := oldHistoryTriggers(ctx, conn)
+	if err != nil {
+		return err
 	}
 	for _, o := range old {
 		tx, err := conn.BeginTxx(ctx, nil)
@@ -136,6 +133,67 @@ ORDER BY 1, 2`, historyTrigger); err != nil { // 4: TRIGGER_TYPE_INSERT
 			return fmt.Errorf("schema %s: history triggers of %s: %w", o.Schema, o.Table, err)
 		}
 		log.Info("schema upgrade", "schema", o.Schema, "step", "split the history trigger of "+o.Table+" (creates that write their own version are not recorded twice)")
+	}
+	return nil
+}
+
+// oldTrigger is an entity table whose history trigger predates the split.
+type oldTrigger struct {
+	Schema string `db:"nspname"`
+	Table  string `db:"relname"`
+}
+
+// oldHistoryTriggers finds the tables with the history trigger of an
+// earlier DDS: a dds_history trigger that fires on INSERT.
+func oldHistoryTriggers(ctx context.Context, q sqlx.QueryerContext) ([]oldTrigger, error) {
+	var old []oldTrigger
+	if err := sqlx.SelectContext(ctx, q, &old, `SELECT n.nspname, c.relname
+FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE tg.tgname = $1 AND tg.tgtype & 4 <> 0 AND n.nspname IN (SELECT pg_schema FROM dds.schemas)
+ORDER BY 1, 2`, historyTrigger); err != nil { // 4: TRIGGER_TYPE_INSERT
+		return nil, fmt.Errorf("list history triggers: %w", err)
+	}
+	return old, nil
+}
+
+// UpgradePending lists what Upgrade must still change before this
+// version's processes may write: the entity tables (as "pgschema.table")
+// whose history trigger predates the split, under which a create would be
+// recorded twice. The missing relationship indexes are left out: they
+// cost speed, not correctness, and Upgrade builds them while writes go on.
+// `dds serve` and `dds worker` refuse to start while it lists anything.
+func UpgradePending(ctx context.Context, q sqlx.QueryerContext) ([]string, error) {
+	old, err := oldHistoryTriggers(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(old))
+	for i, o := range old {
+		out[i] = o.Schema + "." + o.Table
+	}
+	return out, nil
+}
+
+// RequireMigrated is the check `dds serve` and `dds worker` make before
+// they serve: the control-plane migrations of this version are applied
+// (db.Pending) and no table waits for Upgrade (UpgradePending). Its error
+// names what is missing and says to run `dds migrate`; the processes exit
+// with it rather than write under the old triggers or without a column
+// their statements name.
+func RequireMigrated(ctx context.Context, d *sqlx.DB) error {
+	pending, err := db.Pending(ctx, d.DB)
+	if err != nil {
+		return err
+	}
+	if n := len(pending); n > 0 {
+		return fmt.Errorf("the database is behind this version of dds: %d migration(s) not applied (%s … %s); run `dds migrate` first", n, pending[0], pending[n-1])
+	}
+	old, err := UpgradePending(ctx, d)
+	if err != nil {
+		return err
+	}
+	if n := len(old); n > 0 {
+		return fmt.Errorf("the database is behind this version of dds: %d table(s) still have the history trigger of an earlier version (%s), under which a create would be recorded twice; run `dds migrate` first", n, strings.Join(old, ", "))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/schema"
 )
@@ -72,11 +73,24 @@ WHERE n.nspname = $1 AND i.indrelid = to_regclass(quote_ident($1) || '."CITES"')
 // A history entity made before the create trigger existed (one trigger on
 // insert, update and delete) gets today's two from Upgrade, so a create
 // that writes its own version is recorded once; a second run changes
-// nothing, and updates and raw inserts are still recorded.
+// nothing, and updates and raw inserts are still recorded. Until Upgrade
+// has run, RequireMigrated (the check of `dds serve` and `dds worker`)
+// refuses the database, naming the table. In a database of its own: a
+// server started by another package meanwhile would refuse the shared one.
 func TestUpgradeSplitsTheHistoryTrigger(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
+	d, err := db.Open(ctx, testenv.OwnDatabase(t, "upgrade"), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := db.Migrate(ctx, d.DB); err != nil {
+		t.Fatal(err)
+	}
+	var tenant string
+	if err := d.Get(&tenant, `INSERT INTO dds.tenants (name) VALUES ($1) RETURNING id`, t.Name()); err != nil {
+		t.Fatal(err)
+	}
 	info, err := schema.NewService(d).Create(ctx, tenant, &schema.Definition{Name: "hist",
 		Entities: []schema.Entity{{Name: "Doc", History: true, Fields: []schema.Field{{Name: "title", Type: schema.String}}}},
 	})
@@ -101,10 +115,17 @@ func TestUpgradeSplitsTheHistoryTrigger(t *testing.T) {
 	d.MustExec(`DROP TRIGGER dds_history ON ` + table)
 	d.MustExec(`DROP TRIGGER dds_history_create ON ` + table)
 	d.MustExec(`CREATE TRIGGER dds_history AFTER INSERT OR UPDATE OR DELETE ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION ` + schema.Ident(pg) + `.dds_history_write()`)
+	err = schema.RequireMigrated(ctx, d)
+	if err == nil || !strings.Contains(err.Error(), pg+".Doc") || !strings.Contains(err.Error(), "run `dds migrate` first") {
+		t.Fatalf("RequireMigrated before the upgrade: %v, want the table named and dds migrate asked for", err)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for run := 1; run <= 2; run++ {
 		if err := schema.Upgrade(ctx, d, log); err != nil {
 			t.Fatalf("upgrade run %d: %v", run, err)
+		}
+		if err := schema.RequireMigrated(ctx, d); err != nil {
+			t.Fatalf("RequireMigrated after upgrade run %d: %v", run, err)
 		}
 		if got := triggers(); got != made {
 			t.Fatalf("after upgrade run %d:\n%s\nwant\n%s", run, got, made)

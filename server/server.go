@@ -83,7 +83,9 @@ type Server struct {
 }
 
 // New builds the server: connects to Postgres and wires every surface.
-// Migrations are not applied here (`dds migrate` or `dds dev` do that).
+// Migrations are not applied here (`dds migrate` or `dds dev` do that);
+// a database they have not brought to this version is refused
+// (schema.RequireMigrated).
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns, cfg.DBOptions()...)
 	if err != nil {
@@ -94,6 +96,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 			d.Close()
 		}
 	}()
+	if err := schema.RequireMigrated(ctx, d); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: log, DB: d, hub: pgnotify.New(cfg.DirectURL(), log), events: pgnotify.NewPublisher(d, log)}
 	s.Schemas = schema.NewService(d)
 	roleStore := roles.NewStore(d, s.Schemas)

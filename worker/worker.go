@@ -64,6 +64,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Worker, er
 	if err != nil {
 		return nil, err
 	}
+	if err := schema.RequireMigrated(ctx, d); err != nil { // as `dds serve`: its jobs write records
+		d.Close()
+		return nil, err
+	}
 	interceptors, err := obs.TemporalInterceptors() // activities continue the trace of the request that started them
 	if err != nil {
 		d.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -8,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/schema"
 )
@@ -95,5 +98,34 @@ WHERE i.indisvalid AND i.indrelid = to_regclass(quote_ident($1) || '."CITES"') A
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("bad configuration must be reported all at once, naming %s: %v %s", want, err, out)
 		}
+	}
+	// A database `dds migrate` has not brought to this version: serve and
+	// worker refuse it, naming the migrations and the command, and write
+	// nothing to it but the migration tool's version table; after dds
+	// migrate, no migration is pending.
+	fresh := testenv.OwnDatabase(t, "unmigrated")
+	freshEnv := append(append([]string{}, env...), "DATABASE_URL="+fresh, "DDS_HTTP_ADDR=127.0.0.1:0", "DDS_WORKER_HTTP_ADDR=127.0.0.1:0")
+	for _, c := range []string{"serve", "worker"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // one that starts anyway is killed
+		defer cancel()
+		cmd = exec.CommandContext(ctx, bin, c)
+		cmd.Env = freshEnv
+		b, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(b), "migration(s) not applied (00001_") || !strings.Contains(string(b), "run `dds migrate` first") {
+			t.Errorf("dds %s on an unmigrated database must refuse to start, naming the migrations: %v\n%s", c, err, b)
+		}
+	}
+	cmd = exec.Command(bin, "migrate")
+	cmd.Env = freshEnv
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("dds migrate: %v\n%s", err, b)
+	}
+	fd, err := db.Open(context.Background(), fresh, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	if pending, err := db.Pending(context.Background(), fd.DB); err != nil || len(pending) != 0 {
+		t.Fatalf("pending after dds migrate: %v %v", pending, err)
 	}
 }

@@ -14,11 +14,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/config"
@@ -265,4 +267,34 @@ func (a *App) Upload(t testing.TB, key, name, contentType string, body []byte) s
 	}
 	a.Must(t, http.StatusOK, "POST", "/api/v1/files/"+tk.FileID+"/confirm", key, nil)
 	return tk.FileID
+}
+
+// OwnDatabase returns the URL of a fresh, empty database of the calling
+// test on the test server, named after the shared test database and
+// suffix (dropped and made again when an earlier run left it), dropped
+// when the test ends. For a test whose state must not reach the other
+// packages sharing the test database: a schema as an earlier DDS made it,
+// which every server started meanwhile would refuse to start on.
+func OwnDatabase(t testing.TB, suffix string) string {
+	t.Helper()
+	u, err := url.Parse(DatabaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := pgx.Identifier{strings.TrimPrefix(u.Path, "/") + "_" + suffix}.Sanitize()
+	d := DB(t)
+	drop := func() error { _, err := d.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); return err }
+	if err := drop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Exec(`CREATE DATABASE ` + name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Errorf("cleanup: drop database %s: %v", name, err)
+		}
+	})
+	u.Path = "/" + strings.TrimPrefix(u.Path, "/") + "_" + suffix
+	return u.String()
 }
