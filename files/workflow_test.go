@@ -24,6 +24,7 @@ import (
 	"github.com/dds-project/dds/files"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/internal/testenv/teststack"
+	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/storage"
 	"github.com/dds-project/dds/storage/storagetest"
 )
@@ -46,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	if err := db.Migrate(ctx, d.DB); err != nil {
+	if err := schema.Migrate(ctx, d, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	tenant := testenv.TenantRow(t, "upload-wf-test")

@@ -197,3 +197,14 @@ func RequireMigrated(ctx context.Context, d *sqlx.DB) error {
 	}
 	return nil
 }
+
+// Migrate is what `dds migrate` does: the control-plane migrations
+// (db.Migrate), then Upgrade of the stored schemas' tables. A database it
+// has run on passes RequireMigrated, so the test helpers that prepare a
+// database for servers and workers call it too.
+func Migrate(ctx context.Context, d *sqlx.DB, log *slog.Logger) error {
+	if err := db.Migrate(ctx, d.DB); err != nil {
+		return err
+	}
+	return Upgrade(ctx, d, log)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/internal/testenv/teststack"
+	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/server"
 	"github.com/dds-project/dds/webhook/webhooktest"
 	"github.com/dds-project/dds/worker"
@@ -47,7 +48,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if err := db.Migrate(ctx, d.DB); err != nil {
+	if err := schema.Migrate(ctx, d, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -68,7 +68,7 @@ func startEnv(url string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.Migrate(ctx, d.DB); err != nil {
+	if err := schema.Migrate(ctx, d, slog.New(slog.DiscardHandler)); err != nil {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

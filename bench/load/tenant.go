@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -23,7 +24,7 @@ func Tenant(ctx context.Context, dbURL, name string, conns int) (d *sqlx.DB, t t
 	if err != nil {
 		return nil, tenant.Created{}, nil, err
 	}
-	if err := db.Migrate(ctx, d.DB); err != nil {
+	if err := schema.Migrate(ctx, d, slog.New(slog.DiscardHandler)); err != nil {
 		d.Close()
 		return nil, tenant.Created{}, nil, err
 	}

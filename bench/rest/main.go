@@ -58,6 +58,7 @@ import (
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
+	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/server"
 )
 
@@ -141,7 +142,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer pool.Close()
-	if err := db.Migrate(ctx, pool.DB); err != nil {
+	if err := schema.Migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
 		return err
 	}
 	// The configuration is loaded like `dds serve` loads it (so defaults

@@ -204,10 +204,7 @@ func migrate(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer d.Close()
-	if err := db.Migrate(ctx, d.DB); err != nil {
-		return err
-	}
-	return schema.Upgrade(ctx, d, log)
+	return schema.Migrate(ctx, d, log)
 }
 
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {

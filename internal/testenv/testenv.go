@@ -26,6 +26,7 @@ import (
 	"github.com/dds-project/dds/config"
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/internal/testenv/teststack"
+	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/server"
 )
 
@@ -52,7 +53,7 @@ func DB(t testing.TB) *sqlx.DB {
 		if err != nil {
 			return nil, fmt.Errorf("test database: %w", err)
 		}
-		if err := db.Migrate(ctx, d.DB); err != nil {
+		if err := schema.Migrate(ctx, d, slog.New(slog.DiscardHandler)); err != nil {
 			return nil, fmt.Errorf("test database: %w", err)
 		}
 		return d, nil

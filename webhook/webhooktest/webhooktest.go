@@ -29,6 +29,7 @@ import (
 
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/internal/testenv/teststack"
+	"github.com/dds-project/dds/schema"
 	"github.com/dds-project/dds/webhook"
 )
 
@@ -79,7 +80,7 @@ func isolated() (string, error) {
 		return "", err
 	}
 	defer d.Close()
-	if err := db.Migrate(ctx, d.DB); err != nil {
+	if err := schema.Migrate(ctx, d, slog.New(slog.DiscardHandler)); err != nil {
 		return "", err
 	}
 	return u, nil
