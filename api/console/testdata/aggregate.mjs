@@ -2,64 +2,13 @@
 // aggregate_browser_test.go for the environment and the products it seeds:
 // live 10, 20, 30; draft 5, 15; archived 100, by price). Each step leaves a
 // screenshot in OUT_DIR; any unexpected browser console error fails the run.
-import { createRequire } from 'node:module';
-import path from 'node:path';
-
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
-const require = createRequire(path.join(env('NPM_DIR'), 'package.json'));
-const { chromium } = require('playwright-core');
+import { env, launch } from './harness.mjs';
 
 const BASE = env('DDS_URL');
-const OUT = env('OUT_DIR');
 
 // The API's 400s (a sum over JSON, a having on an unknown alias) are expected.
-const expectedResource = /^Failed to load resource: the server responded with a status of 400 /;
-const errors = [];
-const context = await chromium.launchPersistentContext(env('USER_DATA_DIR'), {
-  executablePath: env('CHROMIUM'),
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1400, height: 900 },
-});
-context.setDefaultTimeout(20000);
-const page = context.pages()[0] || (await context.newPage());
-page.on('console', (m) => {
-  if (m.type() !== 'error') return;
-  const loc = m.location();
-  if (expectedResource.test(m.text()) && loc.url && new URL(loc.url).pathname.startsWith('/api/v1/')) return;
-  errors.push(`console.error: ${m.text()} (${loc.url || ''})`);
-});
-page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
-
-
-let stepNo = 0;
-async function step(name, fn) {
-  stepNo++;
-  const shot = path.join(OUT, `${String(stepNo).padStart(2, '0')}-${name}.png`);
-  try {
-    await fn();
-    await page.screenshot({ path: shot, fullPage: true });
-    console.log(`ok   ${stepNo} ${name}`);
-  } catch (e) {
-    await page.screenshot({ path: shot.replace('.png', '-FAILED.png'), fullPage: true }).catch(() => {});
-    console.log(`FAIL ${stepNo} ${name}: ${e.message}`);
-    throw e;
-  }
-  if (errors.length) throw new Error(`browser errors after step ${name}:\n${errors.join('\n')}`);
-}
-const nav = (name) => page.locator('header nav').getByRole('link', { name, exact: true }).click();
+const { context, page, step, nav, signIn } = await launch({ expectedStatuses: [400] });
 const view = () => page.getByRole('form', { name: 'Aggregate Product' });
-
-async function signIn(key) {
-  await page.goto(BASE + '/console/');
-  await page.getByLabel('API key, access token or operator token', { exact: true }).fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.locator('header nav').waitFor();
-}
 
 // expectResult waits until the result table shows exactly these rows (cell
 // texts, in order) under these headers.

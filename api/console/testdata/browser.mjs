@@ -1,76 +1,22 @@
 // Drives the DDS console in headless Chromium (see browser_test.go for the
 // environment it gets). Each step leaves a screenshot in OUT_DIR; any error
 // in the browser's console, or an uncaught page error, fails the run.
-import { createRequire } from 'node:module';
 import path from 'node:path';
-
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
-const require = createRequire(path.join(env('NPM_DIR'), 'package.json'));
-const { chromium } = require('playwright-core');
+import { env, launch } from './harness.mjs';
 
 const BASE = env('DDS_URL');
-const OUT = env('OUT_DIR');
-const TIMEOUT = 20000;
 
-// The API answering 400/403/409 is how the console learns what to show next to
-// a field; Chromium logs each such response. Only these statuses, on API
-// calls, are expected; every other console error fails the run.
-const expectedResource = /^Failed to load resource: the server responded with a status of (400|401|403|409) /;
-
-const errors = [];
-// A fresh profile per run (playwright passes it as --user-data-dir).
-const context = await chromium.launchPersistentContext(env('USER_DATA_DIR'), {
-  executablePath: env('CHROMIUM'),
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1400, height: 900 },
-  acceptDownloads: true,
-});
-context.setDefaultTimeout(TIMEOUT);
-const page = context.pages()[0] || (await context.newPage());
-page.on('console', (m) => {
-  if (m.type() !== 'error') return;
-  const loc = m.location();
-  if (expectedResource.test(m.text()) && loc.url && new URL(loc.url).pathname.startsWith('/api/v1/')) return;
-  errors.push(`console.error: ${m.text()} (${loc.url || ''})`);
-});
-page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
-page.on('requestfailed', (r) => {
-  const f = r.failure();
-  if (f && f.errorText !== 'net::ERR_ABORTED') errors.push(`request failed: ${r.method()} ${r.url()}: ${f.errorText}`);
-});
-
-let stepNo = 0;
-async function step(name, fn) {
-  stepNo++;
-  const shot = path.join(OUT, `${String(stepNo).padStart(2, '0')}-${name}.png`);
-  try {
-    await fn();
-    await page.screenshot({ path: shot, fullPage: true });
-    console.log(`ok   ${stepNo} ${name}`);
-  } catch (e) {
-    await page.screenshot({ path: shot.replace('.png', '-FAILED.png'), fullPage: true }).catch(() => {});
-    console.log(`FAIL ${stepNo} ${name}: ${e.message}`);
-    throw e;
-  }
-  if (errors.length) throw new Error(`browser errors after step ${name}:\n${errors.join('\n')}`);
-}
+// The API answering 400/401/403/409 is how the console learns what to show
+// next to a field; every other console error, and any failed request, fails
+// the run.
+const { context, page, errors, step, nav, signIn: signInAt, OUT } = await launch({
+  expectedStatuses: [400, 401, 403, 409], acceptDownloads: true, failedRequests: true });
 
 const expectText = (loc, text) => loc.filter({ hasText: text }).first().waitFor();
-const nav = (name) => page.locator('header nav').getByRole('link', { name, exact: true }).click();
 const field = (entity, n) => page.locator(`fieldset[aria-label="${entity} field ${n}"]`);
 
-async function signIn(key) {
-  await page.goto(BASE + '/');
-  if (!page.url().endsWith('/console/')) throw new Error(`GET / went to ${page.url()}, want /console/`);
-  await page.getByLabel('API key, access token or operator token', { exact: true }).fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.locator('header nav').waitFor();
-}
+// signIn starts at / (which must send the browser to the console).
+const signIn = (key) => signInAt(key, '/');
 
 async function setField(entity, n, name, type, opts = {}) {
   const fs = field(entity, n);

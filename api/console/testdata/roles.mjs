@@ -2,66 +2,14 @@
 // (see roles_browser_test.go for the environment and the data it sets up:
 // a Todo entity with alice-1, alice-2 and bob-1). Each step leaves a
 // screenshot in OUT_DIR; any unexpected browser console error fails the run.
-import { createRequire } from 'node:module';
-import path from 'node:path';
-
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
-const require = createRequire(path.join(env('NPM_DIR'), 'package.json'));
-const { chromium } = require('playwright-core');
+import { env, launch } from './harness.mjs';
 
 const BASE = env('DDS_URL');
-const OUT = env('OUT_DIR');
 
 // The API's 400 (the bad rule), 403 (the narrow key) and 401 (the ended
 // view's token) are expected.
-const expectedResource = /^Failed to load resource: the server responded with a status of (400|401|403) /;
-const errors = [];
-const context = await chromium.launchPersistentContext(env('USER_DATA_DIR'), {
-  executablePath: env('CHROMIUM'),
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1400, height: 900 },
-});
-context.setDefaultTimeout(20000);
-const page = context.pages()[0] || (await context.newPage());
-page.on('console', (m) => {
-  if (m.type() !== 'error') return;
-  const loc = m.location();
-  if (expectedResource.test(m.text()) && loc.url && new URL(loc.url).pathname.startsWith('/api/v1/')) return;
-  errors.push(`console.error: ${m.text()} (${loc.url || ''})`);
-});
-page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
-page.on('dialog', (d) => d.accept()); // the delete confirmation
-
-let stepNo = 0;
-async function step(name, fn) {
-  stepNo++;
-  const shot = path.join(OUT, `${String(stepNo).padStart(2, '0')}-${name}.png`);
-  try {
-    await fn();
-    await page.screenshot({ path: shot, fullPage: true });
-    console.log(`ok   ${stepNo} ${name}`);
-  } catch (e) {
-    await page.screenshot({ path: shot.replace('.png', '-FAILED.png'), fullPage: true }).catch(() => {});
-    console.log(`FAIL ${stepNo} ${name}: ${e.message}`);
-    throw e;
-  }
-  if (errors.length) throw new Error(`browser errors after step ${name}:\n${errors.join('\n')}`);
-}
-
-const nav = (name) => page.locator('header nav').getByRole('link', { name, exact: true }).click();
+const { context, page, step, nav, signIn } = await launch({ expectedStatuses: [400, 401, 403], acceptDialogs: true });
 const todoTable = () => page.getByRole('table', { name: 'Todo records' });
-
-async function signIn(key) {
-  await page.goto(BASE + '/console/');
-  await page.getByLabel('API key, access token or operator token', { exact: true }).fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.locator('header nav').waitFor();
-}
 
 // expectTitles waits until the Todo table lists exactly these titles.
 async function expectTitles(want) {
