@@ -208,9 +208,11 @@ func isUUID(id string) bool {
 
 // byID reads one record with a selection (null when absent): a kept flat
 // selection through its own statement, which builds the response's object
-// (exact.go); any other through the records store's read by id, the
-// statement REST's GET runs (its text is kept per entity and selection, so
-// only the id is bound per request).
+// (exact.go); one with relationship lists or aggregates through a get
+// compiled to build it too, when it can (exact.go's exactable); any other
+// through the records store's read by id, the statement REST's GET runs
+// (its text is kept per entity and selection, so only the id is bound per
+// request).
 func (x *execCtx) byID(e *schema.Entity, cf *cfield, id string) ([]byte, error) {
 	var b bytes.Buffer
 	if err := x.writeByID(&b, e, cf, id); err != nil {
@@ -232,6 +234,16 @@ func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id st
 			return err
 		}
 	}
+	// A selection with relationship lists or aggregates is compiled per
+	// request (records keeps no text for it): compiled with Output when
+	// Postgres can build the response's object (exact.go), as a list of
+	// the same selection is.
+	exact := false
+	if !x.e.noExact && (len(sel.Nested) > 0 || len(sel.Aggregates) > 0) {
+		if idShape := exactOutput(sh, &sel); idShape != nil {
+			sh, exact = idShape, true
+		}
+	}
 	raw, err := x.e.store.Get(x.ctx, x.sc, e.Name, id, sel)
 	if err != nil {
 		if apperr.As(err).Code == apperr.NotFound {
@@ -239,6 +251,9 @@ func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id st
 			return nil
 		}
 		return err
+	}
+	if exact && jsonshape.WriteExactObject(b, raw) {
+		return nil
 	}
 	b.Grow(len(raw) + len(raw)/4 + 16) // renamed keys and __typename may add a little
 	if err := jsonshape.WriteKept(b, sh, raw); err != nil {
