@@ -370,3 +370,14 @@ func BenchmarkDeepDDS(b *testing.B) {
 	body := gqlBody(gqlDeepQuery, map[string]any{"after": cursor})
 	benchPost(b, f.key, url, func() []byte { return body })
 }
+
+// BenchmarkCategoryAggDDS is the aggcategory section's GraphQL query (20
+// categories with their products' count and average price) in-process,
+// for a CPU profile of the server's part of it.
+func BenchmarkCategoryAggDDS(b *testing.B) {
+	f := newFixture(b, nestedLinked)
+	if err := f.b.seedNested(context.Background(), f.ids); err != nil {
+		b.Fatal(err)
+	}
+	benchGraphQL(b, f, gqlCategoryAggQuery)
+}
