@@ -24,12 +24,19 @@ import (
 //   - A list or aggregate whose plan Postgres estimates to read more rows
 //     than the row budget (WithRowBudget) is refused with 400
 //     QUERY_TOO_EXPENSIVE before it runs. The estimate is an EXPLAIN of the
-//     statement with its values, one extra round trip; to keep it off cheap
-//     requests, a statement text whose estimate was below a tenth of the
-//     budget is not explained again for a minute (its values rarely move
-//     the estimate that far; the deadline still bounds it), while texts
-//     estimated near or above the budget are explained on every request,
-//     since there their values decide.
+//     statement with its values, one extra round trip (and a full planning
+//     of the statement, which the statement itself may skip with a cached
+//     plan); to keep it off repeated requests, a statement text whose
+//     estimate was below a tenth of the budget is not explained again for a
+//     minute whatever its values (they rarely move the estimate that far;
+//     the deadline still bounds it), and one estimated near the budget but
+//     within it is not explained again for a minute with the same bound
+//     values (the same text and values plan the same; there the values
+//     decide, so other values are explained). Texts estimated above the
+//     budget are explained on every request. A relationship aggregate such
+//     as "20 categories with their products' count and average price" is
+//     estimated near the budget (a merge join's inner index is counted
+//     whole though it stops early), and was explained on every request.
 
 // WithStatementTimeout bounds each statement a request runs through the
 // store (0: no bound).
@@ -76,19 +83,72 @@ func commitError(ctx context.Context, sc *Scope, entity string, err error) error
 // not be taken again. It lives on the schema version (Scope.Schema.Memo),
 // so a schema change starts afresh.
 //
-// Invariant: an entry is keyed by everything its estimate depends on but
-// the bound values: the statement text (which names the tenant's Postgres
-// schema, the tables, the filter's shape, order and limit) within one
-// schema version. The budget is the store's, fixed for its life.
+// Invariant: an entry of m is keyed by everything its estimate depends on
+// but the bound values: the statement text (which names the tenant's
+// Postgres schema, the tables, the filter's shape, order and limit) within
+// one schema version; an entry of valued by everything: the text and the
+// bound values (valuesKey). The budget is the store's, fixed for its life.
 type budgetMemo struct {
-	mu sync.Mutex
-	m  map[string]time.Time
+	mu     sync.Mutex
+	m      map[string]time.Time // text → until when: estimated below a tenth of the budget
+	valued map[string]time.Time // valuesKey → until when: estimated within the budget
 }
 
 const (
 	budgetMemoMax = 4096
 	budgetMemoTTL = time.Minute
 )
+
+// valuesKey is the key of a statement text with its bound values: the
+// values as fmt writes them with %#v (type and value; a pointer, which
+// would print its address, only misses).
+func valuesKey(sql string, args []any) string {
+	return sql + "\x00" + fmt.Sprintf("%#v", args)
+}
+
+// fresh reports whether st's estimate with args need not be taken at now.
+func (m *budgetMemo) fresh(sql string, args []any, now time.Time) bool {
+	m.mu.Lock()
+	until, ok := m.m[sql]
+	n := len(m.valued)
+	m.mu.Unlock()
+	if ok && now.Before(until) {
+		return true
+	}
+	if n == 0 {
+		return false
+	}
+	k := valuesKey(sql, args)
+	m.mu.Lock()
+	until, ok = m.valued[k]
+	m.mu.Unlock()
+	return ok && now.Before(until)
+}
+
+// remember keeps an estimate of rows within budget taken at now: for the
+// text whatever its values when below a tenth of budget, else for these
+// values.
+func (m *budgetMemo) remember(sql string, args []any, rows float64, budget int64, now time.Time) {
+	if rows > float64(budget) {
+		return
+	}
+	memo, k := m.m, sql
+	if rows >= float64(budget)/10 {
+		k = valuesKey(sql, args)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k != sql {
+		if m.valued == nil {
+			m.valued = map[string]time.Time{}
+		}
+		memo = m.valued
+	}
+	if len(memo) >= budgetMemoMax {
+		clear(memo)
+	}
+	memo[k] = now.Add(budgetMemoTTL)
+}
 
 func (s *Store) budgetMemo(sc *Scope) *budgetMemo {
 	return sc.Schema.Memo("records.budget", func() any { return &budgetMemo{m: map[string]time.Time{}} }).(*budgetMemo)
@@ -101,14 +161,12 @@ func (s *Store) checkBudget(ctx context.Context, sc *Scope, entity string, st qu
 	}
 	memo := s.budgetMemo(sc)
 	now := time.Now()
-	memo.mu.Lock()
-	until, ok := memo.m[st.SQL]
-	memo.mu.Unlock()
-	if ok && now.Before(until) {
+	args := sc.bind(st.Args)
+	if memo.fresh(st.SQL, args, now) {
 		return nil
 	}
 	var plan []byte
-	if err := s.db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+st.SQL, sc.bind(st.Args)...).Scan(&plan); err != nil {
+	if err := s.db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+st.SQL, args...).Scan(&plan); err != nil {
 		return MapError(sc, entity, err)
 	}
 	rows, err := EstimatedRows(plan)
@@ -120,14 +178,7 @@ func (s *Store) checkBudget(ctx context.Context, sc *Scope, entity string, st qu
 			Message: fmt.Sprintf("Postgres estimates this query reads about %.0f rows, above the row budget of %d; narrow where (an indexed field), or lower limit", rows, s.rowBudget),
 			Extra:   map[string]any{"budget": s.rowBudget, "estimate": int64(rows)}}
 	}
-	if rows < float64(s.rowBudget)/10 {
-		memo.mu.Lock()
-		if len(memo.m) >= budgetMemoMax {
-			clear(memo.m)
-		}
-		memo.m[st.SQL] = now.Add(budgetMemoTTL)
-		memo.mu.Unlock()
-	}
+	memo.remember(st.SQL, args, rows, s.rowBudget, now)
 	return nil
 }
 

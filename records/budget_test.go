@@ -1,6 +1,10 @@
 package records
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
 
 // EstimatedRows reads what a plan reads: a Limit over a streaming index
 // walk counts its page, a Sort under a Limit counts its whole input, and a
@@ -25,5 +29,41 @@ func TestEstimatedRows(t *testing.T) {
 	}
 	if _, err := EstimatedRows([]byte(`{}`)); err == nil {
 		t.Error("a non-plan was read")
+	}
+}
+
+// The budget memo remembers a cheap text whatever its values, a text
+// estimated near the budget (within it) only with the values it was
+// estimated with, and nothing over the budget; each for a minute.
+func TestBudgetMemo(t *testing.T) {
+	const budget = 1000
+	var m budgetMemo
+	m.m = map[string]time.Time{}
+	now := time.Now()
+	cheap, near, over := "SELECT cheap", "SELECT near", "SELECT over"
+	m.remember(cheap, []any{1}, 99, budget, now)
+	m.remember(near, []any{"a", json.Number("2")}, 100, budget, now)
+	m.remember(near, nil, budget, budget, now)
+	m.remember(over, []any{1}, budget+1, budget, now)
+	for _, c := range []struct {
+		sql  string
+		args []any
+		at   time.Duration
+		want bool
+	}{
+		{cheap, []any{1}, 0, true},
+		{cheap, []any{2}, 0, true}, // any values
+		{cheap, []any{1}, budgetMemoTTL, false},
+		{near, []any{"a", json.Number("2")}, time.Second, true},
+		{near, nil, time.Second, true},
+		{near, []any{"a", json.Number("3")}, 0, false}, // other values are explained
+		{near, []any{"a"}, 0, false},
+		{near, []any{"a", json.Number("2")}, budgetMemoTTL, false},
+		{over, []any{1}, 0, false},
+		{"SELECT other", []any{"a", json.Number("2")}, 0, false},
+	} {
+		if got := m.fresh(c.sql, c.args, now.Add(c.at)); got != c.want {
+			t.Errorf("%s %v after %v: fresh = %v, want %v", c.sql, c.args, c.at, got, c.want)
+		}
 	}
 }

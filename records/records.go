@@ -219,7 +219,7 @@ func (s *Store) Get(ctx context.Context, sc *Scope, entity, id string, sel query
 	defer cancel()
 	var st query.Statement
 	key := ""
-	if len(sel.Nested) == 0 && len(sel.Files) == 0 && len(sel.Aggregates) == 0 { // the key names the fields, nothing else
+	if len(sel.Nested) == 0 && len(sel.Files) == 0 && len(sel.Aggregates) == 0 && sel.Output == nil { // the key names the fields, nothing else
 		key = "get\x00" + entity + "\x00" + strings.Join(sel.Fields, ",")
 	}
 	if text, params, ok := sc.stmts().getParams(key); ok {

@@ -2,9 +2,7 @@ package exec
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"strings"
 
 	"github.com/google/uuid"
 
@@ -208,9 +206,11 @@ func isUUID(id string) bool {
 
 // byID reads one record with a selection (null when absent): a kept flat
 // selection through its own statement, which builds the response's object
-// (exact.go); any other through the records store's read by id, the
-// statement REST's GET runs (its text is kept per entity and selection, so
-// only the id is bound per request).
+// (exact.go); one with relationship lists or aggregates through a get
+// compiled to build it too, when it can (exact.go's exactable); any other
+// through the records store's read by id, the statement REST's GET runs
+// (its text is kept per entity and selection, so only the id is bound per
+// request).
 func (x *execCtx) byID(e *schema.Entity, cf *cfield, id string) ([]byte, error) {
 	var b bytes.Buffer
 	if err := x.writeByID(&b, e, cf, id); err != nil {
@@ -232,6 +232,16 @@ func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id st
 			return err
 		}
 	}
+	// A selection with relationship lists or aggregates is compiled per
+	// request (records keeps no text for it): compiled with Output when
+	// Postgres can build the response's object (exact.go), as a list of
+	// the same selection is.
+	exact := false
+	if !x.e.noExact && (len(sel.Nested) > 0 || len(sel.Aggregates) > 0) {
+		if idShape := exactOutput(sh, &sel); idShape != nil {
+			sh, exact = idShape, true
+		}
+	}
 	raw, err := x.e.store.Get(x.ctx, x.sc, e.Name, id, sel)
 	if err != nil {
 		if apperr.As(err).Code == apperr.NotFound {
@@ -240,70 +250,14 @@ func (x *execCtx) writeByID(b *bytes.Buffer, e *schema.Entity, cf *cfield, id st
 		}
 		return err
 	}
+	if exact && jsonshape.WriteExactObject(b, raw) {
+		return nil
+	}
 	b.Grow(len(raw) + len(raw)/4 + 16) // renamed keys and __typename may add a little
 	if err := jsonshape.WriteKept(b, sh, raw); err != nil {
 		return apperr.Wrap(err, "reshape result")
 	}
 	return nil
-}
-
-// cursor is the opaque cursor: the order keys (so a cursor of another
-// order is refused) and the row's values of them, id last.
-type cursor struct {
-	K []string          `json:"k"`
-	V []json.RawMessage `json:"v"`
-}
-
-func keyNames(keys []query.Order) []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k.Field
-		if k.Desc {
-			out[i] += ":desc"
-		}
-	}
-	return out
-}
-
-func encodeCursor(names []string, keys []query.Order, item []byte) (string, error) {
-	ms, err := jsonshape.ObjectMembers(item, nil)
-	if err != nil {
-		return "", err
-	}
-	c := cursor{K: names}
-	for _, k := range keys {
-		v := jsonshape.Lookup(ms, k.Field)
-		if v == nil {
-			v = []byte("null")
-		}
-		c.V = append(c.V, v)
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-func decodeCursor(s string, names []string, arg string) ([]any, error) {
-	bad := apperr.Field(arg, "is not a cursor of this connection and order")
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, bad
-	}
-	var c cursor
-	if err := json.Unmarshal(raw, &c); err != nil || strings.Join(c.K, ",") != strings.Join(names, ",") || len(c.V) != len(names) {
-		return nil, bad
-	}
-	out := make([]any, len(c.V))
-	for i, v := range c.V {
-		d := json.NewDecoder(bytes.NewReader(v))
-		d.UseNumber()
-		if err := d.Decode(&out[i]); err != nil {
-			return nil, bad
-		}
-	}
-	return out, nil
 }
 
 func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) ([]byte, error) {
@@ -346,7 +300,7 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 	if err != nil {
 		return nil, err
 	}
-	names := keyNames(keys)
+	ck := newCursorKeys(keys) // cursor.go
 	l.OrderBy = keys
 
 	// Selection: edges' nodes, plus the key columns cursors are made of.
@@ -386,13 +340,13 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 	reversed := false
 	switch {
 	case after != "":
-		vals, err := decodeCursor(after, names, "after")
+		vals, err := ck.decode(after, "after")
 		if err != nil {
 			return nil, err
 		}
 		l.Seek = &query.Seek{Values: vals}
 	case before != "":
-		vals, err := decodeCursor(before, names, "before")
+		vals, err := ck.decode(before, "before")
 		if err != nil {
 			return nil, err
 		}
@@ -441,11 +395,18 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 	} else {
 		hasNext, hasPrev = more, after != ""
 	}
+	// Only the cursors the response writes are made (an edge's cursor,
+	// pageInfo's startCursor and endCursor).
 	cursors := make([]string, len(items))
-	for i, it := range items {
-		if cursors[i], err = encodeCursor(names, keys, it); err != nil {
-			return nil, apperr.Wrap(err, "make cursor")
+	cursorAt := func(i int) (string, error) {
+		if cursors[i] == "" {
+			c, err := ck.encode(items[i])
+			if err != nil {
+				return "", apperr.Wrap(err, "make cursor")
+			}
+			cursors[i] = c
 		}
+		return cursors[i], nil
 	}
 
 	var b bytes.Buffer
@@ -481,7 +442,11 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 					case jsonshape.Typename:
 						jsonshape.WriteString(&b, f.Typename)
 					case jsonshape.Scalar:
-						jsonshape.WriteString(&b, cursors[j])
+						c, err := cursorAt(j)
+						if err != nil {
+							return nil, err
+						}
+						jsonshape.WriteString(&b, c)
 					case jsonshape.Self:
 						if err := jsonshape.WriteObj(&b, f.Sub, it); err != nil {
 							return nil, apperr.Wrap(err, "reshape result")
@@ -506,13 +471,19 @@ func (x *execCtx) connection(e *schema.Entity, cf *cfield, args map[string]any) 
 				case "hasPreviousPage":
 					b.WriteString(boolJSON(hasPrev))
 				case "startCursor", "endCursor":
-					if len(cursors) == 0 {
+					if len(items) == 0 {
 						b.WriteString("null")
-					} else if pf.field.Name == "startCursor" {
-						jsonshape.WriteString(&b, cursors[0])
-					} else {
-						jsonshape.WriteString(&b, cursors[len(cursors)-1])
+						break
 					}
+					i := 0
+					if pf.field.Name == "endCursor" {
+						i = len(items) - 1
+					}
+					c, err := cursorAt(i)
+					if err != nil {
+						return nil, err
+					}
+					jsonshape.WriteString(&b, c)
 				}
 			}
 			b.WriteByte('}')

@@ -30,3 +30,29 @@ func TestWriteExactItemsDropsOnlyJSONAggSeparators(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteExactObjectDropsOnlyJSONAggSeparators(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"a":1,"s":"x, \n y"}`:                                     `{"a":1,"s":"x, \n y"}`,
+		`{"l":[{"b":1}, ` + "\n " + `{"b":2}],"n":{"count":2}}`:     `{"l":[{"b":1},{"b":2}],"n":{"count":2}}`,
+		`{"l":[{"m":[{"c":1}, ` + "\n " + `{}]}, ` + "\n " + `{}]}`: `{"l":[{"m":[{"c":1},{}]},{}]}`,
+		`{}`: `{}`,
+	} {
+		var b bytes.Buffer
+		if !WriteExactObject(&b, []byte(raw)) || b.String() != want {
+			t.Errorf("%s: wrote %s, want %s", raw, b.String(), want)
+		}
+	}
+	for _, raw := range []string{
+		`{"l":[{"a":1},` + "\n" + `{"a":2}]}`, // a newline in another form
+		`[{"a":1}]`,                           // not an object
+		`null`,
+		"{\"a\":1}\n",
+		``,
+	} {
+		b := bytes.NewBufferString("keep")
+		if WriteExactObject(b, []byte(raw)) || b.String() != "keep" {
+			t.Errorf("%q: written as it stands: %s", raw, b.String())
+		}
+	}
+}

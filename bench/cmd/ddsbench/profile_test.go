@@ -356,3 +356,28 @@ func BenchmarkListDDS(b *testing.B) {
 	}
 	benchPost(b, f.key, url, func() []byte { return bodies[rand.IntN(len(bodies))] })
 }
+
+// BenchmarkDeepDDS is the deep section's GraphQL page (20 products after
+// the 5,000th of the newest-first feed, by cursor) in-process, for a CPU
+// profile of the server's part of it.
+func BenchmarkDeepDDS(b *testing.B) {
+	f := newFixture(b, 2*deepRows)
+	url := f.app.URL + "/api/v1/dynamic-gql/" + f.b.scope.TenantID
+	cursor, _, err := deepCursors(context.Background(), url, "", f.key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := gqlBody(gqlDeepQuery, map[string]any{"after": cursor})
+	benchPost(b, f.key, url, func() []byte { return body })
+}
+
+// BenchmarkCategoryAggDDS is the aggcategory section's GraphQL query (20
+// categories with their products' count and average price) in-process,
+// for a CPU profile of the server's part of it.
+func BenchmarkCategoryAggDDS(b *testing.B) {
+	f := newFixture(b, nestedLinked)
+	if err := f.b.seedNested(context.Background(), f.ids); err != nil {
+		b.Fatal(err)
+	}
+	benchGraphQL(b, f, gqlCategoryAggQuery)
+}
