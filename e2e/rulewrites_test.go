@@ -319,20 +319,42 @@ func TestRulesScenarioWritePaths(t *testing.T) {
 		imp := func(cred, file string) map[string]any {
 			return runJob(t, d, cred, map[string]any{"type": "import", "entity": "Todo", "fileId": file, "format": "ndjson"})
 		}
-		// A row failing create.check: the job fails naming the rule and
-		// writes nothing, not even the good rows before it.
-		bad := upload(t, d, w.bob, ndjson(`{"title": "i1"}`, `{"title": "i2", "ownerId": "mallory"}`, `{"title": "i3", "done": true}`), nil)
-		j := imp(w.bob, bad)
-		if e, _ := j["error"].(map[string]any); j["status"] != "failed" || e["code"] != "FORBIDDEN" || !strings.Contains(fmt.Sprint(e), "rules.Todo.create.check") {
-			t.Fatalf("import with a row failing create.check: %v", j)
+		// failed is "index:code:field:title" of each item a job's result
+		// lists, and its failureCount.
+		failed := func(j map[string]any) (string, any) {
+			res, _ := j["result"].(map[string]any)
+			var out []string
+			list, _ := res["failed"].([]any)
+			for _, f := range list {
+				f := f.(map[string]any)
+				e, _ := f["error"].(map[string]any)
+				item, _ := f["item"].(map[string]any)
+				out = append(out, fmt.Sprintf("%v:%v:%v:%v", f["index"], e["code"], e["field"], item["title"]))
+			}
+			return strings.Join(out, " "), res["failureCount"]
 		}
-		// A row writing a field outside fields.write: the field is named.
+		// Rows failing create.check: the job fails naming the rule and the
+		// rows (by index, with the item, as a batch names its items), and
+		// writes nothing, not even the good rows before them.
+		bad := upload(t, d, w.bob, ndjson(`{"title": "i1"}`, `{"title": "i2", "ownerId": "mallory"}`, `{"title": "i3", "done": true}`, `{"title": "i3b", "done": true}`), nil)
+		j := imp(w.bob, bad)
+		if e, _ := j["error"].(map[string]any); j["status"] != "failed" || e["code"] != "FORBIDDEN" || e["field"] != "rules.Todo.create.check" || !strings.Contains(fmt.Sprint(e["message"]), "index 2") {
+			t.Fatalf("import with rows failing create.check: %v", j)
+		}
+		if got, n := failed(j); got != "2:FORBIDDEN:rules.Todo.create.check:i3 3:FORBIDDEN:rules.Todo.create.check:i3b" || fmt.Sprint(n) != "2" {
+			t.Fatalf("import with rows failing create.check: failed %s (%v of them), want items 2 and 3", got, n)
+		}
+		// A row writing a field outside fields.write: the field and the row
+		// are named.
 		bad = upload(t, d, w.bob, ndjson(`{"title": "i4"}`, `{"title": "i5", "priority": 3}`), nil)
 		j = imp(w.bob, bad)
-		if e, _ := j["error"].(map[string]any); j["status"] != "failed" || e["code"] != "FORBIDDEN" || e["field"] != "priority" {
+		if e, _ := j["error"].(map[string]any); j["status"] != "failed" || e["code"] != "FORBIDDEN" || e["field"] != "priority" || !strings.Contains(fmt.Sprint(e["message"]), "index 1") {
 			t.Fatalf("import with a row writing a forbidden field: %v", j)
 		}
-		if n := count(map[string]any{"title": map[string]any{"$in": []any{"i1", "i2", "i3", "i4", "i5"}}}); n != 0 {
+		if got, n := failed(j); got != "1:FORBIDDEN:priority:i5" || fmt.Sprint(n) != "1" {
+			t.Fatalf("import with a row writing a forbidden field: failed %s (%v of them), want item 1", got, n)
+		}
+		if n := count(map[string]any{"title": map[string]any{"$in": []any{"i1", "i2", "i3", "i3b", "i4", "i5"}}}); n != 0 {
 			t.Fatalf("refused imports wrote %v records", n)
 		}
 		// A clean file: the preset makes every row bob's.

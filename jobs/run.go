@@ -199,6 +199,23 @@ func (x *Executor) failed(ctx context.Context, id string, err error, res *Result
 	return x.finishWith(ctx, id, Failed, jobError(e), res)
 }
 
+// refusedResult is the result of an import whose rows a rule refused
+// (records.StagedRefused): those rows by index, as a batch lists its
+// failed items and as validation failures are listed; nil for any other
+// error.
+func refusedResult(err error) *Result {
+	var sr *records.StagedRefused
+	if !errors.As(err, &sr) {
+		return nil
+	}
+	fails := &failures{}
+	for _, p := range sr.Problems {
+		fails.add(p.Line, p.Item, p.Err)
+	}
+	fails.count.Store(sr.Count)
+	return &Result{FailureCount: sr.Count, Failed: nonNil(fails.list)}
+}
+
 func jobError(e *apperr.Error) *records.BatchError {
 	be := &records.BatchError{Code: e.Code, Message: e.Message, Details: e.Details}
 	if len(e.Details) > 0 {
@@ -295,7 +312,7 @@ func (x *Executor) Apply(ctx context.Context, id string) (Outcome, error) {
 	}
 	if err != nil {
 		_ = tx.Rollback()
-		return x.failed(ctx, id, err, nil)
+		return x.failed(ctx, id, err, refusedResult(err))
 	}
 	// The staging table goes with the commit that applies it: a worker
 	// that dies after the commit leaves nothing behind for a retry to miss.

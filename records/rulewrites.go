@@ -592,6 +592,51 @@ type bulkRules struct {
 	check  query.Filter
 	name   string            // the check's rule name ("update.check")
 	preset map[string]string // import: field → the SQL of its preset value
+	stage  string            // import: the staging table, to name the rows a check refuses
+}
+
+// MaxStagedProblems is how many refused rows a StagedRefused lists.
+const MaxStagedProblems = 100
+
+// StagedRefused is the error of an import whose staged rows a rule
+// refuses (a field outside fields.write, create.check): Err names the
+// field or the rule, as for one create; Problems are the first refused
+// rows in line order, each naming its line, the item as staged and Err's
+// code and field, as a batch names its failed items; Count counts them all.
+type StagedRefused struct {
+	Err      *apperr.Error
+	Problems []StagedProblem
+	Count    int64
+}
+
+func (e *StagedRefused) Error() string { return e.Err.Error() }
+func (e *StagedRefused) Unwrap() error { return e.Err }
+
+// stagedItem is a staged row as the file had it (its text columns).
+const stagedItem = `row_to_json(s)::jsonb - '_line' - '_id'`
+
+// refused returns err as a StagedRefused listing the staged rows of
+// stage selected by q (columns "_line", item and n, the count of all),
+// each failing with err.
+func refused(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity string, err error, q string, args []any) error {
+	var rows []struct {
+		Line int64           `db:"_line"`
+		Item json.RawMessage `db:"item"`
+		N    int64           `db:"n"`
+	}
+	if qerr := tx.SelectContext(ctx, &rows, q, sc.bind(args)...); qerr != nil {
+		return MapError(sc, entity, qerr)
+	}
+	ae := apperr.As(err)
+	sr := &StagedRefused{Err: ae}
+	for _, r := range rows {
+		sr.Problems = append(sr.Problems, StagedProblem{Line: r.Line, Item: r.Item, Err: ae})
+		sr.Count = r.N
+	}
+	if len(rows) > 0 {
+		ae.Message = fmt.Sprintf("%d of the file's items (the first at index %d): %s; nothing was written", sr.Count, rows[0].Line, ae.Message)
+	}
+	return sr
 }
 
 // bulkRules returns the rules of a bulk update or delete (op) of e; set
@@ -652,7 +697,10 @@ func (s *Store) importRules(ctx context.Context, tx *sqlx.Tx, sc *Scope, e *sche
 			return nil, MapError(sc, e.Name, err)
 		}
 		if sent {
-			return nil, checkWritable(e, wr, map[string]any{f.Name: true})
+			col := schema.Ident(f.Name)
+			return nil, refused(ctx, tx, sc, e.Name, checkWritable(e, wr, map[string]any{f.Name: true}),
+				fmt.Sprintf(`SELECT s."_line", %s AS item, count(*) OVER () AS n FROM %s s WHERE s.%s IS NOT NULL ORDER BY s."_line" LIMIT %d`,
+					stagedItem, stage, col, MaxStagedProblems), nil)
 		}
 	}
 	ru.preset = map[string]string{}
@@ -668,7 +716,7 @@ func (s *Store) importRules(ctx context.Context, tx *sqlx.Tx, sc *Scope, e *sche
 		}
 		ru.preset[k] = a.Add(row.Values[0], schema.ColumnType(f))
 	}
-	ru.check, ru.name = wr.CreateCheck, "create.check"
+	ru.check, ru.name, ru.stage = wr.CreateCheck, "create.check", stage
 	return ru, nil
 }
 
@@ -709,9 +757,26 @@ func (ru *bulkRules) written(ctx context.Context, tx *sqlx.Tx, sc *Scope, e *sch
 		return Written{}, MapError(sc, e.Name, err)
 	}
 	if r.Denied > 0 {
-		return Written{}, ruleDenied(e.Name, ru.name)
+		if ru.stage == "" {
+			return Written{}, ruleDenied(e.Name, ru.name)
+		}
+		return Written{}, ru.refusedRows(ctx, tx, sc, e)
 	}
 	return r.Written, nil
+}
+
+// refusedRows names the staged rows whose records, as the import wrote
+// them in tx (presets applied), fail the check.
+func (ru *bulkRules) refusedRows(ctx context.Context, tx *sqlx.Tx, sc *Scope, e *schema.Entity) error {
+	var a query.Args
+	name := "rules." + e.Name + "." + ru.name
+	c, err := sc.compiler.RuleWhere(e.Name, ru.check, "t", name, &a)
+	if err != nil {
+		return err
+	}
+	return refused(ctx, tx, sc, e.Name, ruleDenied(e.Name, ru.name), fmt.Sprintf(`SELECT s."_line", %s AS item, count(*) OVER () AS n
+FROM %s s JOIN %s t ON t."id" = s."_id"::uuid WHERE NOT coalesce(%s, FALSE) ORDER BY s."_line" LIMIT %d`,
+		stagedItem, ru.stage, sc.compiler.Table(e.Name), c, MaxStagedProblems), a.List())
 }
 
 // CheckWritable refuses input naming a field of entity outside the

@@ -170,18 +170,40 @@ func searchIndex(pg, table string) Step {
 	}
 }
 
-// fieldIndexes are the indexes a field implies: unique, btree (indexed),
+// fieldIndexes are the indexes a field implies: unique, btree (indexed:
+// keyed by the field then id, see pagedIndexKind; a FILE field's plain),
 // GIN (lists, indexed JSON), HNSW cosine (vectors within pgvector's limit).
 func fieldIndexes(pg, table string, f *Field) []Step {
+	return fieldIndexesHow(pg, table, f, "")
+}
+
+// pagedIndexKind names the btree index of an indexed scalar field, on
+// (field, id): an equality on the field (a filter, or a row rule such as
+// ownerId = $user.id) then selects its rows already in the default list
+// order (id, a UUIDv7, so creation order), and a page is the first rows
+// of one index range, forwards or backwards, from a cursor on id
+// included, instead of every matching row sorted, or the whole table
+// walked in id order and filtered. An order by the field itself (then
+// id, the tie breaker) is the index's order too. Earlier versions indexed
+// the field alone ("bt"); Upgrade replaces those.
+const pagedIndexKind = "btid"
+
+// fieldIndexesHow is fieldIndexes with how between CREATE INDEX and the
+// name: "" or "CONCURRENTLY IF NOT EXISTS " (Upgrade).
+func fieldIndexesHow(pg, table string, f *Field, how string) []Step {
 	var out []Step
 	idx := func(kind, method, expr string, unique bool) {
 		u := ""
 		if unique {
 			u = "UNIQUE "
 		}
+		desc := fmt.Sprintf("%s index on %s.%s", kind, table, f.Name)
+		if kind == pagedIndexKind {
+			desc = fmt.Sprintf("index %s by %s then id (equality filters and row rules on %s, paged in list order)", table, f.Name, f.Name)
+		}
 		out = append(out, Step{
-			SQL:         fmt.Sprintf("CREATE %sINDEX %s ON %s %s(%s)", u, Ident(indexName(table, f.Name, kind)), tableSQL(pg, table), method, expr),
-			Description: fmt.Sprintf("%s index on %s.%s", kind, table, f.Name),
+			SQL:         fmt.Sprintf("CREATE %sINDEX %s%s ON %s %s(%s)", u, how, Ident(indexName(table, f.Name, kind)), tableSQL(pg, table), method, expr),
+			Description: desc,
 		})
 	}
 	col := Ident(f.Name)
@@ -195,9 +217,12 @@ func fieldIndexes(pg, table string, f *Field) []Step {
 	case f.Type == JSON && f.Indexed:
 		idx("gin", "USING gin ", col+" jsonb_path_ops", false)
 	default:
-		if f.Unique {
+		switch {
+		case f.Unique:
 			idx("uq", "", col, true)
-		} else if f.Indexed || f.Type == File {
+		case f.Indexed && f.Type != File:
+			idx(pagedIndexKind, "", col+", "+Ident(ColID), false)
+		case f.Indexed || f.Type == File: // a file id names one or a few records: no page to serve
 			idx("bt", "", col, false)
 		}
 	}
@@ -209,7 +234,15 @@ func dropFieldIndexes(pg, table string, f *Field) []Step {
 	for _, s := range fieldIndexes(pg, table, f) {
 		name := s.SQL[strings.Index(s.SQL, `"ix_`):]
 		name = name[:strings.Index(name[1:], `"`)+2]
-		out = append(out, Step{SQL: fmt.Sprintf("DROP INDEX %s.%s", Ident(pg), name), Description: "drop " + s.Description})
+		if !strings.Contains(name, "_"+pagedIndexKind+"_") {
+			out = append(out, Step{SQL: fmt.Sprintf("DROP INDEX %s.%s", Ident(pg), name), Description: "drop " + s.Description})
+			continue
+		}
+		// The table may still hold the field's index of an earlier version
+		// (Upgrade not run yet) instead of this one.
+		out = append(out,
+			Step{SQL: fmt.Sprintf("DROP INDEX IF EXISTS %s.%s", Ident(pg), name), Description: "drop " + s.Description},
+			Step{SQL: fmt.Sprintf("DROP INDEX IF EXISTS %s.%s", Ident(pg), Ident(indexName(table, f.Name, "bt"))), Description: fmt.Sprintf("drop the index on %s.%s an earlier version made", table, f.Name)})
 	}
 	return out
 }
@@ -364,7 +397,8 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'
 func UniqueIndexName(table, field string) string { return indexName(table, field, "uq") }
 
 // FieldIndexNames are the names every index of a field of table may have
-// (unique, btree, GIN, HNSW), for naming the field in Postgres' errors.
+// (unique, btree by the field then id, btree of the field alone, GIN,
+// HNSW), for naming the field in Postgres' errors.
 func FieldIndexNames(table, field string) []string {
-	return []string{indexName(table, field, "uq"), indexName(table, field, "bt"), indexName(table, field, "gin"), indexName(table, field, "hnsw")}
+	return []string{indexName(table, field, "uq"), indexName(table, field, pagedIndexKind), indexName(table, field, "bt"), indexName(table, field, "gin"), indexName(table, field, "hnsw")}
 }

@@ -16,9 +16,13 @@ import (
 // replicas running `dds migrate` at once).
 const upgradeLock = 0x64647375 // "ddsu"
 
+// idxRel is a table or an index in the catalog.
+type idxRel struct{ schema, name string }
+
 // Upgrade gives the tables of every stored schema what the DDL of this
 // version of DDS creates and an earlier version did not: the
-// relationships' creation-order indexes (see orderIndexes), and the split
+// relationships' creation-order indexes (see orderIndexes), indexed
+// fields' indexes by the field then id (upgradePagedIndex), and the split
 // history triggers (upgradeHistory). The indexes are
 // built CONCURRENTLY, so writes go on while they build; one left invalid by
 // an interrupted build is dropped and built again. It is idempotent and
@@ -54,7 +58,7 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_index
 WHERE n.nspname IN (SELECT pg_schema FROM dds.schemas) AND c.relkind IN ('r', 'i')`); err != nil {
 		return fmt.Errorf("list tables and indexes: %w", err)
 	}
-	type rel struct{ schema, name string }
+	type rel = idxRel
 	tables, valid, invalid := map[rel]bool{}, map[rel]bool{}, map[rel]bool{}
 	for _, r := range rels {
 		k := rel{r.Schema, r.Name}
@@ -74,6 +78,14 @@ WHERE n.nspname IN (SELECT pg_schema FROM dds.schemas) AND c.relkind IN ('r', 'i
 		var def Definition
 		if err := json.Unmarshal(s.Definition, &def); err != nil {
 			return fmt.Errorf("schema %s: decode definition: %w", s.PgSchema, err)
+		}
+		for i := range def.Entities {
+			e := &def.Entities[i]
+			for j := range e.Fields {
+				if err := upgradePagedIndex(ctx, conn, log, s.PgSchema, e.Name, &e.Fields[j], valid, invalid); err != nil {
+					return err
+				}
+			}
 		}
 		for i := range def.Relationships {
 			r := &def.Relationships[i]
@@ -97,6 +109,43 @@ WHERE n.nspname IN (SELECT pg_schema FROM dds.schemas) AND c.relkind IN ('r', 'i
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// upgradePagedIndex replaces the index an earlier version made for an
+// indexed field (the field alone) with today's (the field then id,
+// pagedIndexKind), built CONCURRENTLY before the old one is dropped, so
+// lists filtered or ruled by the field are served all along. It acts only
+// where the old index is in the catalog (so the column exists and is
+// indexed); an invalid new index left by an interrupted build is dropped
+// and built again.
+func upgradePagedIndex(ctx context.Context, conn *sqlx.Conn, log *slog.Logger, pg, table string, f *Field, valid, invalid map[idxRel]bool) error {
+	steps := fieldIndexesHow(pg, table, f, "CONCURRENTLY IF NOT EXISTS ")
+	if len(steps) != 1 || !strings.Contains(steps[0].SQL, `"`+indexName(table, f.Name, pagedIndexKind)+`"`) {
+		return nil
+	}
+	legacy, paged := idxRel{pg, indexName(table, f.Name, "bt")}, idxRel{pg, indexName(table, f.Name, pagedIndexKind)}
+	if !valid[legacy] && !invalid[legacy] {
+		return nil
+	}
+	drop := func(r idxRel) error {
+		_, err := conn.ExecContext(ctx, fmt.Sprintf(`DROP INDEX CONCURRENTLY IF EXISTS %s.%s`, Ident(r.schema), Ident(r.name)))
+		return err
+	}
+	if !valid[paged] {
+		if invalid[paged] {
+			if err := drop(paged); err != nil {
+				return fmt.Errorf("schema %s: drop invalid index %s: %w", pg, paged.name, err)
+			}
+		}
+		log.Info("schema upgrade", "schema", pg, "step", steps[0].Description)
+		if _, err := conn.ExecContext(ctx, steps[0].SQL); err != nil {
+			return fmt.Errorf("schema %s: %s: %w", pg, steps[0].Description, err)
+		}
+	}
+	if err := drop(legacy); err != nil {
+		return fmt.Errorf("schema %s: drop the earlier index on %s.%s: %w", pg, table, f.Name, err)
 	}
 	return nil
 }

@@ -148,3 +148,57 @@ func TestUpgradeSplitsTheHistoryTrigger(t *testing.T) {
 		t.Fatalf("versions after the upgrade: %s, want %s", got, want)
 	}
 }
+
+// An indexed field's index as an earlier DDS made it (the field alone) is
+// replaced by Upgrade with today's (the field then id), built before the
+// old one goes; a FILE field's and a unique field's stay as they are, and
+// a second run changes nothing.
+func TestUpgradeIndexesIndexedFieldsThenID(t *testing.T) {
+	ctx := context.Background()
+	d := testenv.DB(t)
+	tenant := testenv.TenantRow(t, t.Name())
+	info, err := schema.NewService(d).Create(ctx, tenant, &schema.Definition{Name: "owned",
+		Entities: []schema.Entity{{Name: "Todo", Fields: []schema.Field{
+			{Name: "ownerId", Type: schema.String, Indexed: true},
+			{Name: "code", Type: schema.String, Unique: true},
+			{Name: "doc", Type: schema.File},
+		}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := schema.PgSchemaName(info.ID)
+	defs := func() string { // the table's secondary index definitions, without names
+		t.Helper()
+		var ds []string
+		if err := d.SelectContext(ctx, &ds, `SELECT regexp_replace(pg_get_indexdef(indexrelid), '^.* USING ', '') || CASE WHEN indisvalid THEN '' ELSE ' (invalid)' END
+FROM pg_index WHERE indrelid = to_regclass(quote_ident($1) || '."Todo"') AND NOT indisprimary ORDER BY 1`, pg); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(ds, "; ")
+	}
+	want := `btree ("createdAt", id); btree ("ownerId", id); btree (code); btree (doc)`
+	if got := defs(); got != want {
+		t.Fatalf("a new entity's indexes: %s, want %s", got, want)
+	}
+	// The index of ownerId as an earlier version made it.
+	var paged string
+	if err := d.GetContext(ctx, &paged, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = to_regclass(quote_ident($1) || '."Todo"') AND pg_get_indexdef(i.indexrelid) LIKE '%("ownerId", id)'`, pg); err != nil {
+		t.Fatal(err)
+	}
+	d.MustExec(`DROP INDEX ` + schema.Ident(pg) + `.` + schema.Ident(paged))
+	d.MustExec(`CREATE INDEX ` + schema.Ident(schema.FieldIndexNames("Todo", "ownerId")[2]) + ` ON ` + schema.QualifiedIdent(pg, "Todo") + ` ("ownerId")`)
+	if got := defs(); !strings.Contains(got, `btree ("ownerId");`) {
+		t.Fatalf("set-up of an old schema: %s", got)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for run := 1; run <= 2; run++ {
+		if err := schema.Upgrade(ctx, d, log); err != nil {
+			t.Fatalf("upgrade run %d: %v", run, err)
+		}
+		if got := defs(); got != want {
+			t.Fatalf("after upgrade run %d: %s, want %s", run, got, want)
+		}
+	}
+}

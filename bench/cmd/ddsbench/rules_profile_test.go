@@ -58,8 +58,8 @@ func benchRuleList(b *testing.B, cred func(rs *ruleSetup, key string) string) {
 	benchPost(b, cred(rs, f.key), url, func() []byte { return bodies[rand.IntN(len(bodies))] })
 }
 
-// TestRulesNestedRunsOneStatement guards the rules section's nested list
-// and get by id: by the user token (each end under its owner rule), the
+// TestRulesNestedRunsOneStatement guards the rules section's nested list,
+// get by id, list and GraphQL list: by the user token (each end under its owner rule), the
 // open role and the admin key, DDS runs one statement, the rules inside it.
 // With -v it logs each statement's plan (EXPLAIN ANALYZE, buffers) and
 // fastest execution, to compare what the rules cost Postgres (a user's
@@ -90,6 +90,20 @@ func TestRulesNestedRunsOneStatement(t *testing.T) {
 	for _, c := range []struct{ name, cred string }{{"GET by id, owner rule", rs.ruled}, {"GET by id, no rule", rs.open}} {
 		o.take()
 		if _, err := load.Call(ctx, load.Client(1), "GET", o.url+"/api/v1/dynamic/"+ruleEntity+"/"+rs.ids[0], c.cred, nil, http.StatusOK, nil); err != nil {
+			t.Fatal(err)
+		}
+		logPlan(t, f, c.name, o.take())
+	}
+	for _, c := range []struct{ name, cred string }{{"list, owner rule", rs.ruled}, {"list, no rule", rs.open}} {
+		o.take()
+		if _, err := load.Call(ctx, load.Client(1), "GET", o.url+"/api/v1/dynamic/"+ruleEntity+"?limit=20", c.cred, nil, http.StatusOK, nil); err != nil {
+			t.Fatal(err)
+		}
+		logPlan(t, f, c.name, o.take())
+	}
+	for _, c := range []struct{ name, cred string }{{"GraphQL list, owner rule", rs.ruled}, {"GraphQL list, no rule", rs.open}} {
+		o.take()
+		if _, err := load.Call(ctx, load.Client(1), "POST", o.url+"/api/v1/dynamic-gql/"+tenantID, c.cred, gqlBody(ruleGQLList, map[string]any{"n": 20}), http.StatusOK, nil); err != nil {
 			t.Fatal(err)
 		}
 		logPlan(t, f, c.name, o.take())
