@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -68,6 +69,10 @@ type Config struct {
 	// delivery counter shared with the retry activity.
 	Registerer prometheus.Registerer
 	Deliveries *webhook.Metrics
+	// Trace, when set, receives each claimed batch's timeline when its work
+	// ends (benchmarks' per-phase profiles). It is called from the batch's
+	// goroutine: it must be safe for concurrent use and quick.
+	Trace func(BatchTrace)
 }
 
 func (c *Config) defaults() {
@@ -166,7 +171,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		// A claim is never abandoned half-way: had the statement committed
 		// while we gave up on it, its events would wait out the lease.
 		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		tr := &BatchTrace{ClaimStart: time.Now()}
 		evs, err := r.outbox.Claim(cctx, r.cfg.BatchSize, r.cfg.Lease)
+		tr.Claimed, tr.Events = time.Now(), len(evs)
 		ccancel()
 		if err != nil {
 			<-batches
@@ -187,7 +194,7 @@ func (r *Relay) Run(ctx context.Context) error {
 				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.BatchTimeout)
 				defer cancel()
 				release := r.holdClaim(pctx, evs)
-				err := r.process(pctx, evs)
+				err := r.process(pctx, evs, tr)
 				release(err != nil && ctx.Err() != nil)
 			}()
 			if len(evs) == r.cfg.BatchSize {
@@ -216,12 +223,14 @@ func (r *Relay) Run(ctx context.Context) error {
 // RelayOnce claims one batch and processes it synchronously; it returns
 // the number of events claimed (tests, tooling).
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
+	tr := &BatchTrace{ClaimStart: time.Now()}
 	evs, err := r.outbox.Claim(ctx, r.cfg.BatchSize, r.cfg.Lease)
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
+	tr.Claimed, tr.Events = time.Now(), len(evs)
 	release := r.holdClaim(ctx, evs)
-	_ = r.process(ctx, evs) // logged; a failed batch is taken again when its claim expires
+	_ = r.process(ctx, evs, tr) // logged; a failed batch is taken again when its claim expires
 	release(false)
 	return len(evs), nil
 }
@@ -304,20 +313,29 @@ type attemptJob struct {
 // pass resume, not repeat. Failed first attempts are left `retrying` in
 // Postgres; the hand-over loop gives each to a Temporal workflow, so an
 // unreachable Temporal never holds a batch up.
-func (r *Relay) process(ctx context.Context, evs []outbox.Event) error {
+func (r *Relay) process(ctx context.Context, evs []outbox.Event, tr *BatchTrace) (err error) {
 	start := time.Now()
+	if r.cfg.Trace != nil {
+		defer func() { tr.Done, tr.Err = time.Now(), err; r.cfg.Trace(*tr) }()
+	}
 	b, err := r.match(ctx, evs)
+	if err == nil {
+		tr.Matched, tr.Deliveries = time.Now(), len(b.jobs)
+	}
 	if err == nil && len(b.queued) > 0 {
 		// A rate-limited webhook's deliveries are committed queued before
 		// the batch's POSTs, as all rows were before issue 23: once any
 		// webhook has an event, the console shows the limited webhook's
 		// backlog too. Only batches with such deliveries pay the round trip.
+		rt := RecordTrace{Start: time.Now(), Rows: len(b.queued), Relayed: len(b.settled)}
 		if err = r.store.RecordFirstAttempts(ctx, b.queued, nil, b.settled); err == nil {
 			b.settled = nil
 		}
+		rt.End = time.Now()
+		tr.Records = append(tr.Records, rt)
 	}
 	if err == nil {
-		err = r.deliver(ctx, b)
+		err = r.deliver(ctx, b, tr)
 	}
 	d := time.Since(start)
 	r.metrics.batch(d, len(evs))
@@ -424,16 +442,20 @@ const (
 // recording transaction goes into the next, so a crash can repeat only the
 // POSTs in flight and the results of one transaction. The batch's settled
 // events go into the first recording transaction.
-func (r *Relay) deliver(ctx context.Context, b *batch) error {
+func (r *Relay) deliver(ctx context.Context, b *batch, tr *BatchTrace) error {
 	results := make(chan *attemptJob, len(b.jobs))
 	launchCtx, stopLaunch := context.WithCancel(ctx)
 	defer stopLaunch()
+	var firstSend atomic.Int64 // unix nanoseconds of the first POST's start
 	go func() {
-		for _, j := range b.jobs {
+		for i, j := range b.jobs {
 			select {
 			case r.http <- struct{}{}:
 			case <-launchCtx.Done():
 				return
+			}
+			if i == 0 {
+				firstSend.Store(time.Now().UnixNano())
 			}
 			go func() {
 				defer func() { <-r.http }()
@@ -448,13 +470,29 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 	done := b.settled
 	flushed := make(chan error, 1)
 	flushing := false
+	var records []*RecordTrace // each End written before its flushed send
+	defer func() {
+		if ns := firstSend.Load(); ns != 0 {
+			tr.FirstSend = time.Unix(0, ns)
+		}
+		if flushing { // returned early: the last one is still running
+			records = records[:len(records)-1]
+		}
+		for _, rt := range records {
+			tr.Records = append(tr.Records, *rt)
+		}
+	}()
 	// A result waits at most recordLinger for others to share its
 	// recording transaction (each costs a handful of round trips and takes
 	// the webhook's row lock); the last result of the batch goes at once.
 	var linger <-chan time.Time
 	flush := func() {
+		rt := &RecordTrace{Start: time.Now(), Rows: len(rows), Relayed: len(done)}
+		records = append(records, rt)
 		go func(rows []webhook.NewDelivery, recs []webhook.AttemptRecord, done []string) {
-			flushed <- r.store.RecordFirstAttempts(ctx, rows, recs, done)
+			err := r.store.RecordFirstAttempts(ctx, rows, recs, done)
+			rt.End = time.Now()
+			flushed <- err
 		}(rows, recs, done)
 		rows, recs, done, flushing, linger = nil, nil, nil, true, nil
 	}
@@ -472,6 +510,9 @@ func (r *Relay) deliver(ctx context.Context, b *batch) error {
 		select {
 		case j := <-in:
 			got++
+			if got == len(b.jobs) {
+				tr.LastResult = time.Now()
+			}
 			rec := r.outcome(j)
 			b.count(rec)
 			rows = append(rows, *j.nd)
