@@ -159,7 +159,13 @@ func (r *Relay) Run(ctx context.Context) error {
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	batches := make(chan struct{}, r.cfg.InFlightBatches)
-	var found time.Time              // when a claim last found events
+	var found time.Time // when a claim last found events
+	// While a backlog drains, each claim starts after the previous full
+	// one (outbox.Store.ClaimAfter); a claim from the head of the outbox,
+	// at least every PollInterval and after any short claim, finds what
+	// that skips (events committed late with a lower seq, released batches).
+	var after int64
+	var fromHead time.Time
 	busy := time.NewTimer(time.Hour) // Reset before each use (no stale fire since Go 1.23)
 	defer busy.Stop()
 	for {
@@ -172,9 +178,21 @@ func (r *Relay) Run(ctx context.Context) error {
 		// while we gave up on it, its events would wait out the lease.
 		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		tr := &BatchTrace{ClaimStart: time.Now()}
-		evs, err := r.outbox.Claim(cctx, r.cfg.BatchSize, r.cfg.Lease)
+		if tr.ClaimStart.Sub(fromHead) >= r.cfg.PollInterval {
+			after = 0
+		}
+		if after == 0 {
+			fromHead = tr.ClaimStart
+		}
+		evs, err := r.outbox.ClaimAfter(cctx, r.cfg.BatchSize, r.cfg.Lease, after)
 		tr.Claimed, tr.Events = time.Now(), len(evs)
 		ccancel()
+		after = 0
+		if err == nil && len(evs) == r.cfg.BatchSize {
+			for _, e := range evs {
+				after = max(after, e.Seq)
+			}
+		}
 		if err != nil {
 			<-batches
 			if ctx.Err() != nil {
