@@ -30,9 +30,9 @@ type SetupOptions struct {
 	Log     *slog.Logger
 	// Trace receives each batch's timeline (Config.Trace; benchmarks).
 	Trace func(BatchTrace)
-	// BatchSize and InFlightBatches override Config's defaults when set
-	// (benchmarks comparing them).
-	BatchSize, InFlightBatches int
+	// BatchSize, InFlightBatches and InFlightEvents override Config's
+	// defaults when set (benchmarks comparing them).
+	BatchSize, InFlightBatches, InFlightEvents int
 }
 
 // Setup builds the relay of a worker process: it makes first attempts
@@ -44,7 +44,7 @@ func Setup(d *sqlx.DB, tc client.Client, dl *webhook.Deliverer, o SetupOptions) 
 		o.Metrics.MustRegister(outbox.NewCollector(outbox.NewStore(d)))
 	}
 	r := New(d, dl.Client, tc, Config{Lease: o.Lease, HTTPWorkers: o.HTTPWorkers, TaskQueue: o.TaskQueue, RetrySchedule: o.RetrySchedule, Registerer: o.Metrics, Deliveries: dl.Metrics, Trace: o.Trace,
-		BatchSize: o.BatchSize, InFlightBatches: o.InFlightBatches}, o.Log)
+		BatchSize: o.BatchSize, InFlightBatches: o.InFlightBatches, InFlightEvents: o.InFlightEvents}, o.Log)
 	if o.Hub != nil {
 		if err := o.Hub.Subscribe(outbox.Channel, func(string) { r.Wake() }); err != nil {
 			return nil, err

@@ -46,6 +46,7 @@ var (
 	perBatch   = flag.Bool("batches", false, "print every batch's timestamps of the backlog run")
 	batchSize  = flag.Int("batch", 0, "events per claim (relay.Config.BatchSize; 0: the relay's default)")
 	inFlight   = flag.Int("inflight", 0, "batches in flight (relay.Config.InFlightBatches; 0: the relay's default)")
+	inFlightEv = flag.Int("inflight-events", 0, "events in flight (relay.Config.InFlightEvents; 0: the relay's default)")
 )
 
 func main() {
@@ -88,7 +89,8 @@ func run(n, rate, writers int, timeout time.Duration) error {
 		os.Setenv("DDS_WEBHOOK_TEST_DB", "dds_bench_webhooks")
 	}
 	tr := &traces{}
-	st, err := relaytest.StartWith("dds-bench", false, relay.SetupOptions{Trace: tr.add, BatchSize: *batchSize, InFlightBatches: *inFlight})
+	st, err := relaytest.StartWith("dds-bench", false, relay.SetupOptions{Trace: tr.add, BatchSize: *batchSize,
+		InFlightBatches: *inFlight, InFlightEvents: *inFlightEv})
 	if err != nil {
 		return err
 	}

@@ -37,8 +37,8 @@ func Start(taskQueue string, verbose bool) (*Stack, error) {
 	return StartWith(taskQueue, verbose, relay.SetupOptions{})
 }
 
-// StartWith is Start with relay options: Trace, BatchSize and
-// InFlightBatches are taken from o (benchmarks).
+// StartWith is Start with relay options: Trace, BatchSize,
+// InFlightBatches and InFlightEvents are taken from o (benchmarks).
 func StartWith(taskQueue string, verbose bool, o relay.SetupOptions) (*Stack, error) {
 	s := &Stack{TaskQueue: taskQueue}
 	fail := func(err error) (*Stack, error) { s.Stop(); return nil, err }
@@ -97,7 +97,7 @@ func StartWith(taskQueue string, verbose bool, o relay.SetupOptions) (*Stack, er
 	// a loaded machine's pauses re-claim batches in flight (the documented
 	// duplicate bound), which the no-crash tests count as repeats.
 	r, err := relay.Setup(d, s.Temporal, dl, relay.SetupOptions{TaskQueue: taskQueue, Hub: hub, Log: log,
-		Trace: o.Trace, BatchSize: o.BatchSize, InFlightBatches: o.InFlightBatches})
+		Trace: o.Trace, BatchSize: o.BatchSize, InFlightBatches: o.InFlightBatches, InFlightEvents: o.InFlightEvents})
 	if err != nil {
 		cancel()
 		return fail(err)

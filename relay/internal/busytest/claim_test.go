@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,5 +127,51 @@ func TestTraceFollowsABatch(t *testing.T) {
 	}
 	if got := received(rc); len(got) != n {
 		t.Fatalf("%d events delivered, want %d", len(got), n)
+	}
+}
+
+// TestEventsInFlightAreBounded: a claim takes at most what is left of
+// Config.InFlightEvents, so the events of the batches in flight (what a
+// crash can repeat) never exceed it, while every event is delivered once.
+func TestEventsInFlightAreBounded(t *testing.T) {
+	d := webhooktest.DB(t)
+	ctx := context.Background()
+	tn, rc := fresh(t, "bounded relay")
+	const n, bound = 12, 4
+	var want []string
+	for range n {
+		want = append(want, webhooktest.Event(t, d, tn, "shop", outbox.EntityCreated, "Product", nil))
+	}
+	var mu sync.Mutex
+	var batches []relay.BatchTrace
+	r := relay.New(d, rc.Client(t), nil, relay.Config{BatchSize: 10, InFlightEvents: bound, PollInterval: time.Hour, BusyFor: time.Hour,
+		Trace: func(b relay.BatchTrace) { mu.Lock(); batches = append(batches, b); mu.Unlock() }},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(rctx) }()
+	webhooktest.Eventually(t, time.Minute, "every delivery", func() bool { return len(received(rc)) == n })
+	stop()
+	<-done
+	got := received(rc)
+	for _, id := range want {
+		if got[id] != 1 {
+			t.Errorf("event %s delivered %d times, want once", id, got[id])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// A batch still running when another's claim started was counted when
+	// that claim was sized: their events together stay within the bound.
+	for _, b := range batches {
+		sum := b.Events
+		for _, a := range batches {
+			if a.ClaimStart.Before(b.ClaimStart) && a.Done.After(b.ClaimStart) {
+				sum += a.Events
+			}
+		}
+		if sum > bound {
+			t.Fatalf("a claim of %d events started with %d others in flight, more than the bound %d", b.Events, sum-b.Events, bound)
+		}
 	}
 }
