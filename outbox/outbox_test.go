@@ -455,3 +455,65 @@ func TestConcurrentClaimersTakeEachEventOnce(t *testing.T) {
 		}
 	}
 }
+
+// A claim after a seq (a relay draining a backlog claims each batch after
+// the previous one) does not see an event that committed late with a
+// lower seq; the next claim from the head of the outbox takes it.
+func TestClaimAfterSkipsLowerSeqUntilAClaimFromTheHead(t *testing.T) {
+	d := webhooktest.DB(t)
+	s := outbox.NewStore(d)
+	o := newTenant(t, d)
+	ctx := context.Background()
+	slow, err := d.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Rollback()
+	var late string
+	if err := slow.Get(&late, `INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
+		VALUES ($1, $2, 'shop', 'entity.created', 'Product', gen_random_uuid(), '{}') RETURNING id`, o.TenantID, o.SchemaID); err != nil {
+		t.Fatal(err)
+	}
+	fast := events(t, d, o, 3)
+	own := func(evs []outbox.Event) []outbox.Event {
+		var out []outbox.Event
+		for _, e := range evs {
+			if e.TenantID == o.TenantID {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	first, err := s.ClaimAfter(ctx, 1000, time.Hour, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := own(first)
+	if !sameSet(ids(got), fast) {
+		t.Fatalf("first claim took %v, want the committed %v", ids(got), fast)
+	}
+	var last int64
+	for _, e := range got {
+		last = max(last, e.Seq)
+	}
+	if last == 0 {
+		t.Fatal("claimed events carry no seq")
+	}
+	if err := slow.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := s.ClaimAfter(ctx, 1000, time.Hour, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := own(next); len(got) != 0 {
+		t.Fatalf("claim after seq %d took %v, want nothing (the late event's seq is lower)", last, ids(got))
+	}
+	head, err := s.ClaimAfter(ctx, 1000, time.Hour, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := own(head); len(got) != 1 || got[0].ID != late {
+		t.Fatalf("claim from the head took %v, want the late event %s", ids(got), late)
+	}
+}

@@ -28,6 +28,11 @@ type SetupOptions struct {
 	// backlog.
 	Metrics prometheus.Registerer
 	Log     *slog.Logger
+	// Trace receives each batch's timeline (Config.Trace; benchmarks).
+	Trace func(BatchTrace)
+	// BatchSize, InFlightBatches and InFlightEvents override Config's
+	// defaults when set (benchmarks comparing them).
+	BatchSize, InFlightBatches, InFlightEvents int
 }
 
 // Setup builds the relay of a worker process: it makes first attempts
@@ -38,7 +43,8 @@ func Setup(d *sqlx.DB, tc client.Client, dl *webhook.Deliverer, o SetupOptions) 
 	if o.Metrics != nil {
 		o.Metrics.MustRegister(outbox.NewCollector(outbox.NewStore(d)))
 	}
-	r := New(d, dl.Client, tc, Config{Lease: o.Lease, HTTPWorkers: o.HTTPWorkers, TaskQueue: o.TaskQueue, RetrySchedule: o.RetrySchedule, Registerer: o.Metrics, Deliveries: dl.Metrics}, o.Log)
+	r := New(d, dl.Client, tc, Config{Lease: o.Lease, HTTPWorkers: o.HTTPWorkers, TaskQueue: o.TaskQueue, RetrySchedule: o.RetrySchedule, Registerer: o.Metrics, Deliveries: dl.Metrics, Trace: o.Trace,
+		BatchSize: o.BatchSize, InFlightBatches: o.InFlightBatches, InFlightEvents: o.InFlightEvents}, o.Log)
 	if o.Hub != nil {
 		if err := o.Hub.Subscribe(outbox.Channel, func(string) { r.Wake() }); err != nil {
 			return nil, err

@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dds-project/dds/apperr"
@@ -197,5 +201,49 @@ func TestClientNon2xxAndCAFile(t *testing.T) {
 	c2, _ := NewClient(ClientConfig{AllowPrivate: true})
 	if r := c2.Post(context.Background(), srv.URL, http.Header{}, nil); r.OK() || r.StatusCode != 0 {
 		t.Fatalf("untrusted certificate accepted: %+v", r)
+	}
+}
+
+// The client keeps its connections to a receiver open between deliveries
+// (http.Transport keeps only 2 idle connections per host unless told
+// otherwise): after a round of concurrent deliveries, a second round opens
+// no new connection, and never more than MaxConnsPerHost are opened.
+func TestClientReusesConnectionsToAReceiver(t *testing.T) {
+	var opened atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	const conc = 16
+	c, err := NewClient(ClientConfig{AllowPrivate: true, RootCAs: pool, MaxConnsPerHost: conc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	round := func() {
+		var wg sync.WaitGroup
+		for i := range 4 * conc {
+			wg.Go(func() {
+				if r := c.Send(context.Background(), srv.URL, "whsec_AAAA", fmt.Sprint("e", i), []byte(`{}`)); !r.OK() {
+					t.Errorf("delivery %d: %+v", i, r)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	round()
+	first := opened.Load()
+	if first > conc {
+		t.Fatalf("%d connections opened for %d at once, want at most %d", first, conc, conc)
+	}
+	round()
+	if n := opened.Load(); n != first {
+		t.Fatalf("the second round opened %d new connections, want 0 (idle ones reused)", n-first)
 	}
 }

@@ -34,6 +34,12 @@ type Stack struct {
 // Start starts the stack; the delivery client trusts httptest's TLS
 // certificate and allows private addresses. Call Stop when done.
 func Start(taskQueue string, verbose bool) (*Stack, error) {
+	return StartWith(taskQueue, verbose, relay.SetupOptions{})
+}
+
+// StartWith is Start with relay options: Trace, BatchSize,
+// InFlightBatches and InFlightEvents are taken from o (benchmarks).
+func StartWith(taskQueue string, verbose bool, o relay.SetupOptions) (*Stack, error) {
 	s := &Stack{TaskQueue: taskQueue}
 	fail := func(err error) (*Stack, error) { s.Stop(); return nil, err }
 	url, err := webhooktest.IsolatedURL()
@@ -90,7 +96,8 @@ func Start(taskQueue string, verbose bool) (*Stack, error) {
 	// The default lease, as dds worker runs: a one-second lease here made
 	// a loaded machine's pauses re-claim batches in flight (the documented
 	// duplicate bound), which the no-crash tests count as repeats.
-	r, err := relay.Setup(d, s.Temporal, dl, relay.SetupOptions{TaskQueue: taskQueue, Hub: hub, Log: log})
+	r, err := relay.Setup(d, s.Temporal, dl, relay.SetupOptions{TaskQueue: taskQueue, Hub: hub, Log: log,
+		Trace: o.Trace, BatchSize: o.BatchSize, InFlightBatches: o.InFlightBatches, InFlightEvents: o.InFlightEvents})
 	if err != nil {
 		cancel()
 		return fail(err)
