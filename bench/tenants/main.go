@@ -37,10 +37,11 @@ import (
 
 func main() {
 	rows := flag.Int("rows", 200_000, "records of the exported tenant")
+	logLevel := flag.String("log", "warn", "log level of dds serve and dds worker (info: the export's phases, and every request)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if err := run(ctx, *rows); err != nil {
+	if err := run(ctx, *rows, *logLevel); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/tenants:", err)
 		os.Exit(1)
 	}
@@ -67,7 +68,21 @@ type job struct {
 		} `json:"archive"`
 		TenantID string `json:"tenantId"`
 	} `json:"result"`
-	Error any `json:"error"`
+	Error      any        `json:"error"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+}
+
+// stages says where a job's time went: waiting for a worker (created to
+// started), running (started to finished), and until the poll saw it.
+func (j job) stages(start time.Time, seen time.Duration) string {
+	if j.StartedAt == nil || j.FinishedAt == nil {
+		return ""
+	}
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	return fmt.Sprintf("queued %s, ran %s, seen %s later", ms(j.StartedAt.Sub(j.CreatedAt)), ms(j.FinishedAt.Sub(*j.StartedAt)),
+		ms(start.Add(seen).Sub(*j.FinishedAt)))
 }
 
 // wait polls a tenant job until it ends; it returns the job and how long
@@ -92,7 +107,7 @@ func (b *bench) wait(ctx context.Context, id string, start time.Time) (job, time
 	}
 }
 
-func run(ctx context.Context, n int) error {
+func run(ctx context.Context, n int, logLevel string) error {
 	dbURL, cli := os.Getenv("DATABASE_URL"), os.Getenv("DDS_TEMPORAL_CLI")
 	if dbURL == "" || cli == "" {
 		return errors.New("DATABASE_URL and DDS_TEMPORAL_CLI must be set (run through make bench)")
@@ -103,7 +118,7 @@ func run(ctx context.Context, n int) error {
 	}
 	defer drop()
 	operator := load.RandHex(24)
-	dep, err := load.StartDeployment(ctx, dbURL, "tenants", "DDS_OPERATOR_TOKEN="+operator)
+	dep, err := load.StartDeployment(ctx, dbURL, "tenants", "DDS_OPERATOR_TOKEN="+operator, "DDS_LOG_LEVEL="+logLevel)
 	if err != nil {
 		return err
 	}
@@ -140,37 +155,83 @@ func run(ctx context.Context, n int) error {
 	}
 	fmt.Printf("records: %d\n", n)
 
-	// Baselines: COPY the table out, and the same rows into a copy of it.
-	t0 := time.Now()
-	if _, err := conn.PgConn().CopyTo(ctx, io.Discard, `COPY `+table+` TO STDOUT`); err != nil {
+	pgCPU, err := load.FindPostgres(ctx, d)
+	if err != nil {
 		return err
 	}
-	copyTo := time.Since(t0)
+	// measure times fn and the CPU Postgres and the worker spent in it
+	// (Postgres's is the whole cluster's: on a shared machine it includes
+	// what others ran meanwhile).
+	measure := func(fn func() error) (m cost, err error) {
+		pg0, err := pgCPU.Seconds()
+		if err != nil {
+			return m, err
+		}
+		w0, err := load.ProcessCPU(dep.Worker.Process.Pid)
+		if err != nil {
+			return m, err
+		}
+		t0 := time.Now()
+		if err := fn(); err != nil {
+			return m, err
+		}
+		m.wall = time.Since(t0)
+		pg1, err := pgCPU.Seconds()
+		if err != nil {
+			return m, err
+		}
+		w1, err := load.ProcessCPU(dep.Worker.Process.Pid)
+		m.pg, m.worker = pg1-pg0, w1-w0
+		return m, err
+	}
+
+	// Baselines: COPY the table out, and the same rows into a copy of it.
+	copyTo, err := measure(func() error {
+		_, err := conn.PgConn().CopyTo(ctx, io.Discard, `COPY `+table+` TO STDOUT`)
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE `+fmt.Sprintf(`%q."CopyBaseline"`, pg)+` (LIKE `+table+` INCLUDING ALL)`); err != nil {
 		return err
 	}
-	t0 = time.Now()
-	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(csv.Bytes()), fmt.Sprintf(`COPY %q."CopyBaseline" %s FROM STDIN (FORMAT csv)`, pg, cols)); err != nil {
+	copyFrom, err := measure(func() error {
+		_, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(csv.Bytes()), fmt.Sprintf(`COPY %q."CopyBaseline" %s FROM STDIN (FORMAT csv)`, pg, cols))
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	copyFrom := time.Since(t0)
 	// The delete's baseline: dropping that copy, the least Postgres can
 	// do to remove the same rows.
-	t0 = time.Now()
-	if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP TABLE %q."CopyBaseline"`, pg)); err != nil {
+	dropT, err := measure(func() error {
+		_, err := conn.Exec(ctx, fmt.Sprintf(`DROP TABLE %q."CopyBaseline"`, pg))
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	dropT := time.Since(t0)
 	csv = bytes.Buffer{}
 
 	samplers := dep.SampleRSS()
-	// Export, as the operator sees it: POST until the job has succeeded.
-	var j job
-	t0 = time.Now()
-	if err := b.call(ctx, "POST", "/api/v1/tenants/"+created.TenantID+"/export", nil, http.StatusAccepted, &j); err != nil {
-		return err
+	// runJob POSTs a job and polls it until it has succeeded.
+	var stages []string
+	runJob := func(what, method, path string, body any) (j job, m cost, err error) {
+		m, err = measure(func() error {
+			t0 := time.Now()
+			if err := b.call(ctx, method, path, body, http.StatusAccepted, &j); err != nil {
+				return err
+			}
+			var took time.Duration
+			j, took, err = b.wait(ctx, j.ID, t0)
+			stages = append(stages, fmt.Sprintf("%-26s %s", what, j.stages(t0, took)))
+			return err
+		})
+		return j, m, err
 	}
-	j, exportT, err := b.wait(ctx, j.ID, t0)
+	// Export, as the operator sees it: POST until the job has succeeded.
+	j, exportT, err := runJob("export", "POST", "/api/v1/tenants/"+created.TenantID+"/export", nil)
 	if err != nil {
 		return err
 	}
@@ -191,35 +252,30 @@ func run(ctx context.Context, n int) error {
 	if err := upload(ctx, b.c, up.UploadURL, up.Headers, archive); err != nil {
 		return err
 	}
-	t0 = time.Now()
-	if err := b.call(ctx, "POST", "/api/v1/tenants/import", map[string]any{"fileId": up.FileID, "name": "bench-tenants-imported"}, http.StatusAccepted, &j); err != nil {
-		return err
-	}
-	j, importT, err := b.wait(ctx, j.ID, t0)
+	j, importT, err := runJob("import", "POST", "/api/v1/tenants/import", map[string]any{"fileId": up.FileID, "name": "bench-tenants-imported"})
 	if err != nil {
 		return err
 	}
 	// Delete the imported tenant through the API (and time it).
-	t0 = time.Now()
-	var del job
-	if err := b.call(ctx, "DELETE", "/api/v1/tenants/"+j.TenantID, nil, http.StatusAccepted, &del); err != nil {
-		return err
-	}
-	_, deleteT, err := b.wait(ctx, del.ID, t0)
+	_, deleteT, err := runJob("delete", "DELETE", "/api/v1/tenants/"+j.TenantID, nil)
 	if err != nil {
 		return err
 	}
 
-	fmt.Printf("\n%-26s %12s %12s %14s %12s %8s\n", "", "DDS job", "records/s", "Postgres COPY", "records/s", "ratio")
+	fmt.Printf("\n%-26s %10s %10s %8s %8s %10s %10s %8s %6s\n", "", "DDS job", "records/s", "PG CPU", "worker", "Postgres", "records/s", "PG CPU", "ratio")
 	for _, l := range []struct {
 		what     string
-		dds, sql time.Duration
-	}{{"export (zip, stored)", exportT, copyTo}, {"import (new tenant)", importT, copyFrom}} {
-		fmt.Printf("%-26s %12s %12.0f %14s %12.0f %7.2f\n", l.what, l.dds.Round(time.Millisecond), float64(n)/l.dds.Seconds(),
-			l.sql.Round(time.Millisecond), float64(n)/l.sql.Seconds(), l.sql.Seconds()/l.dds.Seconds())
+		dds, sql cost
+		note     string
+	}{{"export (zip, stored)", exportT, copyTo, "  (baseline: COPY TO)"}, {"import (new tenant)", importT, copyFrom, "  (baseline: COPY FROM)"},
+		{"delete (imported tenant)", deleteT, dropT, "  (baseline: DROP TABLE of the same rows)"}} {
+		fmt.Printf("%-26s %10s %10.0f %7.1fs %7.1fs %10s %10.0f %7.1fs %6.2f%s\n", l.what, l.dds.wall.Round(time.Millisecond), float64(n)/l.dds.wall.Seconds(),
+			l.dds.pg, l.dds.worker, l.sql.wall.Round(time.Millisecond), float64(n)/l.sql.wall.Seconds(), l.sql.pg, l.sql.wall.Seconds()/l.dds.wall.Seconds(), l.note)
 	}
-	fmt.Printf("%-26s %12s %12.0f %14s %12.0f %7.2f  (baseline: DROP TABLE of the same rows)\n", "delete (imported tenant)", deleteT.Round(time.Millisecond),
-		float64(n)/deleteT.Seconds(), dropT.Round(time.Millisecond), float64(n)/dropT.Seconds(), dropT.Seconds()/deleteT.Seconds())
+	fmt.Println()
+	for _, st := range stages {
+		fmt.Println(st)
+	}
 	for i, name := range []string{"dds serve", "dds worker"} {
 		peak, err := samplers[i].Stop()
 		if err != nil {
@@ -228,6 +284,13 @@ func run(ctx context.Context, n int) error {
 		fmt.Printf("%s peak RSS: %s\n", name, load.MB(peak))
 	}
 	return nil
+}
+
+// cost is what one timed operation took: wall time, and the CPU seconds
+// Postgres and the worker spent meanwhile.
+type cost struct {
+	wall       time.Duration
+	pg, worker float64
 }
 
 func download(ctx context.Context, c *http.Client, url string) ([]byte, error) {
