@@ -29,6 +29,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -88,6 +89,9 @@ type ExportResult struct {
 	} `json:"archive"`
 	Counts    map[string]int64  `json:"counts"`
 	Checksums map[string]string `json:"checksums"`
+	// PhasesMs is how long each phase took, in milliseconds (snapshot,
+	// tables, files, sections, store).
+	PhasesMs map[string]int64 `json:"phasesMs,omitempty"`
 }
 
 var exportOptions = workflow.ActivityOptions{
@@ -188,7 +192,13 @@ type archiveWriter struct {
 }
 
 func (aw *archiveWriter) entry(name string, fn func(w io.Writer) error) error {
-	zwr, err := aw.zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Unix(0, 0).UTC()})
+	return aw.entryMethod(name, zip.Deflate, fn)
+}
+
+// entryMethod writes an entry compressed with method (zip.Store for bytes
+// deflate would not shrink).
+func (aw *archiveWriter) entryMethod(name string, method uint16, fn func(w io.Writer) error) error {
+	zwr, err := aw.zw.CreateHeader(&zip.FileHeader{Name: name, Method: method, Modified: time.Unix(0, 0).UTC()})
 	if err != nil {
 		return err
 	}
@@ -365,7 +375,7 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 	fileSums := sha256.New()
 	if err := files.Export(ctx, tx, in.TenantID, func(f files.Exported) error {
 		name := "files/" + f.ID
-		err := aw.entry(name, func(w io.Writer) error {
+		err := aw.entryMethod(name, fileMethod(f.MimeType), func(w io.Writer) error {
 			r, err := d.Storage.Open(ctx, f.StorageKey)
 			if err != nil {
 				return fmt.Errorf("file %s: %w", f.ID, err)
@@ -423,7 +433,7 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 	}
 	var res ExportResult
 	res.Archive.ID, res.Archive.SizeBytes, res.Archive.SHA256 = in.JobID, whole.n, hex.EncodeToString(whole.h.Sum(nil))
-	res.Counts = counts
+	res.Counts, res.PhasesMs = counts, phases.ms()
 	// The job's result keeps the checksum of every data entry, and one
 	// over all files (an archive's checksums.json has each file's).
 	res.Checksums = map[string]string{"files": hex.EncodeToString(fileSums.Sum(nil))}
@@ -457,8 +467,9 @@ func recordArchive(ctx context.Context, d *sqlx.DB, in Input, key string, res Ex
 	return tx.Commit()
 }
 
-// exportPhases times the phases of an export (logged with its end, so an
-// operator sees where a slow export spends its time).
+// exportPhases times the phases of an export or import (logged with its
+// end and kept in its result, so an operator sees where a slow job spends
+// its time).
 type exportPhases struct {
 	start, last time.Time
 	names       []string
@@ -474,12 +485,35 @@ func (p *exportPhases) mark(name string) {
 	p.last = now
 }
 
+func (p *exportPhases) ms() map[string]int64 {
+	out := make(map[string]int64, len(p.names))
+	for i, n := range p.names {
+		out[n] = p.took[i].Milliseconds()
+	}
+	return out
+}
+
 func (p *exportPhases) attrs() []any {
 	out := make([]any, 0, 2*len(p.names))
 	for i, n := range p.names {
 		out = append(out, n, p.took[i].Round(time.Millisecond).String())
 	}
 	return out
+}
+
+// fileMethod is how a file of this type is stored in an archive: deflated
+// when it is text, as it is otherwise. Images, video, PDFs and archives are
+// compressed already, and deflating their bytes costs an export more CPU
+// than its whole records for nothing; an entry's method does not change
+// its checksum (that of its bytes), and the importer reads both.
+func fileMethod(mimeType string) uint16 {
+	mt := strings.ToLower(strings.TrimSpace(strings.SplitN(mimeType, ";", 2)[0]))
+	switch {
+	case strings.HasPrefix(mt, "text/"), strings.HasSuffix(mt, "json"), strings.HasSuffix(mt, "xml"),
+		mt == "application/javascript", mt == "application/x-ndjson", mt == "image/svg+xml":
+		return zip.Deflate
+	}
+	return zip.Store
 }
 
 // archiveKey is the storage key of an archive: outside every tenant's
