@@ -21,12 +21,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,11 +39,12 @@ import (
 
 func main() {
 	rows := flag.Int("rows", 200_000, "records of the exported tenant")
+	filesMB := flag.Int("files-mb", 50, "MB of files of the exported tenant (1 MB each, incompressible)")
 	logLevel := flag.String("log", "warn", "log level of dds serve and dds worker (info: the export's phases, and every request)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if err := run(ctx, *rows, *logLevel); err != nil {
+	if err := run(ctx, *rows, *filesMB, *logLevel); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/tenants:", err)
 		os.Exit(1)
 	}
@@ -66,7 +69,8 @@ type job struct {
 			DownloadURL string `json:"downloadUrl"`
 			SizeBytes   int64  `json:"sizeBytes"`
 		} `json:"archive"`
-		TenantID string `json:"tenantId"`
+		TenantID string           `json:"tenantId"`
+		PhasesMs map[string]int64 `json:"phasesMs"`
 	} `json:"result"`
 	Error      any        `json:"error"`
 	CreatedAt  time.Time  `json:"createdAt"`
@@ -81,8 +85,20 @@ func (j job) stages(start time.Time, seen time.Duration) string {
 		return ""
 	}
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
-	return fmt.Sprintf("queued %s, ran %s, seen %s later", ms(j.StartedAt.Sub(j.CreatedAt)), ms(j.FinishedAt.Sub(*j.StartedAt)),
+	out := fmt.Sprintf("queued %s, ran %s, seen %s later", ms(j.StartedAt.Sub(j.CreatedAt)), ms(j.FinishedAt.Sub(*j.StartedAt)),
 		ms(start.Add(seen).Sub(*j.FinishedAt)))
+	if len(j.Result.PhasesMs) > 0 {
+		names := make([]string, 0, len(j.Result.PhasesMs))
+		for n := range j.Result.PhasesMs {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(a, b int) bool { return j.Result.PhasesMs[names[a]] > j.Result.PhasesMs[names[b]] })
+		out += "; phases:"
+		for _, n := range names {
+			out += fmt.Sprintf(" %s %s", n, ms(time.Duration(j.Result.PhasesMs[n])*time.Millisecond))
+		}
+	}
+	return out
 }
 
 // wait polls a tenant job until it ends; it returns the job and how long
@@ -107,7 +123,7 @@ func (b *bench) wait(ctx context.Context, id string, start time.Time) (job, time
 	}
 }
 
-func run(ctx context.Context, n int, logLevel string) error {
+func run(ctx context.Context, n, filesMB int, logLevel string) error {
 	dbURL, cli := os.Getenv("DATABASE_URL"), os.Getenv("DDS_TEMPORAL_CLI")
 	if dbURL == "" || cli == "" {
 		return errors.New("DATABASE_URL and DDS_TEMPORAL_CLI must be set (run through make bench)")
@@ -153,7 +169,10 @@ func run(ctx context.Context, n int, logLevel string) error {
 	if _, err := conn.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
 		return err
 	}
-	fmt.Printf("records: %d\n", n)
+	if err := uploadFiles(ctx, b, created.APIKey, filesMB); err != nil {
+		return err
+	}
+	fmt.Printf("records: %d, files: %d MB\n", n, filesMB)
 
 	pgCPU, err := load.FindPostgres(ctx, d)
 	if err != nil {
@@ -252,6 +271,11 @@ func run(ctx context.Context, n int, logLevel string) error {
 	if err := upload(ctx, b.c, up.UploadURL, up.Headers, archive); err != nil {
 		return err
 	}
+	// Files keep their ids, so the original tenant goes first (untimed).
+	if _, _, err := runJob("delete (exported tenant)", "DELETE", "/api/v1/tenants/"+created.TenantID, nil); err != nil {
+		return err
+	}
+	stages = stages[:len(stages)-1]
 	j, importT, err := runJob("import", "POST", "/api/v1/tenants/import", map[string]any{"fileId": up.FileID, "name": "bench-tenants-imported"})
 	if err != nil {
 		return err
@@ -291,6 +315,34 @@ func run(ctx context.Context, n int, logLevel string) error {
 type cost struct {
 	wall       time.Duration
 	pg, worker float64
+}
+
+// uploadFiles gives the tenant mb files of 1 MB of random bytes (like
+// photos: deflate does not shrink them), uploaded and confirmed the way a
+// client does.
+func uploadFiles(ctx context.Context, b *bench, key string, mb int) error {
+	body := make([]byte, 1<<20)
+	for i := range mb {
+		if _, err := rand.Read(body); err != nil {
+			return err
+		}
+		var up struct {
+			FileID    string            `json:"fileId"`
+			UploadURL string            `json:"uploadUrl"`
+			Headers   map[string]string `json:"headers"`
+		}
+		req := map[string]any{"fileName": fmt.Sprintf("photo-%03d.jpg", i), "mimeType": "image/jpeg", "sizeBytes": len(body)}
+		if _, err := load.Call(ctx, b.c, "POST", b.base+"/api/v1/files/upload-url", key, req, http.StatusCreated, &up); err != nil {
+			return err
+		}
+		if err := upload(ctx, b.c, up.UploadURL, up.Headers, body); err != nil {
+			return err
+		}
+		if _, err := load.Call(ctx, b.c, "POST", b.base+"/api/v1/files/"+up.FileID+"/confirm", key, nil, http.StatusOK, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func download(ctx context.Context, c *http.Client, url string) ([]byte, error) {
