@@ -1,10 +1,12 @@
 // Command tenants benchmarks the tenant lifecycle against Postgres
 // itself, in one run over the same Postgres and table: the export of a
-// tenant of N records (a zip archive written by the worker and stored)
+// tenant of N records and 50 MB of files (a zip archive written by the
+// worker and stored)
 // against `COPY … TO` of the same table, and the import of that archive as
 // a new tenant against `COPY … FROM` of the same rows. It runs `dds serve`
 // and `dds worker` as child processes (built from this tree) and prints
-// rows/s, the ratios, and the peak RSS of both processes.
+// rows/s, the ratios, the CPU Postgres and the worker spent, each job's
+// phases (result.phasesMs), and the peak RSS of both processes.
 //
 // Raw SQL on the tenant's tables here is deliberate (seeding, the
 // baselines DDS is measured against); DDS itself reaches them only through
