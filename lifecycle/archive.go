@@ -62,7 +62,7 @@ func (s *Service) withDownload(ctx context.Context, j *Job) (*Job, error) {
 		return j, nil //nolint:nilerr // the archive is gone (its tenant was deleted): the result says what it was
 	}
 	exp := time.Now().Add(archiveURLTTL).UTC().Truncate(time.Second)
-	url, err := s.archive.PresignGet(ctx, key, "tenant-"+id+".tar.gz", "application/gzip", archiveURLTTL)
+	url, err := s.archive.PresignGet(ctx, key, "tenant-"+id+".zip", "application/zip", archiveURLTTL)
 	if err != nil {
 		return nil, apperr.Wrap(err, "sign the archive's URL")
 	}

@@ -176,7 +176,7 @@ func TestImportRefusesBadArchives(t *testing.T) {
 			"manifest.json":               `{"format":"dds-tenant-archive","formatVersion":1,"tenant":{"name":"t"},"schemas":[{"name":"s","active":true,"entities":[{"name":"A","rows":1}]}]}`,
 			"schemas/s/versions.json":     `[{"version":1,"definition":{"name":"s","entities":[{"name":"A","fields":[{"name":"n","type":"INTEGER"}]}]},"createdAt":"2026-01-01T00:00:00Z"}]`,
 			"schemas/s/entities/A.ndjson": `{"id":"0190a000-0000-7000-8000-000000000001","n":"not a number"}` + "\n",
-		}), `A: invalid input syntax for type bigint: "not a number"`},
+		}), `A, record 1: invalid input syntax for type bigint: "not a number"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			j := s.importArchive(t, c.archive, "")

@@ -29,6 +29,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -88,6 +89,9 @@ type ExportResult struct {
 	} `json:"archive"`
 	Counts    map[string]int64  `json:"counts"`
 	Checksums map[string]string `json:"checksums"`
+	// PhasesMs is how long each phase took, in milliseconds (snapshot,
+	// tables, files, sections, store).
+	PhasesMs map[string]int64 `json:"phasesMs,omitempty"`
 }
 
 var exportOptions = workflow.ActivityOptions{
@@ -148,7 +152,8 @@ func archiveJob(ctx workflow.Context, in Input, work any) (string, error) {
 	return StatusSucceeded, nil
 }
 
-// progress sets the job's total and returns the function that records
+// progress sets the job's total (an estimate may be passed: a total that
+// falls short grows with the work done) and returns the function that records
 // how far it is (*done units, at step) in the job and the heartbeat.
 func (a *Activities) progress(ctx context.Context, jobID string, total int64, done *int64) (func(step string) error, error) {
 	if _, err := a.deps.DB.ExecContext(ctx, `UPDATE dds.tenant_jobs SET total = $2, processed = 0 WHERE id = $1`, jobID, total); err != nil {
@@ -156,7 +161,7 @@ func (a *Activities) progress(ctx context.Context, jobID string, total int64, do
 	}
 	return func(step string) error {
 		activity.RecordHeartbeat(ctx, *done)
-		_, err := a.deps.DB.ExecContext(ctx, `UPDATE dds.tenant_jobs SET processed = $2, step = $3 WHERE id = $1`, jobID, *done, step)
+		_, err := a.deps.DB.ExecContext(ctx, `UPDATE dds.tenant_jobs SET processed = $2, total = greatest(total, $2), step = $3 WHERE id = $1`, jobID, *done, step)
 		return err
 	}, nil
 }
@@ -187,7 +192,13 @@ type archiveWriter struct {
 }
 
 func (aw *archiveWriter) entry(name string, fn func(w io.Writer) error) error {
-	zwr, err := aw.zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Unix(0, 0).UTC()})
+	return aw.entryMethod(name, zip.Deflate, fn)
+}
+
+// entryMethod writes an entry compressed with method (zip.Store for bytes
+// deflate would not shrink).
+func (aw *archiveWriter) entryMethod(name string, method uint16, fn func(w io.Writer) error) error {
+	zwr, err := aw.zw.CreateHeader(&zip.FileHeader{Name: name, Method: method, Modified: time.Unix(0, 0).UTC()})
 	if err != nil {
 		return err
 	}
@@ -223,6 +234,7 @@ func (a *Activities) TenantExportWrite(ctx context.Context, in Input) error {
 
 func (a *Activities) export(ctx context.Context, in Input) error {
 	d := a.deps
+	phases := exportPhases{start: time.Now()}
 	putter, ok := d.Storage.(storage.Putter)
 	if !ok {
 		return refused("this deployment's file storage cannot store archives")
@@ -270,24 +282,29 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 	m := Manifest{Format: ArchiveFormat, FormatVersion: ArchiveFormatVersion, ExportedAt: time.Now().UTC(),
 		Tenant: ManifestTenant{ID: in.TenantID, Name: t.Name}, Schemas: []ManifestSchema{}, Sections: []string{}}
 	counts := map[string]int64{"records": 0, "edges": 0, "files": 0}
+	// The progress total is Postgres's estimate of the rows (counting them
+	// first would scan every table once more than the export itself); each
+	// table's exact count is the one its COPY returns, and the manifest,
+	// written after the tables, has those.
+	var estimate int64
 	for _, s := range schemas {
 		pg := schema.PgSchemaName(s.ID)
 		ms := ManifestSchema{Name: s.Name, Active: s.Active, Version: s.Version, Entities: []ManifestTable{}, Relationships: []ManifestTable{}}
 		for i := range s.Entities {
-			n, err := d.Records.CountTable(ctx, tx, pg, s.Entities[i].Name)
+			n, err := d.Records.EstimateRows(ctx, tx, pg, s.Entities[i].Name)
 			if err != nil {
 				return err
 			}
-			ms.Entities = append(ms.Entities, ManifestTable{Name: s.Entities[i].Name, Rows: n})
-			counts["records"] += n
+			ms.Entities = append(ms.Entities, ManifestTable{Name: s.Entities[i].Name})
+			estimate += n
 		}
 		for i := range s.Relationships {
-			n, err := d.Records.CountTable(ctx, tx, pg, schema.RelTable(&s.Relationships[i]))
+			n, err := d.Records.EstimateRows(ctx, tx, pg, schema.RelTable(&s.Relationships[i]))
 			if err != nil {
 				return err
 			}
-			ms.Relationships = append(ms.Relationships, ManifestTable{Name: s.Relationships[i].Name, Rows: n})
-			counts["edges"] += n
+			ms.Relationships = append(ms.Relationships, ManifestTable{Name: s.Relationships[i].Name})
+			estimate += n
 		}
 		m.Schemas = append(m.Schemas, ms)
 	}
@@ -297,12 +314,10 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 	for _, sec := range d.Sections {
 		m.Sections = append(m.Sections, sec.Name())
 	}
+	phases.mark("snapshot")
 	var done int64
-	progress, err := a.progress(ctx, in.JobID, counts["records"]+counts["edges"]+m.Files, &done)
+	progress, err := a.progress(ctx, in.JobID, estimate+m.Files, &done)
 	if err != nil {
-		return err
-	}
-	if err := aw.json("manifest.json", m); err != nil {
 		return err
 	}
 	for i, s := range schemas {
@@ -315,32 +330,36 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 		if err := aw.json(dir+"versions.json", versions); err != nil {
 			return err
 		}
-		dump := func(kind, table string) error {
-			return aw.entry(dir+kind+"/"+table+".ndjson", func(w io.Writer) error {
-				var n int64
+		dump := func(kind string, t *ManifestTable) error {
+			return aw.entry(dir+kind+"/"+t.Name+".ndjson", func(w io.Writer) error {
 				err := overlapped(w, func(ow io.Writer) error {
 					var err error
-					n, err = d.Records.DumpTable(ctx, snapshot, pg, table, ow)
+					t.Rows, err = d.Records.DumpTable(ctx, snapshot, pg, t.Name, ow)
 					return err
 				})
-				done += n
+				done += t.Rows
 				if err != nil {
 					return err
 				}
 				return progress(kind)
 			})
 		}
-		for _, e := range m.Schemas[i].Entities {
-			if err := dump("entities", e.Name); err != nil {
+		for j := range m.Schemas[i].Entities {
+			t := &m.Schemas[i].Entities[j]
+			if err := dump("entities", t); err != nil {
 				return err
 			}
+			counts["records"] += t.Rows
 		}
-		for _, r := range m.Schemas[i].Relationships {
-			if err := dump("relationships", r.Name); err != nil {
+		for j := range m.Schemas[i].Relationships {
+			t := &m.Schemas[i].Relationships[j]
+			if err := dump("relationships", t); err != nil {
 				return err
 			}
+			counts["edges"] += t.Rows
 		}
 	}
+	phases.mark("tables")
 	counts["files"] = m.Files
 	if err := progress("files"); err != nil {
 		return err
@@ -356,7 +375,7 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 	fileSums := sha256.New()
 	if err := files.Export(ctx, tx, in.TenantID, func(f files.Exported) error {
 		name := "files/" + f.ID
-		err := aw.entry(name, func(w io.Writer) error {
+		err := aw.entryMethod(name, fileMethod(f.MimeType), func(w io.Writer) error {
 			r, err := d.Storage.Open(ctx, f.StorageKey)
 			if err != nil {
 				return fmt.Errorf("file %s: %w", f.ID, err)
@@ -377,6 +396,7 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 	}); err != nil {
 		return err
 	}
+	phases.mark("files")
 	for _, sec := range d.Sections {
 		if err := aw.entry("sections/"+sec.Name()+".ndjson", func(w io.Writer) error {
 			enc := json.NewEncoder(w)
@@ -384,6 +404,9 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 		}); err != nil {
 			return err
 		}
+	}
+	if err := aw.json("manifest.json", m); err != nil {
+		return err
 	}
 	sums := aw.checksums
 	if err := aw.json("checksums.json", map[string]any{"entries": sums, "counts": counts}); err != nil {
@@ -398,13 +421,19 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
+	phases.mark("sections")
 	key := archiveKey(in.JobID)
 	if err := putter.Put(ctx, key, "application/zip", tmp, whole.n); err != nil {
 		return err
 	}
+	phases.mark("store")
+	if d.Log != nil {
+		d.Log.Info("tenant export written", append([]any{"tenant", in.TenantID, "job", in.JobID, "records", counts["records"],
+			"edges", counts["edges"], "files", counts["files"], "bytes", whole.n}, phases.attrs()...)...)
+	}
 	var res ExportResult
 	res.Archive.ID, res.Archive.SizeBytes, res.Archive.SHA256 = in.JobID, whole.n, hex.EncodeToString(whole.h.Sum(nil))
-	res.Counts = counts
+	res.Counts, res.PhasesMs = counts, phases.ms()
 	// The job's result keeps the checksum of every data entry, and one
 	// over all files (an archive's checksums.json has each file's).
 	res.Checksums = map[string]string{"files": hex.EncodeToString(fileSums.Sum(nil))}
@@ -436,6 +465,55 @@ func recordArchive(ctx context.Context, d *sqlx.DB, in Input, key string, res Ex
 		return err
 	}
 	return tx.Commit()
+}
+
+// exportPhases times the phases of an export or import (logged with its
+// end and kept in its result, so an operator sees where a slow job spends
+// its time).
+type exportPhases struct {
+	start, last time.Time
+	names       []string
+	took        []time.Duration
+}
+
+func (p *exportPhases) mark(name string) {
+	now := time.Now()
+	if p.last.IsZero() {
+		p.last = p.start
+	}
+	p.names, p.took = append(p.names, name), append(p.took, now.Sub(p.last))
+	p.last = now
+}
+
+func (p *exportPhases) ms() map[string]int64 {
+	out := make(map[string]int64, len(p.names))
+	for i, n := range p.names {
+		out[n] = p.took[i].Milliseconds()
+	}
+	return out
+}
+
+func (p *exportPhases) attrs() []any {
+	out := make([]any, 0, 2*len(p.names))
+	for i, n := range p.names {
+		out = append(out, n, p.took[i].Round(time.Millisecond).String())
+	}
+	return out
+}
+
+// fileMethod is how a file of this type is stored in an archive: deflated
+// when it is text, as it is otherwise. Images, video, PDFs and archives are
+// compressed already, and deflating their bytes costs an export more CPU
+// than its whole records for nothing; an entry's method does not change
+// its checksum (that of its bytes), and the importer reads both.
+func fileMethod(mimeType string) uint16 {
+	mt := strings.ToLower(strings.TrimSpace(strings.SplitN(mimeType, ";", 2)[0]))
+	switch {
+	case strings.HasPrefix(mt, "text/"), strings.HasSuffix(mt, "json"), strings.HasSuffix(mt, "xml"),
+		mt == "application/javascript", mt == "application/x-ndjson", mt == "image/svg+xml":
+		return zip.Deflate
+	}
+	return zip.Store
 }
 
 // archiveKey is the storage key of an archive: outside every tenant's

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
@@ -143,6 +144,7 @@ func lines(name string, r io.Reader) func() ([]byte, error) {
 
 func (a *Activities) importArchive(ctx context.Context, in Input) error {
 	d := a.deps
+	phases := exportPhases{start: time.Now()}
 	var specRaw []byte
 	if err := d.DB.GetContext(ctx, &specRaw, `SELECT spec FROM dds.tenant_jobs WHERE id = $1`, in.JobID); err != nil {
 		return err
@@ -181,6 +183,7 @@ func (a *Activities) importArchive(ctx context.Context, in Input) error {
 	for _, f := range zr.File {
 		ar.byName[f.Name] = f
 	}
+	phases.mark("download")
 	var m Manifest
 	if err := ar.json("manifest.json", &m); err != nil {
 		return err
@@ -260,11 +263,13 @@ func (a *Activities) importArchive(ctx context.Context, in Input) error {
 			}
 		}
 	}
+	phases.mark("tables")
 	n, err := a.importFiles(ctx, ar, in.TenantID, func() error { done++; return progress("files") })
 	if err != nil {
 		return err
 	}
 	counts["files"] = n
+	phases.mark("files")
 	result := map[string]any{"tenantId": in.TenantID, "name": name, "counts": counts, "secretsShown": false}
 	for _, sec := range d.Sections {
 		next := func(any) (bool, error) { return false, nil }
@@ -294,6 +299,12 @@ func (a *Activities) importArchive(ctx context.Context, in Input) error {
 		if shown != nil {
 			result[sec.Name()] = shown
 		}
+	}
+	phases.mark("sections")
+	result["phasesMs"] = phases.ms()
+	if d.Log != nil {
+		d.Log.Info("tenant import loaded", append([]any{"tenant", in.TenantID, "job", in.JobID, "records", counts["records"],
+			"edges", counts["edges"], "files", counts["files"]}, phases.attrs()...)...)
 	}
 	b, err := json.Marshal(result)
 	if err != nil {

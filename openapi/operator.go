@@ -41,7 +41,7 @@ func (g *Generator) Operator() ([]byte, error) {
 		"status":    val(withEnum(str(""), "queued", "running", "succeeded", "failed", "cancelled")),
 		"step":      val(nullable(str("the step running"))),
 		"progress":  val(object(openapi3.Schemas{"processed": val(integer("")), "total": val(nullable(integer("")))}, "processed", "total")),
-		"result":    val(nullable(withDesc(typed("object"), "delete: {removed: {step: count}}; export: {archive: {id, sizeBytes, sha256, downloadUrl, expiresAt}, counts, checksums}; import: {tenantId, name, counts, secretsShown, apiKeys: [{id, name, key, scopes}], webhooks: [{id, targetUrl, signingSecret}]} (keys and secrets in the first read that sees it succeed only)"))),
+		"result":    val(nullable(withDesc(typed("object"), "delete: {removed: {step: count}}; export: {archive: {id, sizeBytes, sha256, downloadUrl, expiresAt}, counts, checksums, phasesMs}; import: {tenantId, name, counts, phasesMs, secretsShown, apiKeys: [{id, name, key, scopes}], webhooks: [{id, targetUrl, signingSecret}]} (keys and secrets in the first read that sees it succeed only)"))),
 		"error":     val(nullable(object(openapi3.Schemas{"code": val(str("")), "message": val(str(""))}, "code", "message"))),
 		"createdAt": val(ts("")), "startedAt": val(nullable(ts(""))), "finishedAt": val(nullable(ts(""))),
 	}, "id", "type", "tenantId", "status", "progress", "result", "error", "createdAt", "startedAt", "finishedAt"))

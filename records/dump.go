@@ -17,27 +17,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/schema"
 )
-
-// columns are the stored (not generated) columns of table pg.table, in
-// order; none means there is no such table.
-func columns(ctx context.Context, q sqlx.QueryerContext, pg, table string) ([]string, error) {
-	var cols []string
-	err := sqlx.SelectContext(ctx, q, &cols, `SELECT column_name FROM information_schema.columns
-		WHERE table_schema = $1 AND table_name = $2 AND is_generated = 'NEVER' ORDER BY ordinal_position`, pg, table)
-	if err != nil {
-		return nil, apperr.Wrap(err, "read columns of %s", table)
-	}
-	if len(cols) == 0 {
-		return nil, apperr.New(apperr.NotFound, "no table %s in schema %s", table, pg)
-	}
-	return cols, nil
-}
 
 func quoted(cols []string) string {
 	s := ""
@@ -48,19 +32,6 @@ func quoted(cols []string) string {
 		s += schema.Ident(c)
 	}
 	return s
-}
-
-// CountTable is the number of rows of pg.table, read in q.
-func (s *Store) CountTable(ctx context.Context, q sqlx.QueryerContext, pg, table string) (int64, error) {
-	if _, err := columns(ctx, q, pg, table); err != nil {
-		return 0, err
-	}
-	var n int64
-	err := sqlx.GetContext(ctx, q, &n, fmt.Sprintf(`SELECT count(*) FROM %s`, schema.QualifiedIdent(pg, table)))
-	if err != nil {
-		return 0, apperr.Wrap(err, "count %s", table)
-	}
-	return n, nil
 }
 
 // DumpTable writes every row of pg.table to w, by id, as one JSON object
@@ -154,16 +125,15 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 
 // LoadTable inserts rows into pg.table in one transaction: each line from
 // next (nil at the end) is one JSON object of column values as DumpTable
-// wrote them. Lines are copied (COPY, streamed) into a temporary table and
-// inserted from there in one statement, each value converted by its
-// column's type, so a value of the wrong type fails the load and nothing
-// is written. Unknown members are ignored; missing ones are NULL. It
-// returns the rows inserted.
+// wrote them. The lines become rows of COPY's text format in the worker
+// (loadcopy.go) and are copied (COPY … FROM STDIN, streamed) into the
+// table, each value converted by its column's input function, so a value
+// of the wrong type fails the load, naming the record, and nothing is
+// written. A table with a column of a type DumpTable does not render
+// itself is loaded through a temporary table and jsonb_populate_record
+// instead. Unknown members are ignored; missing ones are NULL. It returns
+// the rows inserted.
 func (s *Store) LoadTable(ctx context.Context, pg, table string, next func() ([]byte, error), progress func(int64)) (int64, error) {
-	cols, err := columns(ctx, s.db, pg, table)
-	if err != nil {
-		return 0, err
-	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return 0, apperr.Wrap(err, "load %s", table)
@@ -180,39 +150,109 @@ func (s *Store) LoadTable(ctx context.Context, pg, table string, next func() ([]
 			return err
 		}
 		defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE dds_load (line jsonb) ON COMMIT DROP`); err != nil {
+		cols, err := dumpColumns(ctx, tx, pg, table)
+		if err != nil {
 			return err
 		}
-		var n int64
-		var lineErr error
-		src := pgx.CopyFromFunc(func() ([]any, error) {
-			b, err := next()
-			if err != nil || b == nil {
-				lineErr = err
-				return nil, err
-			}
-			n++
-			if progress != nil && n%10_000 == 0 {
-				progress(n)
-			}
-			return []any{string(b)}, nil
-		})
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dds_load"}, []string{"line"}, src); err != nil {
-			if lineErr != nil {
-				return lineErr
-			}
-			return loadError(table, n-1, err)
+		if len(cols) == 0 {
+			return apperr.New(apperr.NotFound, "no table %s in schema %s", table, pg)
 		}
-		qt := schema.QualifiedIdent(pg, table)
-		tag, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM dds_load l, jsonb_populate_record(NULL::%s, l.line) r`,
-			qt, quoted(cols), "r."+joinWith(cols, ", r."), qt))
+		lc := make([]loadColumn, len(cols))
+		names := make([]string, len(cols))
+		known := true
+		for i, c := range cols {
+			_, ok := dumpKindOf(c.typname)
+			known = known && ok
+			names[i] = c.name
+			lc[i] = loadColumn{name: c.name, json: c.typname == "json" || c.typname == "jsonb", array: c.array}
+		}
+		if !known {
+			inserted, err = loadThroughJSONB(ctx, tx, pg, table, names, next, progress)
+		} else {
+			src := newCopyRows(lc, next, progress)
+			var tag pgconn.CommandTag
+			tag, err = tx.Conn().PgConn().CopyFrom(ctx, src, fmt.Sprintf(`COPY %s (%s) FROM STDIN`, schema.QualifiedIdent(pg, table), quoted(names)))
+			switch {
+			case src.convErr != nil:
+				err = apperr.New(apperr.Validation, "%s, %v", table, src.convErr)
+				var ae *apperr.Error
+				if errors.As(src.convErr, &ae) { // the archive's own error (a line too long)
+					err = src.convErr
+				}
+			case err != nil:
+				err = loadError(table, copyRecord(err), err)
+			}
+			inserted = tag.RowsAffected()
+		}
 		if err != nil {
-			return loadError(table, -1, err)
+			return err
 		}
-		inserted = tag.RowsAffected()
 		return tx.Commit(ctx)
 	})
 	return inserted, err
+}
+
+// copyRecord is the 0-based record a COPY … FROM failed on, from its
+// error's context ("COPY T, line 5, column n: …"); -1 when it names none.
+func copyRecord(err error) int64 {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return -1
+	}
+	// The context may have lines of its own first ("JSON data, line 1: …").
+	where := pe.Where
+	if c := strings.Index(where, "COPY "); c >= 0 {
+		where = where[c:]
+	}
+	i := strings.Index(where, ", line ")
+	if i < 0 {
+		return -1
+	}
+	var n int64
+	for _, b := range []byte(where[i+len(", line "):]) {
+		if b < '0' || b > '9' {
+			break
+		}
+		n = n*10 + int64(b-'0')
+	}
+	return n - 1
+}
+
+// loadThroughJSONB loads a table whose columns include a type DumpTable
+// leaves to row_to_json: the lines are copied into a temporary table and
+// inserted from there in one statement, jsonb_populate_record converting
+// each value.
+func loadThroughJSONB(ctx context.Context, tx pgx.Tx, pg, table string, cols []string, next func() ([]byte, error), progress func(int64)) (int64, error) {
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE dds_load (line jsonb) ON COMMIT DROP`); err != nil {
+		return 0, err
+	}
+	var n int64
+	var lineErr error
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		b, err := next()
+		if err != nil || b == nil {
+			lineErr = err
+			return nil, err
+		}
+		n++
+		if progress != nil && n%10_000 == 0 {
+			progress(n)
+		}
+		return []any{string(b)}, nil
+	})
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dds_load"}, []string{"line"}, src); err != nil {
+		if lineErr != nil {
+			return 0, lineErr
+		}
+		return 0, loadError(table, n-1, err)
+	}
+	qt := schema.QualifiedIdent(pg, table)
+	tag, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM dds_load l, jsonb_populate_record(NULL::%s, l.line) r`,
+		qt, quoted(cols), "r."+joinWith(cols, ", r."), qt))
+	if err != nil {
+		return 0, loadError(table, -1, err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 func joinWith(cols []string, sep string) string {
@@ -238,7 +278,7 @@ func loadError(table string, line int64, err error) error {
 		}
 	}
 	if line >= 0 {
-		return apperr.New(apperr.Validation, "%s, line %d: %s", table, line+1, msg)
+		return apperr.New(apperr.Validation, "%s, record %d: %s", table, line+1, msg)
 	}
 	return apperr.New(apperr.Validation, "%s: %s", table, msg)
 }

@@ -1,10 +1,12 @@
 // Command tenants benchmarks the tenant lifecycle against Postgres
 // itself, in one run over the same Postgres and table: the export of a
-// tenant of N records (a zip archive written by the worker and stored)
+// tenant of N records and 50 MB of files (a zip archive written by the
+// worker and stored)
 // against `COPY … TO` of the same table, and the import of that archive as
 // a new tenant against `COPY … FROM` of the same rows. It runs `dds serve`
 // and `dds worker` as child processes (built from this tree) and prints
-// rows/s, the ratios, and the peak RSS of both processes.
+// rows/s, the ratios, the CPU Postgres and the worker spent, each job's
+// phases (result.phasesMs), and the peak RSS of both processes.
 //
 // Raw SQL on the tenant's tables here is deliberate (seeding, the
 // baselines DDS is measured against); DDS itself reaches them only through
@@ -21,12 +23,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,10 +41,12 @@ import (
 
 func main() {
 	rows := flag.Int("rows", 200_000, "records of the exported tenant")
+	filesMB := flag.Int("files-mb", 50, "MB of files of the exported tenant (1 MB each, incompressible)")
+	logLevel := flag.String("log", "warn", "log level of dds serve and dds worker (info: the export's phases, and every request)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if err := run(ctx, *rows); err != nil {
+	if err := run(ctx, *rows, *filesMB, *logLevel); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/tenants:", err)
 		os.Exit(1)
 	}
@@ -65,9 +71,36 @@ type job struct {
 			DownloadURL string `json:"downloadUrl"`
 			SizeBytes   int64  `json:"sizeBytes"`
 		} `json:"archive"`
-		TenantID string `json:"tenantId"`
+		TenantID string           `json:"tenantId"`
+		PhasesMs map[string]int64 `json:"phasesMs"`
 	} `json:"result"`
-	Error any `json:"error"`
+	Error      any        `json:"error"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+}
+
+// stages says where a job's time went: waiting for a worker (created to
+// started), running (started to finished), and until the poll saw it.
+func (j job) stages(start time.Time, seen time.Duration) string {
+	if j.StartedAt == nil || j.FinishedAt == nil {
+		return ""
+	}
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	out := fmt.Sprintf("queued %s, ran %s, seen %s later", ms(j.StartedAt.Sub(j.CreatedAt)), ms(j.FinishedAt.Sub(*j.StartedAt)),
+		ms(start.Add(seen).Sub(*j.FinishedAt)))
+	if len(j.Result.PhasesMs) > 0 {
+		names := make([]string, 0, len(j.Result.PhasesMs))
+		for n := range j.Result.PhasesMs {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(a, b int) bool { return j.Result.PhasesMs[names[a]] > j.Result.PhasesMs[names[b]] })
+		out += "; phases:"
+		for _, n := range names {
+			out += fmt.Sprintf(" %s %s", n, ms(time.Duration(j.Result.PhasesMs[n])*time.Millisecond))
+		}
+	}
+	return out
 }
 
 // wait polls a tenant job until it ends; it returns the job and how long
@@ -92,7 +125,7 @@ func (b *bench) wait(ctx context.Context, id string, start time.Time) (job, time
 	}
 }
 
-func run(ctx context.Context, n int) error {
+func run(ctx context.Context, n, filesMB int, logLevel string) error {
 	dbURL, cli := os.Getenv("DATABASE_URL"), os.Getenv("DDS_TEMPORAL_CLI")
 	if dbURL == "" || cli == "" {
 		return errors.New("DATABASE_URL and DDS_TEMPORAL_CLI must be set (run through make bench)")
@@ -103,7 +136,7 @@ func run(ctx context.Context, n int) error {
 	}
 	defer drop()
 	operator := load.RandHex(24)
-	dep, err := load.StartDeployment(ctx, dbURL, "tenants", "DDS_OPERATOR_TOKEN="+operator)
+	dep, err := load.StartDeployment(ctx, dbURL, "tenants", "DDS_OPERATOR_TOKEN="+operator, "DDS_LOG_LEVEL="+logLevel)
 	if err != nil {
 		return err
 	}
@@ -138,39 +171,88 @@ func run(ctx context.Context, n int) error {
 	if _, err := conn.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
 		return err
 	}
-	fmt.Printf("records: %d\n", n)
-
-	// Baselines: COPY the table out, and the same rows into a copy of it.
-	t0 := time.Now()
-	if _, err := conn.PgConn().CopyTo(ctx, io.Discard, `COPY `+table+` TO STDOUT`); err != nil {
+	if err := uploadFiles(ctx, b, created.APIKey, filesMB); err != nil {
 		return err
 	}
-	copyTo := time.Since(t0)
+	fmt.Printf("records: %d, files: %d MB\n", n, filesMB)
+
+	pgCPU, err := load.FindPostgres(ctx, d)
+	if err != nil {
+		return err
+	}
+	// measure times fn and the CPU Postgres and the worker spent in it
+	// (Postgres's is the whole cluster's: on a shared machine it includes
+	// what others ran meanwhile).
+	measure := func(fn func() error) (m cost, err error) {
+		pg0, err := pgCPU.Seconds()
+		if err != nil {
+			return m, err
+		}
+		w0, err := load.ProcessCPU(dep.Worker.Process.Pid)
+		if err != nil {
+			return m, err
+		}
+		t0 := time.Now()
+		if err := fn(); err != nil {
+			return m, err
+		}
+		m.wall = time.Since(t0)
+		pg1, err := pgCPU.Seconds()
+		if err != nil {
+			return m, err
+		}
+		w1, err := load.ProcessCPU(dep.Worker.Process.Pid)
+		m.pg, m.worker = pg1-pg0, w1-w0
+		return m, err
+	}
+
+	// Baselines: COPY the table out, and the same rows into a copy of it.
+	copyTo, err := measure(func() error {
+		_, err := conn.PgConn().CopyTo(ctx, io.Discard, `COPY `+table+` TO STDOUT`)
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE `+fmt.Sprintf(`%q."CopyBaseline"`, pg)+` (LIKE `+table+` INCLUDING ALL)`); err != nil {
 		return err
 	}
-	t0 = time.Now()
-	if _, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(csv.Bytes()), fmt.Sprintf(`COPY %q."CopyBaseline" %s FROM STDIN (FORMAT csv)`, pg, cols)); err != nil {
+	copyFrom, err := measure(func() error {
+		_, err := conn.PgConn().CopyFrom(ctx, bytes.NewReader(csv.Bytes()), fmt.Sprintf(`COPY %q."CopyBaseline" %s FROM STDIN (FORMAT csv)`, pg, cols))
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	copyFrom := time.Since(t0)
 	// The delete's baseline: dropping that copy, the least Postgres can
 	// do to remove the same rows.
-	t0 = time.Now()
-	if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP TABLE %q."CopyBaseline"`, pg)); err != nil {
+	dropT, err := measure(func() error {
+		_, err := conn.Exec(ctx, fmt.Sprintf(`DROP TABLE %q."CopyBaseline"`, pg))
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	dropT := time.Since(t0)
 	csv = bytes.Buffer{}
 
 	samplers := dep.SampleRSS()
-	// Export, as the operator sees it: POST until the job has succeeded.
-	var j job
-	t0 = time.Now()
-	if err := b.call(ctx, "POST", "/api/v1/tenants/"+created.TenantID+"/export", nil, http.StatusAccepted, &j); err != nil {
-		return err
+	// runJob POSTs a job and polls it until it has succeeded.
+	var stages []string
+	runJob := func(what, method, path string, body any) (j job, m cost, err error) {
+		m, err = measure(func() error {
+			t0 := time.Now()
+			if err := b.call(ctx, method, path, body, http.StatusAccepted, &j); err != nil {
+				return err
+			}
+			var took time.Duration
+			j, took, err = b.wait(ctx, j.ID, t0)
+			stages = append(stages, fmt.Sprintf("%-26s %s", what, j.stages(t0, took)))
+			return err
+		})
+		return j, m, err
 	}
-	j, exportT, err := b.wait(ctx, j.ID, t0)
+	// Export, as the operator sees it: POST until the job has succeeded.
+	j, exportT, err := runJob("export", "POST", "/api/v1/tenants/"+created.TenantID+"/export", nil)
 	if err != nil {
 		return err
 	}
@@ -191,41 +273,76 @@ func run(ctx context.Context, n int) error {
 	if err := upload(ctx, b.c, up.UploadURL, up.Headers, archive); err != nil {
 		return err
 	}
-	t0 = time.Now()
-	if err := b.call(ctx, "POST", "/api/v1/tenants/import", map[string]any{"fileId": up.FileID, "name": "bench-tenants-imported"}, http.StatusAccepted, &j); err != nil {
+	// Files keep their ids, so the original tenant goes first (untimed).
+	if _, _, err := runJob("delete (exported tenant)", "DELETE", "/api/v1/tenants/"+created.TenantID, nil); err != nil {
 		return err
 	}
-	j, importT, err := b.wait(ctx, j.ID, t0)
+	stages = stages[:len(stages)-1]
+	j, importT, err := runJob("import", "POST", "/api/v1/tenants/import", map[string]any{"fileId": up.FileID, "name": "bench-tenants-imported"})
 	if err != nil {
 		return err
 	}
 	// Delete the imported tenant through the API (and time it).
-	t0 = time.Now()
-	var del job
-	if err := b.call(ctx, "DELETE", "/api/v1/tenants/"+j.TenantID, nil, http.StatusAccepted, &del); err != nil {
-		return err
-	}
-	_, deleteT, err := b.wait(ctx, del.ID, t0)
+	_, deleteT, err := runJob("delete", "DELETE", "/api/v1/tenants/"+j.TenantID, nil)
 	if err != nil {
 		return err
 	}
 
-	fmt.Printf("\n%-26s %12s %12s %14s %12s %8s\n", "", "DDS job", "records/s", "Postgres COPY", "records/s", "ratio")
+	fmt.Printf("\n%-26s %10s %10s %8s %8s %10s %10s %8s %6s\n", "", "DDS job", "records/s", "PG CPU", "worker", "Postgres", "records/s", "PG CPU", "ratio")
 	for _, l := range []struct {
 		what     string
-		dds, sql time.Duration
-	}{{"export (zip, stored)", exportT, copyTo}, {"import (new tenant)", importT, copyFrom}} {
-		fmt.Printf("%-26s %12s %12.0f %14s %12.0f %7.2f\n", l.what, l.dds.Round(time.Millisecond), float64(n)/l.dds.Seconds(),
-			l.sql.Round(time.Millisecond), float64(n)/l.sql.Seconds(), l.sql.Seconds()/l.dds.Seconds())
+		dds, sql cost
+		note     string
+	}{{"export (zip, stored)", exportT, copyTo, "  (baseline: COPY TO)"}, {"import (new tenant)", importT, copyFrom, "  (baseline: COPY FROM)"},
+		{"delete (imported tenant)", deleteT, dropT, "  (baseline: DROP TABLE of the same rows)"}} {
+		fmt.Printf("%-26s %10s %10.0f %7.1fs %7.1fs %10s %10.0f %7.1fs %6.2f%s\n", l.what, l.dds.wall.Round(time.Millisecond), float64(n)/l.dds.wall.Seconds(),
+			l.dds.pg, l.dds.worker, l.sql.wall.Round(time.Millisecond), float64(n)/l.sql.wall.Seconds(), l.sql.pg, l.sql.wall.Seconds()/l.dds.wall.Seconds(), l.note)
 	}
-	fmt.Printf("%-26s %12s %12.0f %14s %12.0f %7.2f  (baseline: DROP TABLE of the same rows)\n", "delete (imported tenant)", deleteT.Round(time.Millisecond),
-		float64(n)/deleteT.Seconds(), dropT.Round(time.Millisecond), float64(n)/dropT.Seconds(), dropT.Seconds()/deleteT.Seconds())
+	fmt.Println()
+	for _, st := range stages {
+		fmt.Println(st)
+	}
 	for i, name := range []string{"dds serve", "dds worker"} {
 		peak, err := samplers[i].Stop()
 		if err != nil {
 			return err
 		}
 		fmt.Printf("%s peak RSS: %s\n", name, load.MB(peak))
+	}
+	return nil
+}
+
+// cost is what one timed operation took: wall time, and the CPU seconds
+// Postgres and the worker spent meanwhile.
+type cost struct {
+	wall       time.Duration
+	pg, worker float64
+}
+
+// uploadFiles gives the tenant mb files of 1 MB of random bytes (like
+// photos: deflate does not shrink them), uploaded and confirmed the way a
+// client does.
+func uploadFiles(ctx context.Context, b *bench, key string, mb int) error {
+	body := make([]byte, 1<<20)
+	for i := range mb {
+		if _, err := rand.Read(body); err != nil {
+			return err
+		}
+		var up struct {
+			FileID    string            `json:"fileId"`
+			UploadURL string            `json:"uploadUrl"`
+			Headers   map[string]string `json:"headers"`
+		}
+		req := map[string]any{"fileName": fmt.Sprintf("photo-%03d.jpg", i), "mimeType": "image/jpeg", "sizeBytes": len(body)}
+		if _, err := load.Call(ctx, b.c, "POST", b.base+"/api/v1/files/upload-url", key, req, http.StatusCreated, &up); err != nil {
+			return err
+		}
+		if err := upload(ctx, b.c, up.UploadURL, up.Headers, body); err != nil {
+			return err
+		}
+		if _, err := load.Call(ctx, b.c, "POST", b.base+"/api/v1/files/"+up.FileID+"/confirm", key, nil, http.StatusOK, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }
