@@ -46,7 +46,9 @@ import (
 type Sink interface {
 	// Send queues payload without waiting; false when the consumer is gone
 	// (a consumer too slow for its live feed is disconnected by the sink).
-	Send(payload []byte) bool
+	// origin is when the payload's event was inserted (EventTime): the sink
+	// reports StageWritten from it.
+	Send(payload []byte, origin time.Time) bool
 	// SendWait queues payload, waiting while the consumer's buffer is
 	// full: a replay goes at the consumer's pace.
 	SendWait(ctx context.Context, payload []byte) error
@@ -90,6 +92,7 @@ type Feed struct {
 
 	localMatches, sqlMatches atomic.Uint64 // filter evaluations, in Go and in Postgres
 	reads                    [len(ReadKinds)]atomic.Uint64
+	stages                   *stages
 
 	mu      sync.Mutex
 	tenants map[string]*tenantFeed
@@ -99,7 +102,7 @@ type Feed struct {
 // NewFeed returns a feed reading events and records through store, and
 // the records a subscription's selection needs through ex.
 func NewFeed(store *records.Store, ex *exec.Executor, log *slog.Logger) *Feed {
-	return &Feed{store: store, exec: ex, log: log, wake: make(chan struct{}, 1), tenants: map[string]*tenantFeed{}, ctx: context.Background()}
+	return &Feed{store: store, exec: ex, log: log, wake: make(chan struct{}, 1), tenants: map[string]*tenantFeed{}, ctx: context.Background(), stages: newStages()}
 }
 
 // SetLimits sets the feed's caps (before Run).
@@ -221,9 +224,13 @@ func (s *Feed) Remove(sub *Subscriber) {
 // Notify receives a dds_events payload: it only wakes the poller (the
 // ids are not needed, the poller reads every event up to the horizon).
 func (s *Feed) Notify(payload string) {
-	tenant, _, ok := outbox.ParseNotification(payload)
+	tenant, ids, ok := outbox.ParseNotification(payload)
 	if !ok {
 		return
+	}
+	now := time.Now()
+	for _, id := range ids {
+		s.stages.observe(StageNotified, EventTime(id), now)
 	}
 	s.mu.Lock()
 	_, followed := s.tenants[tenant]
@@ -234,6 +241,19 @@ func (s *Feed) Notify(payload string) {
 	select {
 	case s.wake <- struct{}{}:
 	default:
+	}
+}
+
+// NotifyLocal receives a dds_events payload of this process's own write
+// as it commits (pgnotify.Publisher.Local).
+func (s *Feed) NotifyLocal(payload string) {
+	_, ids, ok := outbox.ParseNotification(payload)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	for _, id := range ids {
+		s.stages.observe(StageCommitted, EventTime(id), now)
 	}
 }
 
@@ -297,10 +317,17 @@ func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (b
 		}
 		return false, nil
 	}
+	proven := time.Now()
 	s.reads[readBatch].Add(1)
 	evs, err := s.store.EventsRange(ctx, tenants, from, safe, batchRead)
 	if err != nil {
 		return false, err
+	}
+	read := time.Now()
+	for i := range evs {
+		o := EventTime(evs[i].ID)
+		s.stages.observe(StageHorizon, o, proven)
+		s.stages.observe(StageRead, o, read)
 	}
 	upto, more := safe, false
 	if len(evs) == batchRead {
@@ -452,13 +479,16 @@ func (s *Feed) advance(ix *subIndex, b batch) {
 	}
 	var gone map[*Subscriber]bool // consumers that went away during b
 	var memo frameMemo
+	now := time.Now()
 	for i := range b.evs {
 		ev := &b.evs[i]
+		origin := EventTime(ev.ID)
+		s.stages.observe(StageDispatched, origin, now)
 		ix.each(ev, func(r *Subscriber) {
 			if r.done.Load() || gone[r] || r.pos < b.a || r.pos >= ev.Seq {
 				return
 			}
-			if !s.deliver(r, ev, false, &memo) {
+			if !s.deliver(r, ev, origin, false, &memo) {
 				if gone == nil {
 					gone = map[*Subscriber]bool{}
 				}
@@ -489,7 +519,7 @@ func (s *Feed) catchUp(r *Subscriber, upto int64, wait bool) error {
 			return err
 		}
 		for i := range evs {
-			if !s.deliver(r, &evs[i], wait, nil) {
+			if !s.deliver(r, &evs[i], EventTime(evs[i].ID), wait, nil) {
 				return context.Canceled
 			}
 			r.pos = evs[i].Seq
@@ -516,7 +546,7 @@ func follows(r *Subscriber, ev *outbox.Event) bool {
 // when r's consumer is gone. The frame is taken from memo when a
 // subscriber with the same frameKey was sent this event already (nil: no
 // sharing).
-func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool, memo *frameMemo) bool {
+func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, origin time.Time, wait bool, memo *frameMemo) bool {
 	if !follows(r, ev) {
 		return true
 	}
@@ -560,7 +590,7 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool, memo *frameMe
 		}
 	}
 	if frame, ok := memo.get(ev.Seq, r.frame); ok {
-		return s.send(r, frame, wait)
+		return s.send(r, frame, origin, wait)
 	}
 	rec := ev.Record
 	if r.Sel != nil && ev.Type != outbox.EntityDeleted {
@@ -590,15 +620,18 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool, memo *frameMe
 	b.WriteString(ev.ID)
 	b.WriteString(`"}}`)
 	memo.put(ev.Seq, r.frame, b.Bytes()) // sinks never modify a frame: it can be shared
-	return s.send(r, b.Bytes(), wait)
+	return s.send(r, b.Bytes(), origin, wait)
 }
 
 // send hands frame to r's sink; false when r's consumer is gone.
-func (s *Feed) send(r *Subscriber, frame []byte, wait bool) bool {
+func (s *Feed) send(r *Subscriber, frame []byte, origin time.Time, wait bool) bool {
 	if wait {
 		return r.sink.SendWait(r.ctx, frame) == nil
 	}
-	return r.sink.Send(frame)
+	s.stages.observe(StageEncoded, origin, time.Now())
+	ok := r.sink.Send(frame, origin)
+	s.stages.observe(StageEnqueued, origin, time.Now())
+	return ok
 }
 
 // changeTypes name event types in the ChangeType enum.
