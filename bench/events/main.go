@@ -203,6 +203,10 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
+	gc0, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum")
+	if err != nil {
+		return err
+	}
 	cpu0, err := load.ProcessCPU(pid)
 	if err != nil {
 		return err
@@ -264,6 +268,10 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
+	gc1, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", "go_memstats_heap_inuse_bytes")
+	if err != nil {
+		return err
+	}
 	mu.Lock()
 	slices.Sort(latencies)
 	p50, p99 := load.Percentile(latencies, 50), load.Percentile(latencies, 99)
@@ -295,6 +303,9 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	fmt.Printf("fan-out  insert → received %5.1f %8.1f %7d   (client: read from the socket, before decoding)\n",
 		ms(load.Percentile(fromInsert, 50)), ms(load.Percentile(fromInsert, 99)), len(fromInsert))
 	mu.Unlock()
+	fmt.Printf("fan-out  server GC: %.0f cycles, %.1f ms of stop-the-world pauses; heap in use %.0f MB\n",
+		gc1["go_gc_duration_seconds_count"]-gc0["go_gc_duration_seconds_count"],
+		1000*(gc1["go_gc_duration_seconds_sum"]-gc0["go_gc_duration_seconds_sum"]), gc1["go_memstats_heap_inuse_bytes"]/(1<<20))
 	perSub := 0.0
 	for _, k := range []string{"filter", "rule", "record", "catch_up"} {
 		perSub += reads1[k] - reads0[k]
@@ -408,6 +419,31 @@ func (h histogram) quantile(q float64) float64 {
 		lo, below = h.le[i], c
 	}
 	return lo
+}
+
+// scrape reads the unlabelled metrics names from the server's /metrics.
+func scrape(ctx context.Context, c *http.Client, base string, names ...string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out, sc.Err()
 }
 
 // feedStages reads the server's dds_graphql_feed_stage_seconds by stage.
