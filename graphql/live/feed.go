@@ -78,7 +78,9 @@ const (
 
 // Feed dispatches events to the running subscriptions. Call Notify for
 // every dds_events payload (wire it to the pgnotify hub) and Run to
-// dispatch.
+// dispatch. Wire NotifyLocal to this process's own announcements
+// (pgnotify.Publisher.Local) so that its writes wake the feed as they
+// commit.
 type Feed struct {
 	store  *records.Store
 	exec   *exec.Executor
@@ -97,6 +99,44 @@ type Feed struct {
 	mu      sync.Mutex
 	tenants map[string]*tenantFeed
 	ctx     context.Context // Run's, for the tenant goroutines
+
+	// local is the ids NotifyLocal woke the feed for lately: their NOTIFY
+	// need not wake it again.
+	local recentIDs
+}
+
+// recentIDs is a bounded set of the newest ids added.
+type recentIDs struct {
+	mu   sync.Mutex
+	set  map[string]struct{}
+	ring [4096]string
+	next int
+}
+
+func (r *recentIDs) add(ids []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.set == nil {
+		r.set = make(map[string]struct{}, len(r.ring))
+	}
+	for _, id := range ids {
+		delete(r.set, r.ring[r.next])
+		r.ring[r.next] = id
+		r.set[id] = struct{}{}
+		r.next = (r.next + 1) % len(r.ring)
+	}
+}
+
+// all reports whether every one of ids is in the set.
+func (r *recentIDs) all(ids []string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := r.set[id]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // NewFeed returns a feed reading events and records through store, and
@@ -223,6 +263,8 @@ func (s *Feed) Remove(sub *Subscriber) {
 
 // Notify receives a dds_events payload: it only wakes the poller (the
 // ids are not needed, the poller reads every event up to the horizon).
+// Events this process announced itself woke the poller as they committed
+// (NotifyLocal): their NOTIFY, up to a publisher's pace later, does not.
 func (s *Feed) Notify(payload string) {
 	tenant, ids, ok := outbox.ParseNotification(payload)
 	if !ok {
@@ -232,20 +274,19 @@ func (s *Feed) Notify(payload string) {
 	for _, id := range ids {
 		s.stages.observe(StageNotified, EventTime(id), now)
 	}
-	s.mu.Lock()
-	_, followed := s.tenants[tenant]
-	s.mu.Unlock()
-	if !followed {
+	if s.local.all(ids) || !s.follows(tenant) {
 		return
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.poke()
 }
 
-// NotifyLocal receives a dds_events payload of this process's own write
-// as it commits (pgnotify.Publisher.Local).
+// NotifyLocal receives the dds_events payload of a write of this process
+// as it commits (pgnotify.Publisher.Local), before its NOTIFY is even
+// sent. It wakes the poller whatever the tenant: the write's transaction
+// has ended, and it may be the last one a pending horizon waits for
+// (outbox.Horizon), so the events of every tenant may be read now. On a
+// server that takes the writes its subscribers follow, a frame then waits
+// neither for the publisher's pace nor for a poll.
 func (s *Feed) NotifyLocal(payload string) {
 	_, ids, ok := outbox.ParseNotification(payload)
 	if !ok {
@@ -254,6 +295,27 @@ func (s *Feed) NotifyLocal(payload string) {
 	now := time.Now()
 	for _, id := range ids {
 		s.stages.observe(StageCommitted, EventTime(id), now)
+	}
+	s.local.add(ids)
+	s.mu.Lock()
+	any := len(s.tenants) > 0
+	s.mu.Unlock()
+	if any {
+		s.poke()
+	}
+}
+
+func (s *Feed) follows(tenant string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.tenants[tenant]
+	return ok
+}
+
+func (s *Feed) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 
