@@ -50,8 +50,8 @@ import (
 //
 // Floors: a sample need not wait for every holder. Before it draws its
 // first seq, a transaction reads the sequence's last value L and takes a
-// second shared advisory lock keyed by the bigint L+1, its floor (migration
-// 00050): every seq it draws is at least its floor. A holder of the writer
+// second shared advisory lock keyed by the bigint L+1 (tagged with
+// eventFloorTag in its top 16 bits), its floor (migration 00050): every seq it draws is at least its floor. A holder of the writer
 // lock read after Q that holds a floor F has drawn nothing below F; one
 // that holds no floor yet has drawn nothing at all, hence nothing <= Q
 // (its floor and draw come after Q was read)... unless it runs an older
@@ -69,6 +69,9 @@ import (
 const (
 	eventWriterLockClass = 1145324288 // "DDS\0"
 	eventWriterLockObj   = 1
+	// eventFloorTag is the top 16 bits of a floor's bigint key (0x4453,
+	// "DS"); the low 48 are the floor.
+	eventFloorTag = 0x4453
 )
 
 // Horizon proves safe horizons from samples (see above). It is used by one
@@ -109,9 +112,10 @@ func (h *Horizon) Advance(ctx context.Context, q sqlx.QueryerContext) (int64, er
 			SELECT virtualtransaction AS vx, classid, objid, objsubid FROM pg_locks
 			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())),
 		w AS (SELECT DISTINCT vx FROM l WHERE classid = $1 AND objid = $2 AND objsubid = 2),
-		f AS (SELECT vx, min((classid::bigint << 32) | objid::bigint) AS floor FROM l WHERE objsubid = 1 GROUP BY vx)
+		f AS (SELECT vx, min(((classid::bigint & 65535) << 32) | objid::bigint) AS floor FROM l
+			WHERE objsubid = 1 AND classid::bigint >> 16 = $3 GROUP BY vx)
 		SELECT coalesce(array_agg(w.vx), '{}') AS holders, min(f.floor) AS floor, count(*) FILTER (WHERE f.vx IS NULL) AS floorless
-		FROM w LEFT JOIN f USING (vx)`, eventWriterLockClass, eventWriterLockObj); err != nil {
+		FROM w LEFT JOIN f USING (vx)`, eventWriterLockClass, eventWriterLockObj, eventFloorTag); err != nil {
 		return h.safe, err
 	}
 	h.pending = append(h.pending, horizonSample{q: last.Int64, holders: held.Holders})

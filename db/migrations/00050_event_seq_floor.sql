@@ -6,7 +6,8 @@
 -- live subscription, 100 ms and more on a loaded machine). Now the first
 -- seq a transaction draws is announced before it is drawn: the function
 -- reads the sequence's last value L, takes a shared advisory lock keyed by
--- the bigint L + 1 (a floor of every seq the transaction will draw), and
+-- the bigint L + 1 (a floor of every seq the transaction will draw; tagged
+-- in its top 16 bits, so seqs up to 2^48), and
 -- only then calls nextval. A horizon sample then reads, for each writer in
 -- flight, the lowest floor it holds, and every seq below the lowest floor
 -- of all of them (and at most the sampled last value) is settled at once.
@@ -26,7 +27,10 @@ BEGIN
     PERFORM pg_advisory_xact_lock_shared(1145324288, 1);
     IF coalesce(current_setting('dds.event_seq_floor', true), '') = '' THEN
         lo := coalesce(pg_sequence_last_value('dds.events_seq_seq'), 0) + 1;
-        PERFORM pg_advisory_xact_lock_shared(lo);
+        -- The key carries the tag 0x4453 ("DS") in its top 16 bits, apart
+        -- from every other bigint advisory key of DDS (schema upgrades,
+        -- the migrator), which a shared lock could otherwise wait for.
+        PERFORM pg_advisory_xact_lock_shared(x'4453000000000000'::bigint | lo);
         PERFORM set_config('dds.event_seq_floor', lo::text, true);
     END IF;
     RETURN nextval('dds.events_seq_seq');
