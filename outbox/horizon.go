@@ -46,17 +46,32 @@ import (
 // change feed of every tenant. A long transaction that does write events
 // still holds the horizon, as it must: its events come first in outbox
 // order. The lock is never taken exclusively, so it never blocks a writer;
-// the sample costs two cheap reads and no transaction id. Samples are taken
-// only while a server has subscribers and events are arriving, at most
-// every provePoll. Under load the proof of one sample is complete at the
-// next, so the horizon trails commits by one poll plus the longest event-
-// writing transaction in flight, and no event is ever skipped.
+// the sample costs two cheap reads and no transaction id.
+//
+// Floors: a sample need not wait for every holder. Before it draws its
+// first seq, a transaction reads the sequence's last value L and takes a
+// second shared advisory lock keyed by the bigint L+1 (tagged with
+// eventFloorTag in its top 16 bits), its floor (migration 00050): every seq it draws is at least its floor. A holder of the writer
+// lock read after Q that holds a floor F has drawn nothing below F; one
+// that holds no floor yet has drawn nothing at all, hence nothing <= Q
+// (its floor and draw come after Q was read)... unless it runs an older
+// definition of the function, so a sample with a holder without a floor
+// falls back to the proof above. Otherwise min(Q, min F - 1) is safe at
+// once: every seq at or below it was drawn by a transaction that had ended
+// when the holders were read. The horizon then trails commits by one
+// sample plus only the transactions that drew a seq before the events it
+// releases (which must come first), not every writer in flight beside
+// them: under a steady load there is always one, and the slowest of them
+// held every event back.
 
 // The advisory lock key pair (classid, objid) that dds.next_event_seq()
 // takes in shared mode (migration 00040).
 const (
 	eventWriterLockClass = 1145324288 // "DDS\0"
 	eventWriterLockObj   = 1
+	// eventFloorTag is the top 16 bits of a floor's bigint key (0x4453,
+	// "DS"); the low 48 are the floor.
+	eventFloorTag = 0x4453
 )
 
 // Horizon proves safe horizons from samples (see above). It is used by one
@@ -85,15 +100,31 @@ func (h *Horizon) Advance(ctx context.Context, q sqlx.QueryerContext) (int64, er
 		return h.safe, err
 	}
 	// A second statement, so the holders are read after Q (the order of
-	// two reads within one statement is not defined).
-	var holders pq.StringArray
-	if err := sqlx.GetContext(ctx, q, &holders, `SELECT coalesce(array_agg(virtualtransaction), '{}') FROM pg_locks
-		WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted`, eventWriterLockClass, eventWriterLockObj); err != nil {
+	// two reads within one statement is not defined). pg_locks is read
+	// once (materialized): the writer lock's holders, and the lowest floor
+	// (a bigint-keyed advisory lock: objsubid 1) each of them holds.
+	var held struct {
+		Holders   pq.StringArray `db:"holders"`
+		Floor     sql.NullInt64  `db:"floor"`
+		Floorless int            `db:"floorless"`
+	}
+	if err := sqlx.GetContext(ctx, q, &held, `WITH l AS MATERIALIZED (
+			SELECT virtualtransaction AS vx, classid, objid, objsubid FROM pg_locks
+			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())),
+		w AS (SELECT DISTINCT vx FROM l WHERE classid = $1 AND objid = $2 AND objsubid = 2),
+		f AS (SELECT vx, min(((classid::bigint & 65535) << 32) | objid::bigint) AS floor FROM l
+			WHERE objsubid = 1 AND classid::bigint >> 16 = $3 GROUP BY vx)
+		SELECT coalesce(array_agg(w.vx), '{}') AS holders, min(f.floor) AS floor, count(*) FILTER (WHERE f.vx IS NULL) AS floorless
+		FROM w LEFT JOIN f USING (vx)`, eventWriterLockClass, eventWriterLockObj, eventFloorTag); err != nil {
 		return h.safe, err
 	}
-	h.pending = append(h.pending, horizonSample{q: last.Int64, holders: holders})
-	h.Prove(holders) // the new sample too: one no transaction held is safe at once
+	h.pending = append(h.pending, horizonSample{q: last.Int64, holders: held.Holders})
+	h.Prove(held.Holders) // the new sample too: one no transaction held is safe at once
+	if held.Floorless == 0 && held.Floor.Valid {
+		h.safe = max(h.safe, min(last.Int64, held.Floor.Int64-1))
+		// Samples at or below it need no proof any more.
+		h.pending = slices.DeleteFunc(h.pending, func(x horizonSample) bool { return x.q <= h.safe })
+	}
 	return h.safe, nil
 }
 

@@ -38,6 +38,9 @@ type Publisher struct {
 	keys    []listKey // lists' keys in first-publish order
 	n       int
 	kick    chan struct{}
+	// local receives this process's own payloads at once, per channel
+	// (Local).
+	local map[string][]Handler
 }
 
 type listKey struct{ channel, key string }
@@ -69,11 +72,43 @@ func NewPublisher(db *sqlx.DB, log *slog.Logger) *Publisher {
 	return &Publisher{db: db, log: log, pending: map[string][]string{}, lists: map[listKey][]string{}, kick: make(chan struct{}, 1)}
 }
 
+// Local makes fn receive every payload published on channel by this
+// process as soon as it is published, before (and besides) its NOTIFY:
+// a listener in the writing process need not wait for the flush's pace
+// and the round trip through Postgres. A list's items arrive as one
+// "<key>:<item>,<item>,..." payload per call. fn runs on the publishing
+// goroutine: it must not block. Register before the first Publish.
+func (p *Publisher) Local(channel string, fn Handler) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.local == nil {
+		p.local = map[string][]Handler{}
+	}
+	p.local[channel] = append(p.local[channel], fn)
+}
+
+// loopback hands a payload to channel's local handlers.
+func (p *Publisher) loopback(channel string, payload func() string) {
+	p.mu.Lock()
+	fns := p.local[channel]
+	p.mu.Unlock()
+	if len(fns) == 0 {
+		return
+	}
+	x := payload()
+	for _, fn := range fns {
+		fn(x)
+	}
+}
+
 // Publish queues payloads for channel; it never blocks on the database.
 // A nil Publisher drops them.
 func (p *Publisher) Publish(channel string, payloads ...string) {
 	if p == nil || len(payloads) == 0 {
 		return
+	}
+	for _, x := range payloads {
+		p.loopback(channel, func() string { return x })
 	}
 	if !p.reserve(channel, len(payloads)) {
 		return
@@ -106,6 +141,7 @@ func (p *Publisher) PublishList(channel, key string, items ...string) {
 	if p == nil || len(items) == 0 {
 		return
 	}
+	p.loopback(channel, func() string { return key + ":" + strings.Join(items, ",") })
 	if !p.reserve(channel, len(items)) {
 		return
 	}

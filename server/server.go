@@ -181,6 +181,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 	if err := s.hub.Subscribe(outbox.Channel, s.gqlFeed.Notify); err != nil {
 		return nil, err
 	}
+	s.events.Local(outbox.Channel, s.gqlFeed.NotifyLocal)
 	socket := graphql.NewSocket(s.authn, s.Records, gqlEngine, s.gqlFeed)
 	socket.MaxPerSocket = cfg.SubscriptionsPerSocket
 	graphql.NewHandler(gqlEngine, s.Records, socket, log).Routes(router)
@@ -221,6 +222,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 			Help: "Statements the subscription feed sent Postgres: batch (shared by every subscriber), catch_up, and per subscriber filter, rule and record.",
 		}, func() float64 { return float64(s.gqlFeed.Reads(i)) }))
 	}
+	reg.MustRegister(s.gqlFeed.StageCollector())
 	if s.replicas != nil {
 		s.replicas.Register(reg)
 	}

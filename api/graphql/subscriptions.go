@@ -71,6 +71,9 @@ type message struct {
 	// head, when set, is the frame up to its payload (a subscription's
 	// `{"id":…,"type":"next","payload":`, encoded once per subscription).
 	head []byte
+	// origin is when a live frame's event was inserted (zero for other
+	// messages): the write loop reports live.StageWritten from it.
+	origin time.Time
 }
 
 // writeTo writes m as one text frame of ws, without re-encoding its
@@ -122,6 +125,10 @@ type wsConn struct {
 	mu   sync.Mutex
 	subs map[string]*live.Subscriber
 	log  *slog.Logger // carries the upgrade request's id
+	// feed, when set, is told when each live frame was written
+	// (live.StageWritten); origins is the write loop's list of them.
+	feed    *live.Feed
+	origins []time.Time
 }
 
 func (c *wsConn) send(m message) {
@@ -144,8 +151,8 @@ type subSink struct {
 
 // Send queues a live frame; a consumer whose buffer is full is too slow
 // for its feed and is closed with 4500 (bounded memory per socket).
-func (k subSink) Send(payload []byte) bool {
-	k.c.send(message{ID: k.id, Type: "next", Payload: payload, head: k.head})
+func (k subSink) Send(payload []byte, origin time.Time) bool {
+	k.c.send(message{ID: k.id, Type: "next", Payload: payload, head: k.head, origin: origin})
 	select {
 	case <-k.c.closed:
 		return false
@@ -186,7 +193,7 @@ func (s *Subscriptions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		obs.LoggerFrom(r.Context()).Warn("websocket upgrade failed", "err", err)
 		return // the upgrader answered
 	}
-	c := &wsConn{ws: ws, conn: hj.conn, out: make(chan message, 256), closed: make(chan struct{}), subs: map[string]*live.Subscriber{}, log: obs.LoggerFrom(r.Context())}
+	c := &wsConn{ws: ws, conn: hj.conn, out: make(chan message, 256), closed: make(chan struct{}), subs: map[string]*live.Subscriber{}, log: obs.LoggerFrom(r.Context()), feed: s.feed}
 	if ws.Subprotocol() != subprotocol {
 		c.close(4406, "Subprotocol not acceptable")
 		return
@@ -232,12 +239,13 @@ func (c *wsConn) writeBatch(m message) error {
 	deadline := time.Now().Add(10 * time.Second)
 	_ = c.ws.SetWriteDeadline(deadline)
 	c.conn.hold()
-	err := m.writeTo(c.ws)
+	c.origins = c.origins[:0]
+	err := c.write(m)
 more:
 	for err == nil && c.conn.buffered() < batchBytes {
 		select {
 		case m = <-c.out:
-			err = m.writeTo(c.ws)
+			err = c.write(m)
 		default:
 			break more
 		}
@@ -245,7 +253,20 @@ more:
 	if ferr := c.conn.flush(deadline); err == nil {
 		err = ferr
 	}
+	if err == nil && c.feed != nil {
+		for _, o := range c.origins {
+			c.feed.ObserveStage(live.StageWritten, o)
+		}
+	}
 	return err
+}
+
+// write writes m into the batch, keeping its event's origin.
+func (c *wsConn) write(m message) error {
+	if !m.origin.IsZero() {
+		c.origins = append(c.origins, m.origin)
+	}
+	return m.writeTo(c.ws)
 }
 
 // endWithCredential closes c with 4403 when the credential it was opened

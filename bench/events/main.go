@@ -29,9 +29,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +43,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dds-project/dds/bench/load"
+	"github.com/dds-project/dds/graphql/live"
 )
 
 type options struct {
@@ -112,8 +115,12 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
-		received  atomic.Int64
-		wg        sync.WaitGroup
+		// Per frame: the write's send to the event's insert (the id's
+		// time), and the insert to the frame's arrival (read before it is
+		// decoded); per write: its send to its answer.
+		toInsert, fromInsert, answered []time.Duration
+		received                       atomic.Int64
+		wg                             sync.WaitGroup
 	)
 	subsOf := make([]int, o.buckets) // subscriptions per bucket
 	conns := make([]*websocket.Conn, 0, o.sockets)
@@ -167,22 +174,36 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 				var m struct {
 					Type    string
 					Payload struct {
-						Data struct{ NoteCreated struct{ SentAt int64 } }
+						Data       struct{ NoteCreated struct{ SentAt int64 } }
+						Extensions struct{ Cursor string }
 					}
 				}
 				if json.Unmarshal(msg, &m) != nil || m.Type != "next" {
 					continue
 				}
 				received.Add(1)
-				l := at.Sub(time.UnixMicro(m.Payload.Data.NoteCreated.SentAt))
+				sent := time.UnixMicro(m.Payload.Data.NoteCreated.SentAt)
+				inserted := live.EventTime(m.Payload.Extensions.Cursor)
 				mu.Lock()
-				latencies = append(latencies, l)
+				latencies = append(latencies, at.Sub(sent))
+				if !inserted.IsZero() {
+					toInsert = append(toInsert, inserted.Sub(sent))
+					fromInsert = append(fromInsert, at.Sub(inserted))
+				}
 				mu.Unlock()
 			}
 		}()
 	}
 	fmt.Fprintf(os.Stderr, "bench/events: %d subscriptions over %d sockets set up\n", n, len(conns))
 	reads0, err := feedReads(ctx, c, base)
+	if err != nil {
+		return err
+	}
+	stages0, err := feedStages(ctx, c, base)
+	if err != nil {
+		return err
+	}
+	gc0, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum")
 	if err != nil {
 		return err
 	}
@@ -202,11 +223,16 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		go func() {
 			defer ww.Done()
 			b := i % o.buckets
-			body := map[string]any{"title": "n", "bucket": b, "sentAt": time.Now().UnixMicro()}
+			sent := time.Now()
+			body := map[string]any{"title": "n", "bucket": b, "sentAt": sent.UnixMicro()}
 			if _, err := load.Call(ctx, c, "POST", base+"/api/v1/dynamic/Note", key, body, http.StatusCreated, nil); err != nil {
 				failed.Add(1)
 				return
 			}
+			d := time.Since(sent)
+			mu.Lock()
+			answered = append(answered, d)
+			mu.Unlock()
 			writes.Add(1)
 			expected.Add(int64(subsOf[b]))
 		}()
@@ -238,6 +264,14 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
+	stages1, err := feedStages(ctx, c, base)
+	if err != nil {
+		return err
+	}
+	gc1, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", "go_memstats_heap_inuse_bytes")
+	if err != nil {
+		return err
+	}
 	mu.Lock()
 	slices.Sort(latencies)
 	p50, p99 := load.Percentile(latencies, 50), load.Percentile(latencies, 99)
@@ -249,6 +283,29 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	// runs on the machine.
 	fmt.Printf("fan-out  server CPU %.1f s over %.1f s (%.0f%% of a core), %.1f µs per frame\n",
 		cpu1-cpu0, elapsed.Seconds(), 100*(cpu1-cpu0)/elapsed.Seconds(), 1e6*(cpu1-cpu0)/float64(max(received.Load(), 1)))
+	// Where a frame waits: each stage of an event's way (the server's
+	// histograms, from the event's insert), the client's side from the
+	// write's send, and the frame's arrival from the insert.
+	mu.Lock()
+	for _, xs := range [][]time.Duration{toInsert, fromInsert, answered} {
+		slices.Sort(xs)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	fmt.Printf("fan-out  stages (ms)       p50      p99   count\n")
+	fmt.Printf("fan-out  send → insert %8.1f %8.1f %7d   (client: the write's request until its event's id was drawn)\n",
+		ms(load.Percentile(toInsert, 50)), ms(load.Percentile(toInsert, 99)), len(toInsert))
+	fmt.Printf("fan-out  send → answer %8.1f %8.1f %7d   (client: the write's whole round trip)\n",
+		ms(load.Percentile(answered, 50)), ms(load.Percentile(answered, 99)), len(answered))
+	for _, st := range live.StageNames {
+		h := stages1[st].minus(stages0[st])
+		fmt.Printf("fan-out  insert → %-10s %5.1f %8.1f %7d\n", st, 1000*h.quantile(0.5), 1000*h.quantile(0.99), h.count)
+	}
+	fmt.Printf("fan-out  insert → received %5.1f %8.1f %7d   (client: read from the socket, before decoding)\n",
+		ms(load.Percentile(fromInsert, 50)), ms(load.Percentile(fromInsert, 99)), len(fromInsert))
+	mu.Unlock()
+	fmt.Printf("fan-out  server GC: %.0f cycles, %.1f ms of stop-the-world pauses; heap in use %.0f MB\n",
+		gc1["go_gc_duration_seconds_count"]-gc0["go_gc_duration_seconds_count"],
+		1000*(gc1["go_gc_duration_seconds_sum"]-gc0["go_gc_duration_seconds_sum"]), gc1["go_memstats_heap_inuse_bytes"]/(1<<20))
 	perSub := 0.0
 	for _, k := range []string{"filter", "rule", "record", "catch_up"} {
 		perSub += reads1[k] - reads0[k]
@@ -322,6 +379,119 @@ func replay(ctx context.Context, o options, base, key, tenantID, dbURL string) e
 	sseRate := float64(got) / time.Since(start).Seconds()
 	fmt.Printf("replay   %d events through SSE: %.0f events/s; COPY TO of the same rows %.0f rows/s; ratio %.2f\n", got, sseRate, copyRate, sseRate/copyRate)
 	return nil
+}
+
+// histogram is one stage's cumulative bucket counts from /metrics.
+type histogram struct {
+	le     []float64 // upper bounds, ascending (the last is +Inf)
+	counts []float64 // cumulative
+	count  int64
+}
+
+// minus is h's observations since before (an earlier scrape).
+func (h histogram) minus(before histogram) histogram {
+	out := histogram{le: h.le, counts: slices.Clone(h.counts), count: h.count - before.count}
+	for i := range out.counts {
+		if i < len(before.counts) {
+			out.counts[i] -= before.counts[i]
+		}
+	}
+	return out
+}
+
+// quantile is q's value, interpolated within its bucket (seconds).
+func (h histogram) quantile(q float64) float64 {
+	if h.count == 0 || len(h.counts) == 0 {
+		return 0
+	}
+	rank := q * float64(h.count)
+	lo, below := 0.0, 0.0
+	for i, c := range h.counts {
+		if c >= rank {
+			if i == len(h.le)-1 { // +Inf: the last finite bound
+				return lo
+			}
+			if c == below {
+				return h.le[i]
+			}
+			return lo + (h.le[i]-lo)*(rank-below)/(c-below)
+		}
+		lo, below = h.le[i], c
+	}
+	return lo
+}
+
+// scrape reads the unlabelled metrics names from the server's /metrics.
+func scrape(ctx context.Context, c *http.Client, base string, names ...string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// feedStages reads the server's dds_graphql_feed_stage_seconds by stage.
+func feedStages(ctx context.Context, c *http.Client, base string) (map[string]histogram, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	out := map[string]histogram{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, "dds_graphql_feed_stage_seconds_")
+		if !ok {
+			continue
+		}
+		var stage, le string
+		var v float64
+		switch {
+		case strings.HasPrefix(rest, "bucket{"):
+			// bucket{stage="x",le="y"} v
+			if _, err := fmt.Sscanf(strings.NewReplacer(",", " ", "{", " ", "}", " ", "=", " ").Replace(rest), "bucket stage %q le %q %g", &stage, &le, &v); err != nil {
+				continue
+			}
+			h := out[stage]
+			b := math.Inf(1)
+			if le != "+Inf" {
+				if b, err = strconv.ParseFloat(le, 64); err != nil {
+					continue
+				}
+			}
+			h.le, h.counts = append(h.le, b), append(h.counts, v)
+			out[stage] = h
+		case strings.HasPrefix(rest, "count{"):
+			if _, err := fmt.Sscanf(strings.NewReplacer("{", " ", "}", " ", "=", " ").Replace(rest), "count stage %q %g", &stage, &v); err != nil {
+				continue
+			}
+			h := out[stage]
+			h.count = int64(v)
+			out[stage] = h
+		}
+	}
+	return out, sc.Err()
 }
 
 func step(s string) { fmt.Fprintln(os.Stderr, "bench/events:", s) }

@@ -46,7 +46,9 @@ import (
 type Sink interface {
 	// Send queues payload without waiting; false when the consumer is gone
 	// (a consumer too slow for its live feed is disconnected by the sink).
-	Send(payload []byte) bool
+	// origin is when the payload's event was inserted (EventTime): the sink
+	// reports StageWritten from it.
+	Send(payload []byte, origin time.Time) bool
 	// SendWait queues payload, waiting while the consumer's buffer is
 	// full: a replay goes at the consumer's pace.
 	SendWait(ctx context.Context, payload []byte) error
@@ -76,7 +78,9 @@ const (
 
 // Feed dispatches events to the running subscriptions. Call Notify for
 // every dds_events payload (wire it to the pgnotify hub) and Run to
-// dispatch.
+// dispatch. Wire NotifyLocal to this process's own announcements
+// (pgnotify.Publisher.Local) so that its writes wake the feed as they
+// commit.
 type Feed struct {
 	store  *records.Store
 	exec   *exec.Executor
@@ -90,16 +94,55 @@ type Feed struct {
 
 	localMatches, sqlMatches atomic.Uint64 // filter evaluations, in Go and in Postgres
 	reads                    [len(ReadKinds)]atomic.Uint64
+	stages                   *stages
 
 	mu      sync.Mutex
 	tenants map[string]*tenantFeed
 	ctx     context.Context // Run's, for the tenant goroutines
+
+	// local is the ids NotifyLocal woke the feed for lately: their NOTIFY
+	// need not wake it again.
+	local recentIDs
+}
+
+// recentIDs is a bounded set of the newest ids added.
+type recentIDs struct {
+	mu   sync.Mutex
+	set  map[string]struct{}
+	ring [4096]string
+	next int
+}
+
+func (r *recentIDs) add(ids []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.set == nil {
+		r.set = make(map[string]struct{}, len(r.ring))
+	}
+	for _, id := range ids {
+		delete(r.set, r.ring[r.next])
+		r.ring[r.next] = id
+		r.set[id] = struct{}{}
+		r.next = (r.next + 1) % len(r.ring)
+	}
+}
+
+// all reports whether every one of ids is in the set.
+func (r *recentIDs) all(ids []string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := r.set[id]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // NewFeed returns a feed reading events and records through store, and
 // the records a subscription's selection needs through ex.
 func NewFeed(store *records.Store, ex *exec.Executor, log *slog.Logger) *Feed {
-	return &Feed{store: store, exec: ex, log: log, wake: make(chan struct{}, 1), tenants: map[string]*tenantFeed{}, ctx: context.Background()}
+	return &Feed{store: store, exec: ex, log: log, wake: make(chan struct{}, 1), tenants: map[string]*tenantFeed{}, ctx: context.Background(), stages: newStages()}
 }
 
 // SetLimits sets the feed's caps (before Run).
@@ -220,17 +263,56 @@ func (s *Feed) Remove(sub *Subscriber) {
 
 // Notify receives a dds_events payload: it only wakes the poller (the
 // ids are not needed, the poller reads every event up to the horizon).
+// Events this process announced itself woke the poller as they committed
+// (NotifyLocal): their NOTIFY, up to a publisher's pace later, does not.
 func (s *Feed) Notify(payload string) {
-	tenant, _, ok := outbox.ParseNotification(payload)
+	tenant, ids, ok := outbox.ParseNotification(payload)
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	_, followed := s.tenants[tenant]
-	s.mu.Unlock()
-	if !followed {
+	now := time.Now()
+	for _, id := range ids {
+		s.stages.observe(StageNotified, EventTime(id), now)
+	}
+	if s.local.all(ids) || !s.follows(tenant) {
 		return
 	}
+	s.poke()
+}
+
+// NotifyLocal receives the dds_events payload of a write of this process
+// as it commits (pgnotify.Publisher.Local), before its NOTIFY is even
+// sent. It wakes the poller whatever the tenant: the write's transaction
+// has ended, and it may be the last one a pending horizon waits for
+// (outbox.Horizon), so the events of every tenant may be read now. On a
+// server that takes the writes its subscribers follow, a frame then waits
+// neither for the publisher's pace nor for a poll.
+func (s *Feed) NotifyLocal(payload string) {
+	_, ids, ok := outbox.ParseNotification(payload)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	for _, id := range ids {
+		s.stages.observe(StageCommitted, EventTime(id), now)
+	}
+	s.local.add(ids)
+	s.mu.Lock()
+	any := len(s.tenants) > 0
+	s.mu.Unlock()
+	if any {
+		s.poke()
+	}
+}
+
+func (s *Feed) follows(tenant string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.tenants[tenant]
+	return ok
+}
+
+func (s *Feed) poke() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -297,10 +379,17 @@ func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (b
 		}
 		return false, nil
 	}
+	proven := time.Now()
 	s.reads[readBatch].Add(1)
 	evs, err := s.store.EventsRange(ctx, tenants, from, safe, batchRead)
 	if err != nil {
 		return false, err
+	}
+	read := time.Now()
+	for i := range evs {
+		o := EventTime(evs[i].ID)
+		s.stages.observe(StageHorizon, o, proven)
+		s.stages.observe(StageRead, o, read)
 	}
 	upto, more := safe, false
 	if len(evs) == batchRead {
@@ -452,13 +541,16 @@ func (s *Feed) advance(ix *subIndex, b batch) {
 	}
 	var gone map[*Subscriber]bool // consumers that went away during b
 	var memo frameMemo
+	now := time.Now()
 	for i := range b.evs {
 		ev := &b.evs[i]
+		origin := EventTime(ev.ID)
+		s.stages.observe(StageDispatched, origin, now)
 		ix.each(ev, func(r *Subscriber) {
 			if r.done.Load() || gone[r] || r.pos < b.a || r.pos >= ev.Seq {
 				return
 			}
-			if !s.deliver(r, ev, false, &memo) {
+			if !s.deliver(r, ev, origin, false, &memo) {
 				if gone == nil {
 					gone = map[*Subscriber]bool{}
 				}
@@ -489,7 +581,7 @@ func (s *Feed) catchUp(r *Subscriber, upto int64, wait bool) error {
 			return err
 		}
 		for i := range evs {
-			if !s.deliver(r, &evs[i], wait, nil) {
+			if !s.deliver(r, &evs[i], EventTime(evs[i].ID), wait, nil) {
 				return context.Canceled
 			}
 			r.pos = evs[i].Seq
@@ -516,7 +608,7 @@ func follows(r *Subscriber, ev *outbox.Event) bool {
 // when r's consumer is gone. The frame is taken from memo when a
 // subscriber with the same frameKey was sent this event already (nil: no
 // sharing).
-func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool, memo *frameMemo) bool {
+func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, origin time.Time, wait bool, memo *frameMemo) bool {
 	if !follows(r, ev) {
 		return true
 	}
@@ -560,7 +652,7 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool, memo *frameMe
 		}
 	}
 	if frame, ok := memo.get(ev.Seq, r.frame); ok {
-		return s.send(r, frame, wait)
+		return s.send(r, frame, origin, wait)
 	}
 	rec := ev.Record
 	if r.Sel != nil && ev.Type != outbox.EntityDeleted {
@@ -590,15 +682,18 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, wait bool, memo *frameMe
 	b.WriteString(ev.ID)
 	b.WriteString(`"}}`)
 	memo.put(ev.Seq, r.frame, b.Bytes()) // sinks never modify a frame: it can be shared
-	return s.send(r, b.Bytes(), wait)
+	return s.send(r, b.Bytes(), origin, wait)
 }
 
 // send hands frame to r's sink; false when r's consumer is gone.
-func (s *Feed) send(r *Subscriber, frame []byte, wait bool) bool {
+func (s *Feed) send(r *Subscriber, frame []byte, origin time.Time, wait bool) bool {
 	if wait {
 		return r.sink.SendWait(r.ctx, frame) == nil
 	}
-	return r.sink.Send(frame)
+	s.stages.observe(StageEncoded, origin, time.Now())
+	ok := r.sink.Send(frame, origin)
+	s.stages.observe(StageEnqueued, origin, time.Now())
+	return ok
 }
 
 // changeTypes name event types in the ChangeType enum.
