@@ -421,8 +421,8 @@ func (h histogram) quantile(q float64) float64 {
 	return lo
 }
 
-// scrape reads the unlabelled metrics names from the server's /metrics.
-func scrape(ctx context.Context, c *http.Client, base string, names ...string) (map[string]float64, error) {
+// metricLines reads the server's /metrics, a line each.
+func metricLines(ctx context.Context, c *http.Client, base string) ([]string, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
 	if err != nil {
 		return nil, err
@@ -432,10 +432,23 @@ func scrape(ctx context.Context, c *http.Client, base string, names ...string) (
 		return nil, err
 	}
 	defer res.Body.Close()
-	out := map[string]float64{}
+	var lines []string
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
+		lines = append(lines, sc.Text())
+	}
+	return lines, sc.Err()
+}
+
+// scrape reads the unlabelled metrics names from the server's /metrics.
+func scrape(ctx context.Context, c *http.Client, base string, names ...string) (map[string]float64, error) {
+	lines, err := metricLines(ctx, c, base)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range lines {
+		name, value, ok := strings.Cut(line, " ")
 		if !ok || !slices.Contains(names, name) {
 			continue
 		}
@@ -443,24 +456,17 @@ func scrape(ctx context.Context, c *http.Client, base string, names ...string) (
 			out[name] = v
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // feedStages reads the server's dds_graphql_feed_stage_seconds by stage.
 func feedStages(ctx context.Context, c *http.Client, base string) (map[string]histogram, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	lines, err := metricLines(ctx, c, base)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
 	out := map[string]histogram{}
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
-		line := sc.Text()
+	for _, line := range lines {
 		rest, ok := strings.CutPrefix(line, "dds_graphql_feed_stage_seconds_")
 		if !ok {
 			continue
@@ -491,30 +497,24 @@ func feedStages(ctx context.Context, c *http.Client, base string) (map[string]hi
 			out[stage] = h
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 func step(s string) { fmt.Fprintln(os.Stderr, "bench/events:", s) }
 
 // feedReads reads the server's dds_graphql_feed_reads_total by kind.
 func feedReads(ctx context.Context, c *http.Client, base string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	lines, err := metricLines(ctx, c, base)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
 	out := map[string]float64{}
-	sc := bufio.NewScanner(res.Body)
-	for sc.Scan() {
+	for _, line := range lines {
 		var kind string
 		var v float64
-		if _, err := fmt.Sscanf(sc.Text(), "dds_graphql_feed_reads_total{kind=%q} %g", &kind, &v); err == nil {
+		if _, err := fmt.Sscanf(line, "dds_graphql_feed_reads_total{kind=%q} %g", &kind, &v); err == nil {
 			out[kind] = v
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
