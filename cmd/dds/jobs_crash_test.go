@@ -16,6 +16,7 @@ import (
 // one takes the job over, and the records and their events are written
 // exactly once.
 func TestJobSurvivesWorkerKill(t *testing.T) {
+	t.Parallel() // its own task queue, processes, tenants and file store; most of its time is waits
 	rig := newWorkerRig(t, "jobs-crash")
 	d, app, bin := rig.d, rig.app, rig.bin
 	startWorker := func() *exec.Cmd { return rig.startWorker(t) }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +20,7 @@ import (
 // an unknown command.
 func TestBinary(t *testing.T) {
 	app := testenv.Server(t)
-	bin := filepath.Join(t.TempDir(), "dds")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := ddsBinary(t)
 	env := append(os.Environ(), "DATABASE_URL="+testenv.DatabaseURL(t), "DDS_ENV=test",
 		"DDS_JWT_SECRET=test-jwt-secret-0123456789abcdef0123456789",
 		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+t.TempDir())

@@ -54,10 +54,7 @@ func TestReadReplicasNeverHideAWrite(t *testing.T) {
 	proxied := *replicaURL
 	proxied.Host = proxy.Addr()
 
-	bin := filepath.Join(t.TempDir(), "dds")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := ddsBinary(t)
 	env := append(os.Environ(), "DATABASE_URL="+primary, "DATABASE_REPLICA_URLS="+proxied.String(),
 		"DDS_ENV=test", "DDS_JWT_SECRET=test-jwt-secret-0123456789abcdef0123456789", "DDS_OPERATOR_TOKEN="+testenv.OperatorToken,
 		"DDS_RATE_GLOBAL=0", "DDS_RATE_AUTH=0", "DDS_RATE_TENANT=0", "DDS_PUBLIC_URL=", "DDS_LOG_LEVEL=info",

@@ -29,6 +29,7 @@ import (
 // its tables, control-plane rows and stored files checksum the same
 // before and after.
 func TestTenantDeleteSurvivesWorkerKill(t *testing.T) {
+	t.Parallel() // its own task queue, processes, tenants and file store; most of its time is waits
 	rig := newWorkerRig(t, "tenant-delete-crash")
 	d, cfg, app := rig.d, rig.cfg, rig.app
 	startWorker := func() *exec.Cmd { return rig.startWorker(t) }

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -191,11 +190,9 @@ func secondDatabase(t *testing.T) string {
 // answers with new keys, serves its records and files, and exports with the
 // same record and file checksums.
 func TestTenantMovesBetweenDeployments(t *testing.T) {
+	t.Parallel() // its own task queue, processes, tenants and file store; most of its time is waits
 	teststack.Need(t, "TEMPORAL_ADDRESS")
-	bin := filepath.Join(t.TempDir(), "dds")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := ddsBinary(t)
 	src := startDeployment(t, bin, testenv.DatabaseURL(t), []string{"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR=" + t.TempDir()})
 	dstStorage := []string{"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR=" + t.TempDir()}
 	if os.Getenv("FILE_STORAGE_S3_ENDPOINT") != "" {

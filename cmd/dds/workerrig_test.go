@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -35,10 +34,7 @@ type workerRig struct {
 func newWorkerRig(t *testing.T, queue string) *workerRig {
 	t.Helper()
 	teststack.Need(t, "TEMPORAL_ADDRESS")
-	r := &workerRig{d: testenv.DB(t), bin: filepath.Join(t.TempDir(), "dds")}
-	if out, err := exec.Command("go", "build", "-o", r.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	r := &workerRig{d: testenv.DB(t), bin: ddsBinary(t)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -76,15 +76,22 @@ func Missing(t testing.TB, what string) {
 // it runs them and, when some were skipped for want of the stack, ends the
 // package with one line naming `make test` (instead of PASS) and exits 1
 // (see the package comment). Where the stack is required nothing is
-// skipped, and the tests' output is left alone.
-func Main(m *testing.M) {
+// skipped, and the tests' output is left alone. The cleanups run after the
+// tests, before the exit (which skips deferred calls).
+func Main(m *testing.M, cleanups ...func()) {
+	exit := func(code int) {
+		for _, c := range cleanups {
+			c()
+		}
+		os.Exit(code)
+	}
 	if Required() {
-		os.Exit(m.Run())
+		exit(m.Run())
 	}
 	out := os.Stdout
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		os.Exit(m.Run())
+		exit(m.Run())
 	}
 	os.Stdout = pw
 	held := make(chan bool, 1)
@@ -107,7 +114,7 @@ func Main(m *testing.M) {
 	} else if pass {
 		fmt.Fprintln(out, "PASS")
 	}
-	os.Exit(code)
+	exit(code)
 }
 
 // forward copies the tests' output from r to w as it comes, line by line,
