@@ -58,7 +58,8 @@ BEGIN
         SELECT ev.id, ev.tenant_id, ev.schema_name, ev.type, ev.entity_name, ev.entity_id, ev.record, ev.created_at, ev.seq
         FROM dds.events ev
         WHERE ev.tenant_id = ANY(tenants) AND ev.seq > after AND ev.seq <= b AND ev.type <> ALL(skip_types)
-        ORDER BY ev.seq LIMIT lim) e ON true;
+        ORDER BY ev.seq LIMIT lim) e ON true
+    ORDER BY e.seq; -- the caller relies on outbox order
 END
 $$;
 -- +goose StatementEnd
