@@ -191,7 +191,7 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
-	gc0, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum")
+	gc0, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", poolWaits, poolWaited)
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
-	gc1, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", "go_memstats_heap_inuse_bytes")
+	gc1, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", "go_memstats_heap_inuse_bytes", poolWaits, poolWaited)
 	if err != nil {
 		return err
 	}
@@ -317,6 +317,11 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	fmt.Printf("fan-out  server GC: %.0f cycles, %.1f ms of stop-the-world pauses; heap in use %.0f MB\n",
 		gc1["go_gc_duration_seconds_count"]-gc0["go_gc_duration_seconds_count"],
 		1000*(gc1["go_gc_duration_seconds_sum"]-gc0["go_gc_duration_seconds_sum"]), gc1["go_memstats_heap_inuse_bytes"]/(1<<20))
+	// A write that waits for one of the server's Postgres connections
+	// waits before its statement is sent: it shows in send → insert
+	// and delays every later event's horizon.
+	fmt.Printf("fan-out  server's Postgres pool: %.0f waits for a free connection, %.1f ms in all\n",
+		gc1[poolWaits]-gc0[poolWaits], 1000*(gc1[poolWaited]-gc0[poolWaited]))
 	perSub := 0.0
 	for _, k := range []string{"filter", "rule", "record", "catch_up"} {
 		perSub += reads1[k] - reads0[k]
@@ -452,7 +457,8 @@ func metricLines(ctx context.Context, c *http.Client, base string) ([]string, er
 	return lines, sc.Err()
 }
 
-// scrape reads the unlabelled metrics names from the server's /metrics.
+// scrape reads the metrics names (each as exposed: with its labels, if
+// any) from the server's /metrics.
 func scrape(ctx context.Context, c *http.Client, base string, names ...string) (map[string]float64, error) {
 	lines, err := metricLines(ctx, c, base)
 	if err != nil {
@@ -517,6 +523,12 @@ func feedStages(ctx context.Context, c *http.Client, base string) (map[string]hi
 	}
 	return out, nil
 }
+
+// The server's pool metrics (go_sql_*, labelled with the pool's name).
+const (
+	poolWaits  = `go_sql_wait_count_total{db_name="dds"}`
+	poolWaited = `go_sql_wait_duration_seconds_total{db_name="dds"}`
+)
 
 // frameTimes is what one socket's reader measured, per frame: the
 // write's send to the frame's arrival, to the event's insert (the id's
