@@ -79,6 +79,7 @@ const (
 type Horizon struct {
 	pending []horizonSample
 	safe    int64
+	last    int64 // the last sample's q
 }
 
 type horizonSample struct {
@@ -118,14 +119,92 @@ func (h *Horizon) Advance(ctx context.Context, q sqlx.QueryerContext) (int64, er
 		FROM w LEFT JOIN f USING (vx)`, eventWriterLockClass, eventWriterLockObj, eventFloorTag); err != nil {
 		return h.safe, err
 	}
-	h.pending = append(h.pending, horizonSample{q: last.Int64, holders: held.Holders})
-	h.Prove(held.Holders) // the new sample too: one no transaction held is safe at once
-	if held.Floorless == 0 && held.Floor.Valid {
-		h.safe = max(h.safe, min(last.Int64, held.Floor.Int64-1))
+	h.record(last.Int64, held.Holders, held.Floor, held.Floorless)
+	return h.safe, nil
+}
+
+// record adds the sample (q, then the writers in flight: their virtual
+// transaction ids, their lowest floor and how many hold none) and proves
+// what it can.
+func (h *Horizon) record(q int64, holders []string, floor sql.NullInt64, floorless int) {
+	h.last = q
+	h.pending = append(h.pending, horizonSample{q: q, holders: holders})
+	h.Prove(holders) // the new sample too: one no transaction held is safe at once
+	if floorless == 0 && floor.Valid {
+		h.safe = max(h.safe, min(q, floor.Int64-1))
 		// Samples at or below it need no proof any more.
 		h.pending = slices.DeleteFunc(h.pending, func(x horizonSample) bool { return x.q <= h.safe })
 	}
-	return h.safe, nil
+}
+
+// Held reports whether the last sample left drawn seqs unproven: the
+// sequence had gone past the horizon because a transaction that drew an
+// earlier seq was still in flight (its events, and every later one, wait
+// for it to end).
+func (h *Horizon) Held() bool { return h.last > h.safe }
+
+// AdvanceRead is Advance followed by the read of the events of tenants
+// after position after, in one round trip (dds.events_horizon_read,
+// migration 00051): it returns the events with seq in (after, upto] in
+// outbox order, and upto, the end of the range they cover: the proven
+// horizon, or less when the read stopped short of it (at limit events:
+// more, read again from upto; or at the function's own bound). The
+// function reads the events after sampling, in a statement of its own and
+// so with its own snapshot: every event at or below the proven horizon is
+// visible to it; any read above it are dropped here and read again once
+// proven. It must run under READ COMMITTED (a pool connection, no
+// transaction).
+func (h *Horizon) AdvanceRead(ctx context.Context, q sqlx.QueryerContext, tenantIDs []string, after int64, limit int) (upto int64, evs []Event, more bool, err error) {
+	var rows []struct {
+		Last      int64          `db:"h_last"`
+		Holders   pq.StringArray `db:"h_holders"`
+		Floor     sql.NullInt64  `db:"h_floor"`
+		Floorless int            `db:"h_floorless"`
+		Bound     int64          `db:"h_bound"`
+		ID        sql.NullString `db:"e_id"`
+		TenantID  sql.NullString `db:"e_tenant_id"`
+		Schema    sql.NullString `db:"e_schema_name"`
+		Type      sql.NullString `db:"e_type"`
+		Name      sql.NullString `db:"e_entity_name"`
+		Subject   sql.NullString `db:"e_entity_id"`
+		Record    []byte         `db:"e_record"`
+		CreatedAt sql.NullTime   `db:"e_created_at"`
+		Seq       sql.NullInt64  `db:"e_seq"`
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, `SELECT * FROM dds.events_horizon_read($1::uuid[], $2, $3, $4::text[])`,
+		schema.ArrayLiteral(tenantIDs), after, limit, schema.ArrayLiteral(OperationalTypes)); err != nil {
+		return after, nil, false, err
+	}
+	if len(rows) == 0 { // never: the function answers at least the sample
+		return after, nil, false, errors.New("outbox: events_horizon_read answered no sample")
+	}
+	r0 := rows[0]
+	h.record(r0.Last, r0.Holders, r0.Floor, r0.Floorless)
+	// The events read cover (after, cover]: up to the function's bound
+	// (the sampled last value, or below the lowest floor in flight), or to
+	// the last one read when the limit cut the read short.
+	cover := r0.Bound
+	n := len(rows)
+	if !rows[0].Seq.Valid {
+		n = 0
+	}
+	if n == limit {
+		cover = rows[n-1].Seq.Int64
+	}
+	upto = min(h.safe, cover)
+	if upto <= after {
+		return after, nil, false, nil
+	}
+	more = n == limit && h.safe > cover
+	evs = make([]Event, 0, n)
+	for _, r := range rows[:n] {
+		if r.Seq.Int64 > upto {
+			break
+		}
+		evs = append(evs, Event{ID: r.ID.String, TenantID: r.TenantID.String, SchemaName: r.Schema.String, Type: r.Type.String,
+			Name: r.Name.String, SubjectID: r.Subject.String, Record: r.Record, CreatedAt: r.CreatedAt.Time, Seq: r.Seq.Int64})
+	}
+	return upto, evs, more, nil
 }
 
 // Prove settles the samples none of whose holders is among running (the

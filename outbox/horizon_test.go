@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -88,4 +89,79 @@ func TestHorizonWaitsOnlyForEarlierSeqs(t *testing.T) {
 	if safe := advance(); safe < c {
 		t.Fatalf("horizon %d with every event committed: want at least %d", safe, c)
 	}
+}
+
+// TestHorizonReadReturnsOnlyProvenEvents: the feed proves its horizon and
+// reads the events below it in one round trip. It must give exactly the
+// events the proof covers — none past an open transaction's seq (the
+// reader would skip it when it commits), every committed one below it —
+// and pages of limit events must join without a gap.
+func TestHorizonReadReturnsOnlyProvenEvents(t *testing.T) {
+	d := webhooktest.DB(t)
+	o := newTenant(t, d)
+	other := newTenant(t, d)
+	ctx := context.Background()
+	var h outbox.Horizon
+	start, err := h.Advance(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := start
+	// readAll reads from pos, page by page, and returns the ids.
+	readAll := func(limit int) []string {
+		t.Helper()
+		var got []string
+		for {
+			upto, evs, more, err := h.AdvanceRead(ctx, d, []string{o.TenantID}, pos, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if upto < pos {
+				t.Fatalf("the range went back from %d to %d", pos, upto)
+			}
+			for _, ev := range evs {
+				if ev.Seq <= pos || ev.Seq > upto || ev.TenantID != o.TenantID || len(ev.Record) == 0 {
+					t.Fatalf("event %+v outside (%d, %d] or of another tenant", ev, pos, upto)
+				}
+				got = append(got, ev.ID)
+			}
+			pos = upto
+			if !more {
+				return got
+			}
+		}
+	}
+
+	early, a := openWrite(t, d, o) // drew first, commits last
+	b := events(t, d, o, 3)
+	events(t, d, other, 2) // another tenant's: never read for o
+	late, c := openWrite(t, d, o)
+	if got := readAll(10); len(got) != 0 || pos >= a {
+		t.Fatalf("with %d open: read %v up to %d; want nothing, below it", a, got, pos)
+	}
+	if err := early.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(2) // a and b's three, in pages of two
+	if len(got) != 4 || got[0] != idOfSeq(t, d, a) || !slices.Equal(got[1:], b) {
+		t.Fatalf("after the first commit: read %v, want the early event then %v", got, b)
+	}
+	if pos >= c {
+		t.Fatalf("horizon %d passed the open transaction's event %d", pos, c)
+	}
+	if err := late.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(10); len(got) != 1 || got[0] != idOfSeq(t, d, c) {
+		t.Fatalf("after the last commit: read %v, want the late event", got)
+	}
+}
+
+func idOfSeq(t *testing.T, d *sqlx.DB, seq int64) string {
+	t.Helper()
+	var id string
+	if err := d.Get(&id, `SELECT id FROM dds.events WHERE seq = $1`, seq); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

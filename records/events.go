@@ -17,6 +17,13 @@ func (s *Store) EventsHorizon(ctx context.Context, h *outbox.Horizon) (int64, er
 	return h.Advance(ctx, s.db)
 }
 
+// EventsHorizonRead advances h by one sample and reads the events of
+// tenants after position after up to the proven horizon, in one round
+// trip (outbox.Horizon.AdvanceRead).
+func (s *Store) EventsHorizonRead(ctx context.Context, h *outbox.Horizon, tenantIDs []string, after int64, limit int) (int64, []outbox.Event, bool, error) {
+	return h.AdvanceRead(ctx, s.db, tenantIDs, after, limit)
+}
+
 // EventsRange reads the events of tenants with seq in (after, upto], in
 // outbox order, at most limit.
 func (s *Store) EventsRange(ctx context.Context, tenantIDs []string, after, upto int64, limit int) ([]outbox.Event, error) {

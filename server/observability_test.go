@@ -112,6 +112,9 @@ func TestAccessLogAndMetrics(t *testing.T) {
 		`go_sql_wait_count_total{db_name="dds"}`,
 		`dds_graphql_subscriptions_active 0`,
 		`dds_graphql_feed_reads_total{kind="filter"} 0`,
+		`dds_graphql_feed_horizon_held_total 0`,
+		`dds_graphql_feed_stage_seconds_count{stage="written"} 0`,
+		`dds_graphql_feed_commit_stage_seconds_count{stage="written"} 0`,
 	} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)

@@ -223,6 +223,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *Server, 
 		}, func() float64 { return float64(s.gqlFeed.Reads(i)) }))
 	}
 	reg.MustRegister(s.gqlFeed.StageCollector())
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "dds_graphql_feed_horizon_held_total",
+		Help: "Polls of the subscription feed whose safe horizon stopped short of the newest event: a transaction that drew an earlier seq was still in flight, and the events after it waited for its commit.",
+	}, func() float64 { return float64(s.gqlFeed.Held()) }))
 	if s.replicas != nil {
 		s.replicas.Register(reg)
 	}

@@ -73,7 +73,7 @@ type message struct {
 	head []byte
 	// origin is when a live frame's event was inserted (zero for other
 	// messages): the write loop reports live.StageWritten from it.
-	origin time.Time
+	origin live.Origin
 }
 
 // writeTo writes m as one text frame of ws, without re-encoding its
@@ -128,7 +128,7 @@ type wsConn struct {
 	// feed, when set, is told when each live frame was written
 	// (live.StageWritten); origins is the write loop's list of them.
 	feed    *live.Feed
-	origins []time.Time
+	origins []live.Origin
 }
 
 func (c *wsConn) send(m message) {
@@ -151,7 +151,7 @@ type subSink struct {
 
 // Send queues a live frame; a consumer whose buffer is full is too slow
 // for its feed and is closed with 4500 (bounded memory per socket).
-func (k subSink) Send(payload []byte, origin time.Time) bool {
+func (k subSink) Send(payload []byte, origin live.Origin) bool {
 	k.c.send(message{ID: k.id, Type: "next", Payload: payload, head: k.head, origin: origin})
 	select {
 	case <-k.c.closed:
@@ -263,7 +263,7 @@ more:
 
 // write writes m into the batch, keeping its event's origin.
 func (c *wsConn) write(m message) error {
-	if !m.origin.IsZero() {
+	if !m.origin.Inserted.IsZero() {
 		c.origins = append(c.origins, m.origin)
 	}
 	return m.writeTo(c.ws)

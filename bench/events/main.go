@@ -23,6 +23,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,14 +114,13 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/v1/dynamic-gql/ws"
 	per := (o.subs + o.sockets - 1) / o.sockets
 	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		// Per frame: the write's send to the event's insert (the id's
-		// time), and the insert to the frame's arrival (read before it is
-		// decoded); per write: its send to its answer.
-		toInsert, fromInsert, answered []time.Duration
-		received                       atomic.Int64
-		wg                             sync.WaitGroup
+		mu sync.Mutex
+		// Per write: its send to its answer.
+		answered []time.Duration
+		// Per socket reader: what its frames measured.
+		readers  []*frameTimes
+		received atomic.Int64
+		wg       sync.WaitGroup
 	)
 	subsOf := make([]int, o.buckets) // subscriptions per bucket
 	conns := make([]*websocket.Conn, 0, o.sockets)
@@ -162,6 +162,8 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		if err := conn.ReadJSON(&pong); err != nil || pong["type"] != "pong" {
 			return fmt.Errorf("socket %d: subscribe: %v: %w", s, pong, err)
 		}
+		ft := &frameTimes{}
+		readers = append(readers, ft)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -171,26 +173,12 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 					return
 				}
 				at := time.Now()
-				var m struct {
-					Type    string
-					Payload struct {
-						Data       struct{ NoteCreated struct{ SentAt int64 } }
-						Extensions struct{ Cursor string }
-					}
-				}
-				if json.Unmarshal(msg, &m) != nil || m.Type != "next" {
+				sentAt, cursor, ok := parseFrame(msg)
+				if !ok {
 					continue
 				}
 				received.Add(1)
-				sent := time.UnixMicro(m.Payload.Data.NoteCreated.SentAt)
-				inserted := live.EventTime(m.Payload.Extensions.Cursor)
-				mu.Lock()
-				latencies = append(latencies, at.Sub(sent))
-				if !inserted.IsZero() {
-					toInsert = append(toInsert, inserted.Sub(sent))
-					fromInsert = append(fromInsert, at.Sub(inserted))
-				}
-				mu.Unlock()
+				ft.add(at, time.UnixMicro(sentAt), live.EventTime(cursor))
 			}
 		}()
 	}
@@ -203,7 +191,7 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
-	gc0, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum")
+	gc0, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", poolWaits, poolWaited)
 	if err != nil {
 		return err
 	}
@@ -212,13 +200,22 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		return err
 	}
 	start := time.Now()
-	// The writer: R creates a second, paced, each its own request.
+	// The writer: R creates a second, paced, each its own request that
+	// it does not wait for (a slow commit delays no other write). The
+	// i-th write is due at start + i/R, and one that falls behind (the
+	// client starved of a core) goes at once: a ticker would drop those
+	// ticks, and the run would write fewer than R a second (183/s of 200
+	// on a quiet machine) without saying so.
 	var expected, writes, failed atomic.Int64
-	tick := time.NewTicker(time.Second / time.Duration(o.rate))
-	end := time.Now().Add(o.duration)
+	total := int(o.duration.Seconds() * float64(o.rate))
+	pace := time.NewTimer(0)
+	defer pace.Stop()
 	var ww sync.WaitGroup
-	for i := 0; time.Now().Before(end); i++ {
-		<-tick.C
+	for i := 0; i < total; i++ {
+		if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(o.rate))); d > 0 {
+			pace.Reset(d)
+			<-pace.C
+		}
 		ww.Add(1)
 		go func() {
 			defer ww.Done()
@@ -237,7 +234,7 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 			expected.Add(int64(subsOf[b]))
 		}()
 	}
-	tick.Stop()
+	writing := time.Since(start)
 	ww.Wait()
 	// Wait for the feed to go idle: no new frame for 3 s, or all arrived.
 	last, lastAt := received.Load(), time.Now()
@@ -268,16 +265,22 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
-	gc1, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", "go_memstats_heap_inuse_bytes")
+	gc1, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", "go_memstats_heap_inuse_bytes", poolWaits, poolWaited)
 	if err != nil {
 		return err
 	}
-	mu.Lock()
+	var latencies, toInsert, fromInsert []time.Duration
+	for _, ft := range readers {
+		ft.mu.Lock()
+		latencies = append(latencies, ft.latencies...)
+		toInsert = append(toInsert, ft.toInsert...)
+		fromInsert = append(fromInsert, ft.fromInsert...)
+		ft.mu.Unlock()
+	}
 	slices.Sort(latencies)
 	p50, p99 := load.Percentile(latencies, 50), load.Percentile(latencies, 99)
-	mu.Unlock()
-	fmt.Printf("fan-out  %d subs / %d sockets, %d writes at %d/s (%d failed): frames %d of %d expected (lost %d); write-to-frame p50 %.1f ms p99 %.1f ms; server peak RSS %d MB\n",
-		n, len(conns), writes.Load(), o.rate, failed.Load(), received.Load(), expected.Load(), expected.Load()-received.Load(),
+	fmt.Printf("fan-out  %d subs / %d sockets, %d writes at %d/s (sent at %.0f/s; %d failed): frames %d of %d expected (lost %d); write-to-frame p50 %.1f ms p99 %.1f ms; server peak RSS %d MB\n",
+		n, len(conns), writes.Load(), o.rate, float64(total)/writing.Seconds(), failed.Load(), received.Load(), expected.Load(), expected.Load()-received.Load(),
 		float64(p50.Microseconds())/1000, float64(p99.Microseconds())/1000, hwm>>20)
 	// The server's own CPU: less sensitive than latency to what else
 	// runs on the machine.
@@ -300,18 +303,32 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		h := stages1[st].minus(stages0[st])
 		fmt.Printf("fan-out  insert → %-10s %5.1f %8.1f %7d\n", st, 1000*h.quantile(0.5), 1000*h.quantile(0.99), h.count)
 	}
+	// The same stages from the commit (the server knows when the writes
+	// it ran committed): a subscriber cannot have a frame before its
+	// write commits, so this is the feed's own part, including the wait
+	// for earlier writers that ordering requires.
+	for _, st := range live.StageNames[live.StageHorizon:] {
+		h := stages1["commit:"+st].minus(stages0["commit:"+st])
+		fmt.Printf("fan-out  commit → %-10s %5.1f %8.1f %7d   (server: from the write's commit)\n", st, 1000*h.quantile(0.5), 1000*h.quantile(0.99), h.count)
+	}
 	fmt.Printf("fan-out  insert → received %5.1f %8.1f %7d   (client: read from the socket, before decoding)\n",
 		ms(load.Percentile(fromInsert, 50)), ms(load.Percentile(fromInsert, 99)), len(fromInsert))
 	mu.Unlock()
 	fmt.Printf("fan-out  server GC: %.0f cycles, %.1f ms of stop-the-world pauses; heap in use %.0f MB\n",
 		gc1["go_gc_duration_seconds_count"]-gc0["go_gc_duration_seconds_count"],
 		1000*(gc1["go_gc_duration_seconds_sum"]-gc0["go_gc_duration_seconds_sum"]), gc1["go_memstats_heap_inuse_bytes"]/(1<<20))
+	// A write that waits for one of the server's Postgres connections
+	// waits before its statement is sent: it shows in send → insert
+	// and delays every later event's horizon.
+	fmt.Printf("fan-out  server's Postgres pool: %.0f waits for a free connection, %.1f ms in all\n",
+		gc1[poolWaits]-gc0[poolWaits], 1000*(gc1[poolWaited]-gc0[poolWaited]))
 	perSub := 0.0
 	for _, k := range []string{"filter", "rule", "record", "catch_up"} {
 		perSub += reads1[k] - reads0[k]
 	}
 	fmt.Printf("fan-out  Postgres reads of the feed: %.0f shared (%.2f per write, whatever the subscribers), %.0f per subscriber (filters, rules, records, catch-ups)\n",
 		reads1["batch"]-reads0["batch"], (reads1["batch"]-reads0["batch"])/float64(max(writes.Load(), 1)), perSub)
+	fmt.Printf("fan-out  horizon held back by an earlier writer in flight: %.0f polls\n", reads1["held"]-reads0["held"])
 	return nil
 }
 
@@ -440,7 +457,8 @@ func metricLines(ctx context.Context, c *http.Client, base string) ([]string, er
 	return lines, sc.Err()
 }
 
-// scrape reads the unlabelled metrics names from the server's /metrics.
+// scrape reads the metrics names (each as exposed: with its labels, if
+// any) from the server's /metrics.
 func scrape(ctx context.Context, c *http.Client, base string, names ...string) (map[string]float64, error) {
 	lines, err := metricLines(ctx, c, base)
 	if err != nil {
@@ -467,9 +485,13 @@ func feedStages(ctx context.Context, c *http.Client, base string) (map[string]hi
 	}
 	out := map[string]histogram{}
 	for _, line := range lines {
+		prefix := ""
 		rest, ok := strings.CutPrefix(line, "dds_graphql_feed_stage_seconds_")
 		if !ok {
-			continue
+			if rest, ok = strings.CutPrefix(line, "dds_graphql_feed_commit_stage_seconds_"); !ok {
+				continue
+			}
+			prefix = "commit:"
 		}
 		var stage, le string
 		var v float64
@@ -479,6 +501,7 @@ func feedStages(ctx context.Context, c *http.Client, base string) (map[string]hi
 			if _, err := fmt.Sscanf(strings.NewReplacer(",", " ", "{", " ", "}", " ", "=", " ").Replace(rest), "bucket stage %q le %q %g", &stage, &le, &v); err != nil {
 				continue
 			}
+			stage = prefix + stage
 			h := out[stage]
 			b := math.Inf(1)
 			if le != "+Inf" {
@@ -492,12 +515,72 @@ func feedStages(ctx context.Context, c *http.Client, base string) (map[string]hi
 			if _, err := fmt.Sscanf(strings.NewReplacer("{", " ", "}", " ", "=", " ").Replace(rest), "count stage %q %g", &stage, &v); err != nil {
 				continue
 			}
+			stage = prefix + stage
 			h := out[stage]
 			h.count = int64(v)
 			out[stage] = h
 		}
 	}
 	return out, nil
+}
+
+// The server's pool metrics (go_sql_*, labelled with the pool's name).
+const (
+	poolWaits  = `go_sql_wait_count_total{db_name="dds"}`
+	poolWaited = `go_sql_wait_duration_seconds_total{db_name="dds"}`
+)
+
+// frameTimes is what one socket's reader measured, per frame: the
+// write's send to the frame's arrival, to the event's insert (the id's
+// time), and the insert to the arrival. Each reader has its own, so the
+// 1,000 readers never wait for one another's lock.
+type frameTimes struct {
+	mu                              sync.Mutex
+	latencies, toInsert, fromInsert []time.Duration
+}
+
+func (f *frameTimes) add(at, sent, inserted time.Time) {
+	f.mu.Lock()
+	f.latencies = append(f.latencies, at.Sub(sent))
+	if !inserted.IsZero() {
+		f.toInsert = append(f.toInsert, inserted.Sub(sent))
+		f.fromInsert = append(f.fromInsert, at.Sub(inserted))
+	}
+	f.mu.Unlock()
+}
+
+// parseFrame reads a "next" frame's sentAt and cursor. The server writes
+// these frames in one layout (compact, members in selection order), so
+// the reader finds them by their keys rather than decoding the frame with
+// reflection: on the shared cores the client's decoding competes with the
+// server it measures. Anything else falls back to encoding/json.
+func parseFrame(msg []byte) (sentAt int64, cursor string, ok bool) {
+	if !bytes.Contains(msg, []byte(`"type":"next"`)) {
+		return 0, "", false
+	}
+	if i := bytes.Index(msg, []byte(`"sentAt":`)); i >= 0 {
+		rest := msg[i+len(`"sentAt":`):]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		j := bytes.Index(rest, []byte(`"cursor":"`))
+		if v, err := strconv.ParseInt(string(rest[:n]), 10, 64); err == nil && j >= 0 && len(rest) >= j+len(`"cursor":"`)+36 {
+			c := rest[j+len(`"cursor":"`):]
+			return v, string(c[:36]), true
+		}
+	}
+	var m struct {
+		Type    string
+		Payload struct {
+			Data       struct{ NoteCreated struct{ SentAt int64 } }
+			Extensions struct{ Cursor string }
+		}
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Type != "next" {
+		return 0, "", false
+	}
+	return m.Payload.Data.NoteCreated.SentAt, m.Payload.Extensions.Cursor, true
 }
 
 func step(s string) { fmt.Fprintln(os.Stderr, "bench/events:", s) }
@@ -514,6 +597,8 @@ func feedReads(ctx context.Context, c *http.Client, base string) (map[string]flo
 		var v float64
 		if _, err := fmt.Sscanf(line, "dds_graphql_feed_reads_total{kind=%q} %g", &kind, &v); err == nil {
 			out[kind] = v
+		} else if _, err := fmt.Sscanf(line, "dds_graphql_feed_horizon_held_total %g", &v); err == nil {
+			out["held"] = v
 		}
 	}
 	return out, nil

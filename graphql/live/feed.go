@@ -46,9 +46,9 @@ import (
 type Sink interface {
 	// Send queues payload without waiting; false when the consumer is gone
 	// (a consumer too slow for its live feed is disconnected by the sink).
-	// origin is when the payload's event was inserted (EventTime): the sink
-	// reports StageWritten from it.
-	Send(payload []byte, origin time.Time) bool
+	// origin is when the payload's event was inserted (EventTime) and
+	// committed: the sink reports StageWritten from it.
+	Send(payload []byte, origin Origin) bool
 	// SendWait queues payload, waiting while the consumer's buffer is
 	// full: a replay goes at the consumer's pace.
 	SendWait(ctx context.Context, payload []byte) error
@@ -89,6 +89,7 @@ type Feed struct {
 
 	wake  chan struct{}
 	polls atomic.Uint64
+	held  atomic.Uint64 // polls whose horizon an earlier writer held back
 	// horizon is the outbox position up to which batches were handed out.
 	horizon atomic.Int64
 
@@ -100,31 +101,40 @@ type Feed struct {
 	tenants map[string]*tenantFeed
 	ctx     context.Context // Run's, for the tenant goroutines
 
-	// local is the ids NotifyLocal woke the feed for lately: their NOTIFY
-	// need not wake it again.
+	// local is the ids NotifyLocal woke the feed for lately, with when
+	// they committed: their NOTIFY need not wake it again, and their
+	// frames are timed from the commit too (Origin).
 	local recentIDs
 }
 
-// recentIDs is a bounded set of the newest ids added.
+// recentIDs is a bounded set of the newest ids added, with the time each
+// was added.
 type recentIDs struct {
 	mu   sync.Mutex
-	set  map[string]struct{}
+	set  map[string]time.Time
 	ring [4096]string
 	next int
 }
 
-func (r *recentIDs) add(ids []string) {
+func (r *recentIDs) add(ids []string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.set == nil {
-		r.set = make(map[string]struct{}, len(r.ring))
+		r.set = make(map[string]time.Time, len(r.ring))
 	}
 	for _, id := range ids {
 		delete(r.set, r.ring[r.next])
 		r.ring[r.next] = id
-		r.set[id] = struct{}{}
+		r.set[id] = at
 		r.next = (r.next + 1) % len(r.ring)
 	}
+}
+
+// at is when id was added (zero when it is not in the set).
+func (r *recentIDs) at(id string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.set[id]
 }
 
 // all reports whether every one of ids is in the set.
@@ -296,7 +306,7 @@ func (s *Feed) NotifyLocal(payload string) {
 	for _, id := range ids {
 		s.stages.observe(StageCommitted, EventTime(id), now)
 	}
-	s.local.add(ids)
+	s.local.add(ids, now)
 	s.mu.Lock()
 	any := len(s.tenants) > 0
 	s.mu.Unlock()
@@ -354,46 +364,47 @@ func (s *Feed) Run(ctx context.Context) {
 }
 
 // poll advances the horizon and hands the events up to it to their
-// tenants; more reports that a full batch was read (read again now).
+// tenants; more reports that a full batch was read (read again now). The
+// proof and the read are one round trip (Store.EventsHorizonRead): on a
+// loaded server every round trip waits for a core, and each frame used to
+// wait for three of them after its write committed.
 func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (bool, error) {
 	s.reads[readBatch].Add(1)
-	safe, err := s.store.EventsHorizon(ctx, h)
-	if err != nil {
-		return false, err
-	}
 	from := s.horizon.Load()
-	if from == 0 || safe <= from {
+	if from == 0 {
 		// The first proof only sets where batches start: subscribers
 		// keep their own positions and catch up to it from the outbox
 		// (those that joined before it saw no horizon to catch up to).
-		if safe > from {
-			s.horizon.Store(safe)
-			s.mu.Lock()
-			for _, tf := range s.tenants {
-				tf.mu.Lock()
-				tf.behind = max(tf.behind, safe)
-				tf.mu.Unlock()
-				tf.poke()
-			}
-			s.mu.Unlock()
+		safe, err := s.store.EventsHorizon(ctx, h)
+		if err != nil || safe == 0 {
+			return false, err
 		}
+		s.horizon.Store(safe)
+		s.mu.Lock()
+		for _, tf := range s.tenants {
+			tf.mu.Lock()
+			tf.behind = max(tf.behind, safe)
+			tf.mu.Unlock()
+			tf.poke()
+		}
+		s.mu.Unlock()
 		return false, nil
 	}
-	proven := time.Now()
-	s.reads[readBatch].Add(1)
-	evs, err := s.store.EventsRange(ctx, tenants, from, safe, batchRead)
+	upto, evs, more, err := s.store.EventsHorizonRead(ctx, h, tenants, from, batchRead)
 	if err != nil {
 		return false, err
 	}
+	if h.Held() {
+		s.held.Add(1)
+	}
+	if upto <= from {
+		return false, nil
+	}
 	read := time.Now()
 	for i := range evs {
-		o := EventTime(evs[i].ID)
-		s.stages.observe(StageHorizon, o, proven)
-		s.stages.observe(StageRead, o, read)
-	}
-	upto, more := safe, false
-	if len(evs) == batchRead {
-		upto, more = evs[len(evs)-1].Seq, true
+		o := s.origin(&evs[i])
+		s.stages.observeFrom(StageHorizon, o, read)
+		s.stages.observeFrom(StageRead, o, read)
 	}
 	by := map[string][]outbox.Event{}
 	for _, ev := range evs {
@@ -411,6 +422,12 @@ func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (b
 	s.mu.Unlock()
 	return more, nil
 }
+
+// Held is how many polls found the horizon held back: the outbox's
+// sequence had gone past it because a transaction that drew an earlier
+// seq was still in flight (for the metrics: how often a frame waits for
+// another write to commit).
+func (s *Feed) Held() uint64 { return s.held.Load() }
 
 func (s *Feed) tenantIDs() []string {
 	s.mu.Lock()
@@ -544,8 +561,8 @@ func (s *Feed) advance(ix *subIndex, b batch) {
 	now := time.Now()
 	for i := range b.evs {
 		ev := &b.evs[i]
-		origin := EventTime(ev.ID)
-		s.stages.observe(StageDispatched, origin, now)
+		origin := s.origin(ev)
+		s.stages.observeFrom(StageDispatched, origin, now)
 		ix.each(ev, func(r *Subscriber) {
 			if r.done.Load() || gone[r] || r.pos < b.a || r.pos >= ev.Seq {
 				return
@@ -581,7 +598,7 @@ func (s *Feed) catchUp(r *Subscriber, upto int64, wait bool) error {
 			return err
 		}
 		for i := range evs {
-			if !s.deliver(r, &evs[i], EventTime(evs[i].ID), wait, nil) {
+			if !s.deliver(r, &evs[i], s.origin(&evs[i]), wait, nil) {
 				return context.Canceled
 			}
 			r.pos = evs[i].Seq
@@ -591,6 +608,11 @@ func (s *Feed) catchUp(r *Subscriber, upto int64, wait bool) error {
 		}
 	}
 	return nil
+}
+
+// origin is when ev was inserted and, when this process wrote it, committed.
+func (s *Feed) origin(ev *outbox.Event) Origin {
+	return Origin{Inserted: EventTime(ev.ID), Committed: s.local.at(ev.ID)}
 }
 
 // follows reports whether r follows events of ev's kind.
@@ -608,7 +630,7 @@ func follows(r *Subscriber, ev *outbox.Event) bool {
 // when r's consumer is gone. The frame is taken from memo when a
 // subscriber with the same frameKey was sent this event already (nil: no
 // sharing).
-func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, origin time.Time, wait bool, memo *frameMemo) bool {
+func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, origin Origin, wait bool, memo *frameMemo) bool {
 	if !follows(r, ev) {
 		return true
 	}
@@ -686,13 +708,13 @@ func (s *Feed) deliver(r *Subscriber, ev *outbox.Event, origin time.Time, wait b
 }
 
 // send hands frame to r's sink; false when r's consumer is gone.
-func (s *Feed) send(r *Subscriber, frame []byte, origin time.Time, wait bool) bool {
+func (s *Feed) send(r *Subscriber, frame []byte, origin Origin, wait bool) bool {
 	if wait {
 		return r.sink.SendWait(r.ctx, frame) == nil
 	}
-	s.stages.observe(StageEncoded, origin, time.Now())
+	s.stages.observeFrom(StageEncoded, origin, time.Now())
 	ok := r.sink.Send(frame, origin)
-	s.stages.observe(StageEnqueued, origin, time.Now())
+	s.stages.observeFrom(StageEnqueued, origin, time.Now())
 	return ok
 }
 

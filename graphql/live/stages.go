@@ -19,7 +19,9 @@ import (
 //   - horizon: the poll that read the event had proven a safe horizon
 //     covering it (outbox.Horizon: every earlier event-writing transaction
 //     had ended);
-//   - read: the batch holding it was read from the outbox;
+//   - read: the batch holding it was read from the outbox (in the same
+//     round trip as the proof: the two are one moment since migration
+//     00051, kept apart for the dashboards that chart them);
 //   - dispatched: its tenant's goroutine began handing the batch out;
 //   - encoded: a subscriber's filter and read rule passed and its frame was
 //     encoded (or taken from the batch's memo), per frame;
@@ -28,6 +30,14 @@ import (
 //
 // A stage observed per frame weighs each event by its subscribers, as the
 // subscribers see it.
+//
+// The same stages from horizon on are also measured from the commit
+// (dds_graphql_feed_commit_stage_seconds), for the events this process
+// wrote (it knows when they committed): no subscriber can have a frame
+// before its write commits, so the time from the insert counts the
+// write's own statement and WAL flush, which the feed cannot shorten.
+// From the commit is the fair measure of the feed: it still counts the
+// wait for earlier writers (the horizon), which ordering requires.
 var StageNames = [...]string{"committed", "notified", "horizon", "read", "dispatched", "encoded", "enqueued", "written"}
 
 // Stage indexes StageNames.
@@ -49,10 +59,11 @@ const (
 // read from them is within a step of the truth.
 var stageBuckets = prometheus.ExponentialBuckets(0.00025, 1.25, 45)
 
-// stages holds one histogram per stage.
+// stages holds one histogram per stage, from the insert and from the
+// commit. It is the prometheus.Collector of both.
 type stages struct {
-	vec *prometheus.HistogramVec
-	h   [len(StageNames)]prometheus.Observer
+	vec, fromCommit *prometheus.HistogramVec
+	h, c            [len(StageNames)]prometheus.Observer
 }
 
 func newStages() *stages {
@@ -60,11 +71,43 @@ func newStages() *stages {
 		Name:    "dds_graphql_feed_stage_seconds",
 		Help:    "Time from an event's insert to each stage of its way to the subscribers' sockets (committed, notified, horizon, read, dispatched, and per frame encoded, enqueued, written).",
 		Buckets: stageBuckets,
+	}, []string{"stage"}), fromCommit: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "dds_graphql_feed_commit_stage_seconds",
+		Help:    "Time from the commit of an event this server wrote to each later stage of its way to the subscribers' sockets (horizon, read, dispatched, and per frame encoded, enqueued, written).",
+		Buckets: stageBuckets,
 	}, []string{"stage"})}
 	for i, name := range StageNames {
 		s.h[i] = s.vec.WithLabelValues(name)
+		if Stage(i) >= StageHorizon {
+			s.c[i] = s.fromCommit.WithLabelValues(name)
+		}
 	}
 	return s
+}
+
+// Describe implements prometheus.Collector.
+func (s *stages) Describe(ch chan<- *prometheus.Desc) {
+	s.vec.Describe(ch)
+	s.fromCommit.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (s *stages) Collect(ch chan<- prometheus.Metric) {
+	s.vec.Collect(ch)
+	s.fromCommit.Collect(ch)
+}
+
+// Origin is when a frame's event was inserted (EventTime) and, when this
+// process wrote it, committed (zero otherwise).
+type Origin struct{ Inserted, Committed time.Time }
+
+// observeFrom records that an event of origin o reached stage st now,
+// from its insert and from its commit when known.
+func (s *stages) observeFrom(st Stage, o Origin, now time.Time) {
+	s.observe(st, o.Inserted, now)
+	if !o.Committed.IsZero() && s.c[st] != nil {
+		s.c[st].Observe(max(now.Sub(o.Committed), 0).Seconds())
+	}
 }
 
 // observe records that an event inserted at origin reached stage now; a
@@ -76,15 +119,15 @@ func (s *stages) observe(st Stage, origin time.Time, now time.Time) {
 	s.h[st].Observe(max(now.Sub(origin), 0).Seconds())
 }
 
-// ObserveStage records that a frame of an event inserted at origin reached
-// stage st now (the socket reports StageWritten).
-func (s *Feed) ObserveStage(st Stage, origin time.Time) {
-	s.stages.observe(st, origin, time.Now())
+// ObserveStage records that a frame of an event of origin reached stage
+// st now (the socket reports StageWritten).
+func (s *Feed) ObserveStage(st Stage, origin Origin) {
+	s.stages.observeFrom(st, origin, time.Now())
 }
 
-// StageCollector is the stage histograms, to register on the metrics
-// registry.
-func (s *Feed) StageCollector() prometheus.Collector { return s.stages.vec }
+// StageCollector is the stage histograms (from the insert and from the
+// commit), to register on the metrics registry.
+func (s *Feed) StageCollector() prometheus.Collector { return s.stages }
 
 // EventTime is when the event with id was inserted: the 48-bit
 // millisecond and 12-bit fraction of a UUIDv7 (RFC 9562 method 3, as
