@@ -32,6 +32,24 @@ import "github.com/dds-project/dds/schema"
 // rather than walked to the page (a cursor's value decides how much of
 // the range is left, so the plans made for it are worth their planning).
 
+// Nested pages. A relationship selection's page (in the edges' creation
+// order) under the related entity's read rule cannot be cut from the edges
+// alone, as an unruled one is: a hidden record must not take a place. Joined
+// to the related table and filtered, it left the plan to Postgres, which
+// assumes the rule admits its share of the table's rows (a tenth, for ten
+// owners) of any parent's related records; so it expected a page never to
+// fill, and read every edge of the parent joined to all the user's records
+// by hash, sorted: 2,000 record rows for ten projects' pages of ten when
+// each project holds its owner's items, where the unruled page reads 100
+// edges and 100 records. The page is instead the edges walked in their
+// index order, each record looked up with the rule in a one-row subquery
+// (LIMIT 1, which Postgres keeps as a probe per edge rather than turning
+// into a join), stopped at the page's last row: the unruled page's reads
+// when the rule admits every record the page would show, and one edge and
+// one index probe more per hidden record otherwise (a project whose links
+// are half other users' items: ~185 edges and probes for ten pages of
+// ten). query test TestRuledNestedPageWalksTheEdges.
+
 // walksRuleRange reports whether a list of e ordered by order (with no
 // search and no distinctOn) is a walk of its read rule's index range: the
 // principal's roles read e through one rule, whose terms (an And's, or the

@@ -92,25 +92,12 @@ func executeTen(t *testing.T, db *sqlx.DB, sql string, args []any, user string) 
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	lits := make([]string, len(args))
-	for i, v := range BindParams(args, func(v Var) (any, bool) { return user, v == VarUserID }) {
-		switch v := v.(type) {
-		case []any:
-			s := make([]string, len(v))
-			for j, x := range v {
-				s[j] = fmt.Sprint(x)
-			}
-			lits[i] = pq.QuoteLiteral("{" + strings.Join(s, ",") + "}")
-		default:
-			lits[i] = pq.QuoteLiteral(fmt.Sprint(v))
-		}
-	}
 	name := fmt.Sprintf("walk_%d", len(sql))
 	if _, err := conn.ExecContext(ctx, "PREPARE "+name+" AS "+sql); err != nil {
 		t.Fatalf("prepare %s: %v", sql, err)
 	}
 	defer conn.ExecContext(ctx, "DEALLOCATE "+name) //nolint:errcheck // the connection goes
-	exec := "EXECUTE " + name + "(" + strings.Join(lits, ", ") + ")"
+	exec := executeWith(name, BindParams(args, func(v Var) (any, bool) { return user, v == VarUserID }))
 	for range 10 {
 		if _, err := conn.ExecContext(ctx, exec); err != nil {
 			t.Fatal(err)
@@ -124,4 +111,25 @@ func executeTen(t *testing.T, db *sqlx.DB, sql string, args []any, user string) 
 		t.Fatal(err)
 	}
 	return generic, custom, strings.Join(lines, "\n")
+}
+
+// executeWith is "EXECUTE name(args)" with args written as literals.
+func executeWith(name string, args []any) string {
+	if len(args) == 0 {
+		return "EXECUTE " + name
+	}
+	lits := make([]string, len(args))
+	for i, v := range args {
+		switch v := v.(type) {
+		case []any:
+			s := make([]string, len(v))
+			for j, x := range v {
+				s[j] = fmt.Sprint(x)
+			}
+			lits[i] = pq.QuoteLiteral("{" + strings.Join(s, ",") + "}")
+		default:
+			lits[i] = pq.QuoteLiteral(fmt.Sprint(v))
+		}
+	}
+	return "EXECUTE " + name + "(" + strings.Join(lits, ", ") + ")"
 }
