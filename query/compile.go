@@ -60,14 +60,21 @@ func (c *Compiler) Relationship(name string) (*schema.Relationship, error) {
 type Args struct {
 	list []any
 	last string // the placeholder Add returned last
+	// opaque binds values the planner may not look into (rulewalk.go).
+	opaque bool
 }
 
-// Add binds v and returns "$n::cast" (or "$n" when cast is empty).
+// Add binds v and returns "$n::cast" (or "$n" when cast is empty); while
+// opaque, "(SELECT $n::cast)::cast" (the outer cast keeps it an
+// expression where a subquery would mean something else, as in ANY(...)).
 func (a *Args) Add(v any, cast string) string {
 	a.list = append(a.list, v)
-	if cast == "" {
+	switch {
+	case cast == "":
 		a.last = fmt.Sprintf("$%d", len(a.list))
-	} else {
+	case a.opaque:
+		a.last = fmt.Sprintf("(SELECT $%d::%s)::%s", len(a.list), cast, cast)
+	default:
 		a.last = fmt.Sprintf("$%d::%s", len(a.list), cast)
 	}
 	return a.last
@@ -500,7 +507,12 @@ func (c *Compiler) List(l List) (Statement, error) {
 	var a Args
 	b := &builder{c: c, a: &a}
 	s := &scope{b: b, path: "where", ent: e, tbl: "t", related: true}
+	// A walk of the read rule's index range binds the caller's values
+	// opaque, so Postgres keeps its generic plan (rulewalk.go).
+	walk := l.Search == "" && len(l.DistinctOn) == 0 && c.walksRuleRange(e, l.OrderBy)
+	a.opaque = walk
 	where, err := s.filter(l.Where)
+	a.opaque = false
 	if err != nil {
 		return Statement{}, err
 	}

@@ -2,6 +2,7 @@ package query
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,11 +24,18 @@ func explainAnalyze(t *testing.T, db *sqlx.DB, st Statement, user string, generi
 		t.Fatal(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
-	if generic {        // as a statement prepared once and run many times is planned
-		tx.MustExec("SET LOCAL plan_cache_mode = force_generic_plan")
-	}
 	var lines []string
-	if err := tx.Select(&lines, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "+st.SQL, args...); err != nil {
+	if generic { // as a statement prepared once and run many times is planned
+		// The generic plan of a prepared statement: EXPLAIN of the text
+		// with values plans for the values, whatever plan_cache_mode says.
+		name := fmt.Sprintf("explained_%d", len(st.SQL))
+		tx.MustExec("PREPARE " + name + " AS " + st.SQL)
+		tx.MustExec("SET LOCAL plan_cache_mode = force_generic_plan")
+		if err := tx.Select(&lines, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "+executeWith(name, args)); err != nil {
+			t.Fatalf("explain %s: %v", st.SQL, err)
+		}
+		tx.MustExec("DEALLOCATE " + name)
+	} else if err := tx.Select(&lines, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "+st.SQL, args...); err != nil {
 		t.Fatalf("explain %s: %v", st.SQL, err)
 	}
 	plan := strings.Join(lines, "\n")

@@ -62,6 +62,18 @@ const (
 type Param struct {
 	template any // a Var, or a []any holding Vars
 	coerce   func(v any) (any, bool)
+	// entity and field, when set: the value is compared by equality to
+	// this STRING field's column (`field = <variable>`), see TextEquality.
+	entity, field string
+}
+
+// TextEquality reports the entity and STRING field whose equality to the
+// variable p binds (`ownerId = $user.id`), when that is what p binds.
+// Postgres estimates such a condition from the column's statistics alone,
+// alike for every value outside the column's most common ones (package
+// records keys its row estimates by that).
+func (p Param) TextEquality() (entity, field string, ok bool) {
+	return p.entity, p.field, p.entity != ""
 }
 
 // Bind returns the value to bind for a principal whose variables lookup
@@ -199,7 +211,11 @@ func (s *scope) varCond(r ref, op Op, v any) (string, error) {
 	}
 	ph := a.last
 	c, path, ent, rel, tbl := s.b.c, s.path, s.ent, s.rel, s.tbl
-	a.list[n] = Param{template: v, coerce: func(x any) (any, bool) {
+	p := Param{template: v}
+	if _, one := v.(Var); one && op == Eq && rel == nil && s.aliases == nil && ent != nil && !r.id && !r.f.List && r.f.Type == schema.String {
+		p.entity, p.field = ent.Name, r.name
+	}
+	p.coerce = func(x any) (any, bool) {
 		if (op == In || op == NotIn) && !isSlice(x) {
 			x = []any{x}
 		}
@@ -209,7 +225,8 @@ func (s *scope) varCond(r ref, op Op, v any) (string, error) {
 			return nil, false
 		}
 		return sa.list[0], true
-	}}
+	}
+	a.list[n] = p
 	return "(" + ph + " IS NOT NULL AND " + sql + ")", nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dds-project/dds/apperr"
@@ -32,8 +33,11 @@ import (
 //     the deadline still bounds it), and one estimated near the budget but
 //     within it is not explained again for a minute with the same bound
 //     values (the same text and values plan the same; there the values
-//     decide, so other values are explained). Texts estimated above the
-//     budget are explained on every request. A relationship aggregate such
+//     decide, so other values are explained; a rule variable's value
+//     counts only as the estimate sees it, budgetkey.go: a user outside the
+//     owner column's most common values is estimated as every other such
+//     user). Texts estimated above the budget are explained on every
+//     request. A relationship aggregate such
 //     as "20 categories with their products' count and average price" is
 //     estimated near the budget (a merge join's inner index is counted
 //     whole though it stops early), and was explained on every request.
@@ -87,11 +91,16 @@ func commitError(ctx context.Context, sc *Scope, entity string, err error) error
 // but the bound values: the statement text (which names the tenant's
 // Postgres schema, the tables, the filter's shape, order and limit) within
 // one schema version; an entry of valued by everything: the text and the
-// bound values (valuesKey). The budget is the store's, fixed for its life.
+// bound values (valuesKey), a rule variable's equality value by its class
+// (budgetkey.go, whose invariant covers it). The budget is the store's,
+// fixed for its life.
 type budgetMemo struct {
 	mu     sync.Mutex
-	m      map[string]time.Time // text → until when: estimated below a tenth of the budget
-	valued map[string]time.Time // valuesKey → until when: estimated within the budget
+	m      map[string]time.Time    // text → until when: estimated below a tenth of the budget
+	valued map[string]time.Time    // valuesKey → until when: estimated within the budget
+	common map[string]commonValues // entity, field → its most common values (budgetkey.go)
+	// explained counts the estimates taken (tests).
+	explained atomic.Int64
 }
 
 const (
@@ -108,19 +117,31 @@ func valuesKey(sql string, args []any) string {
 
 // fresh reports whether st's estimate with args need not be taken at now.
 func (m *budgetMemo) fresh(sql string, args []any, now time.Time) bool {
+	return m.freshText(sql, now) || m.anyValued() && m.freshValues(sql, args, now)
+}
+
+// freshText reports whether sql's estimate need not be taken at now,
+// whatever its values.
+func (m *budgetMemo) freshText(sql string, now time.Time) bool {
 	m.mu.Lock()
 	until, ok := m.m[sql]
-	n := len(m.valued)
 	m.mu.Unlock()
-	if ok && now.Before(until) {
-		return true
-	}
-	if n == 0 {
-		return false
-	}
-	k := valuesKey(sql, args)
+	return ok && now.Before(until)
+}
+
+// anyValued reports whether any estimate is remembered with its values.
+func (m *budgetMemo) anyValued() bool {
 	m.mu.Lock()
-	until, ok = m.valued[k]
+	defer m.mu.Unlock()
+	return len(m.valued) > 0
+}
+
+// freshValues reports whether sql's estimate with the values of key need
+// not be taken at now.
+func (m *budgetMemo) freshValues(sql string, key []any, now time.Time) bool {
+	k := valuesKey(sql, key)
+	m.mu.Lock()
+	until, ok := m.valued[k]
 	m.mu.Unlock()
 	return ok && now.Before(until)
 }
@@ -162,9 +183,17 @@ func (s *Store) checkBudget(ctx context.Context, sc *Scope, entity string, st qu
 	memo := s.budgetMemo(sc)
 	now := time.Now()
 	args := sc.bind(st.Args)
-	if memo.fresh(st.SQL, args, now) {
+	if memo.freshText(st.SQL, now) {
 		return nil
 	}
+	var key []any // args as the estimate sees them (budgetkey.go)
+	if memo.anyValued() {
+		key = s.estimateKey(ctx, sc, memo, st.Args, args, now)
+		if memo.freshValues(st.SQL, key, now) {
+			return nil
+		}
+	}
+	memo.explained.Add(1)
 	var plan []byte
 	if err := s.db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+st.SQL, args...).Scan(&plan); err != nil {
 		return MapError(sc, entity, err)
@@ -178,7 +207,10 @@ func (s *Store) checkBudget(ctx context.Context, sc *Scope, entity string, st qu
 			Message: fmt.Sprintf("Postgres estimates this query reads about %.0f rows, above the row budget of %d; narrow where (an indexed field), or lower limit", rows, s.rowBudget),
 			Extra:   map[string]any{"budget": s.rowBudget, "estimate": int64(rows)}}
 	}
-	memo.remember(st.SQL, args, rows, s.rowBudget, now)
+	if key == nil && rows >= float64(s.rowBudget)/10 {
+		key = s.estimateKey(ctx, sc, memo, st.Args, args, now)
+	}
+	memo.remember(st.SQL, key, rows, s.rowBudget, now)
 	return nil
 }
 

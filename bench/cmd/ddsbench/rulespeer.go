@@ -149,7 +149,7 @@ func checkRulesPeer(ctx context.Context, gqlURL, peerURL string, rs *ruleSetup) 
 			return fmt.Errorf("rules: PostGraphile with RLS answered %.300s for %s (want it visible: %v)", b, id, want)
 		}
 	}
-	want, err := ruleNestedFromDDS(ctx, gqlURL, rs.ruled)
+	want, err := ruleNestedFromDDS(ctx, gqlURL, rs.ruled, ruleGQLNested)
 	if err != nil {
 		return err
 	}
