@@ -177,6 +177,18 @@ func TestImportRefusesBadArchives(t *testing.T) {
 			"schemas/s/versions.json":     `[{"version":1,"definition":{"name":"s","entities":[{"name":"A","fields":[{"name":"n","type":"INTEGER"}]}]},"createdAt":"2026-01-01T00:00:00Z"}]`,
 			"schemas/s/entities/A.ndjson": `{"id":"0190a000-0000-7000-8000-000000000001","n":"not a number"}` + "\n",
 		}), `A, record 1: invalid input syntax for type bigint: "not a number"`},
+		{"history without an entity keeping it", zipOf(t, map[string]string{
+			"manifest.json":               `{"format":"dds-tenant-archive","formatVersion":1,"tenant":{"name":"t"},"schemas":[{"name":"s","active":true,"entities":[{"name":"A","rows":0}],"history":{"name":"_history","rows":1}}]}`,
+			"schemas/s/versions.json":     `[{"version":1,"definition":{"name":"s","entities":[{"name":"A","fields":[{"name":"n","type":"INTEGER"}]}]},"createdAt":"2026-01-01T00:00:00Z"}]`,
+			"schemas/s/entities/A.ndjson": "",
+			"schemas/s/history.ndjson":    `{"id":"0190a000-0000-7000-8000-000000000002","record_id":"0190a000-0000-7000-8000-000000000001","entity":"A","op":"create","at":"2026-01-01T00:00:00+00:00","record":{}}` + "\n",
+		}), "the archive has history but no entity of the schema keeps it"},
+		{"bad version", zipOf(t, map[string]string{
+			"manifest.json":               `{"format":"dds-tenant-archive","formatVersion":1,"tenant":{"name":"t"},"schemas":[{"name":"s","active":true,"entities":[{"name":"A","rows":0}],"history":{"name":"_history","rows":1}}]}`,
+			"schemas/s/versions.json":     `[{"version":1,"definition":{"name":"s","entities":[{"name":"A","history":true,"fields":[{"name":"n","type":"INTEGER"}]}]},"createdAt":"2026-01-01T00:00:00Z"}]`,
+			"schemas/s/entities/A.ndjson": "",
+			"schemas/s/history.ndjson":    `{"id":"0190a000-0000-7000-8000-000000000002","record_id":"not a uuid","entity":"A","op":"create","at":"2026-01-01T00:00:00+00:00","record":{}}` + "\n",
+		}), `_history, record 1: invalid input syntax for type uuid: "not a uuid"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			j := s.importArchive(t, c.archive, "")

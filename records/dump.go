@@ -91,6 +91,12 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 			kinds[i], ok = dumpKindOf(c.typname)
 			known = known && ok
 		}
+		// By the primary key, which is an index scan: id, or for the
+		// history table (record_id, id), a record's versions in order.
+		order := []string{schema.ColID}
+		if table == schema.HistoryTable {
+			order = []string{"record_id", schema.ColID}
+		}
 		var tag pgconn.CommandTag
 		if known {
 			// Timestamps print in ISO style for appendTimestamp; JSON's form
@@ -100,7 +106,7 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 			}
 			nw := newNDJSONWriter(w, names, kinds, arrays)
 			tag, err = c.PgConn().CopyTo(ctx, nw, fmt.Sprintf(`COPY (SELECT %s FROM %s ORDER BY %s) TO STDOUT`,
-				quoted(names), schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
+				quoted(names), schema.QualifiedIdent(pg, table), quoted(order)))
 			if err != nil {
 				return err
 			}
@@ -108,8 +114,8 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 				return err
 			}
 		} else {
-			tag, err = c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT row_to_json(r)::text FROM (SELECT %s FROM %s t) r ORDER BY r.%s) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
-				"t."+joinWith(names, ", t."), schema.QualifiedIdent(pg, table), schema.Ident(schema.ColID)))
+			tag, err = c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT row_to_json(r)::text FROM (SELECT %s FROM %s t) r ORDER BY %s) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
+				"t."+joinWith(names, ", t."), schema.QualifiedIdent(pg, table), "r."+joinWith(order, ", r.")))
 			if err != nil {
 				return err
 			}
@@ -123,7 +129,11 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 	return n, nil
 }
 
-// LoadTable inserts rows into pg.table in one transaction: each line from
+// LoadTable inserts rows into pg.table in one transaction, as they were:
+// the table's own triggers (those of history) do not fire for them, so an
+// import writes no history versions of its own (an archive carries the
+// history the tenant had, loaded into the history table like any other).
+// Each line from
 // next (nil at the end) is one JSON object of column values as DumpTable
 // wrote them. The lines become rows of COPY's text format in the worker
 // (loadcopy.go) and are copied (COPY … FROM STDIN, streamed) into the
@@ -157,6 +167,13 @@ func (s *Store) LoadTable(ctx context.Context, pg, table string, next func() ([]
 		if len(cols) == 0 {
 			return apperr.New(apperr.NotFound, "no table %s in schema %s", table, pg)
 		}
+		// Disabled in this transaction only: ALTER TABLE locks the table,
+		// which an import has to itself, and the commit or rollback below
+		// ends it either way.
+		qt := schema.QualifiedIdent(pg, table)
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+qt+` DISABLE TRIGGER USER`); err != nil {
+			return err
+		}
 		lc := make([]loadColumn, len(cols))
 		names := make([]string, len(cols))
 		known := true
@@ -185,6 +202,9 @@ func (s *Store) LoadTable(ctx context.Context, pg, table string, next func() ([]
 			inserted = tag.RowsAffected()
 		}
 		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+qt+` ENABLE TRIGGER USER`); err != nil {
 			return err
 		}
 		return tx.Commit(ctx)

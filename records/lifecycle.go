@@ -94,7 +94,8 @@ func (sc *Scope) actorCTE(e *schema.Entity, a *query.Args) (string, string) {
 // and its own INSERT cost about as much as the record's insert, a CTE
 // beside it far less. The row is the one the trigger would write — same
 // columns, the same record (the row as to_jsonb renders it, without the
-// full-text column), the same actor, at and id from the table's defaults —
+// full-text column), the same actor, at from the table's default and an
+// id made as its default makes it —
 // and the trigger skips it because the INSERT set schema.HistoryOwnSetting
 // to its id. It binds the actor (JSON, as sc.actor renders it) and the
 // entity's name; "" for an entity without history.
@@ -117,10 +118,15 @@ func historyCreateCTE(sc *Scope, e *schema.Entity, a *query.Args) string {
 	if len(vec) > 0 {
 		rec += " || jsonb_build_object(" + strings.Join(vec, ", ") + ")"
 	}
+	// The version's id is dds.uuid_v7()'s, the history table's default,
+	// computed inline (schema.UUIDv7SQL): called as the default, the
+	// function cost more than the rest of the statement's history. It is
+	// Postgres's clock, not the server's, so the versions the trigger
+	// writes later order after this one whatever the two clocks say.
 	return fmt.Sprintf(`,
-h AS (INSERT INTO %s ("entity", "record_id", "op", "key_id", "user_id", "record")
-  SELECT %s, w."id", 'create', %s ->> 'keyId', %s ->> 'userId', %s FROM w)`,
-		schema.QualifiedIdent(sc.Schema.PgSchema, schema.HistoryTable), name, actor, actor, rec)
+h AS (INSERT INTO %s ("id", "entity", "record_id", "op", "key_id", "user_id", "record")
+  SELECT %s, %s, w."id", 'create', %s ->> 'keyId', %s ->> 'userId', %s FROM w, %s)`,
+		schema.QualifiedIdent(sc.Schema.PgSchema, schema.HistoryTable), schema.UUIDv7SQL("c.ms"), name, actor, actor, rec, schema.UUIDv7ClockSQL("c"))
 }
 
 // andLive ANDs the live-record predicate into a write's condition,

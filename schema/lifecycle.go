@@ -38,6 +38,24 @@ const HistoryActorSetting = "dds.actor"
 // the same transaction, is recorded too.
 const HistoryOwnSetting = "dds.history_own"
 
+// UUIDv7SQL is the SQL of the UUIDv7 dds.uuid_v7() makes (db/migrations
+// 00049: the ms timestamp, then the fraction of the millisecond in the 12
+// bits after the version) from a column ms of clock_timestamp() in
+// epoch milliseconds, which the caller selects once in a FROM item
+// (UUIDv7ClockSQL). The same ids without the function call: dds.uuid_v7()
+// is an SQL function Postgres cannot inline (its body has a FROM), so
+// each statement that calls it plans it anew, which cost a create with
+// history more than the rest of its history row.
+func UUIDv7SQL(ms string) string {
+	return fmt.Sprintf(`encode(overlay(uuid_send(gen_random_uuid()) PLACING substring(int8send(floor(%[1]s)::bigint) FROM 3) || int2send((28672 + floor((%[1]s - floor(%[1]s)) * 4096))::int::smallint) FROM 1 FOR 8), 'hex')::uuid`, ms)
+}
+
+// UUIDv7ClockSQL is the FROM item UUIDv7SQL reads its clock from, as
+// alias: one clock_timestamp() for both parts of the id.
+func UUIDv7ClockSQL(alias string) string {
+	return "(SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms) " + alias
+}
+
 // HistoryChanged is the SQL of a version's changed fields, for a row of
 // HistoryTable at alias x: those stored (updates, deletes, restores), or
 // for a create the fields its record holds a value in.

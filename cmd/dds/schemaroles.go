@@ -22,12 +22,17 @@ import (
 // changed (each rule and field list), and push applies the file through
 // POST /api/v1/schemas/push, which validates the roles against the pushed
 // schema and writes schema and roles in one transaction. A file without
-// "roles" leaves the tenant's roles alone.
+// "roles" leaves the tenant's roles alone; "roles": {} stands for a tenant
+// with no roles (push deletes every role), and is what pull writes for
+// a tenant that has none, so a pulled file always says what it holds.
 
 // schemaFile is the file: a schema definition and, optionally, roles.
+// Roles is nil when the file has no "roles" member and an empty map when
+// it has "roles": {} (omitzero keeps the empty map in the file, where
+// omitempty would drop it and turn "no roles" into "leave roles alone").
 type schemaFile struct {
 	schema.Definition
-	Roles map[string]*roles.Definition `json:"roles,omitempty"`
+	Roles map[string]*roles.Definition `json:"roles,omitzero"`
 }
 
 // tenantRoles reads the tenant's roles as a file holds them.

@@ -209,7 +209,7 @@ func TestTenantMovesBetweenDeployments(t *testing.T) {
 	src.do(http.StatusCreated, "POST", "/api/v1/schemas", key, map[string]any{"name": "shop", "entities": []any{
 		map[string]any{"name": "Product", "fields": []any{map[string]any{"name": "name", "type": "STRING", "required": true},
 			map[string]any{"name": "price", "type": "NUMBER"}, map[string]any{"name": "manual", "type": "FILE"}}},
-		map[string]any{"name": "Category", "fields": []any{map[string]any{"name": "title", "type": "STRING"}}}},
+		map[string]any{"name": "Category", "history": true, "fields": []any{map[string]any{"name": "title", "type": "STRING"}}}},
 		"relationships": []any{map[string]any{"name": "IN_CATEGORY", "from": "Product", "to": "Category"}}}, nil)
 	var ticket struct {
 		FileID    string            `json:"fileId"`
@@ -224,6 +224,16 @@ func TestTenantMovesBetweenDeployments(t *testing.T) {
 		ID string `json:"id"`
 	}
 	src.do(http.StatusCreated, "POST", "/api/v1/dynamic/Category", key, map[string]any{"title": "tools"}, &cat)
+	src.do(http.StatusOK, "PATCH", "/api/v1/dynamic/Category/"+cat.ID, key, map[string]any{"title": "tools and parts"}, nil)
+	type version struct {
+		ID, Op, At, KeyID string
+		Changed           []string
+	}
+	var srcHistory, dstHistory struct{ Items []version }
+	src.do(http.StatusOK, "GET", "/api/v1/dynamic/Category/"+cat.ID+"/history", key, nil, &srcHistory)
+	if len(srcHistory.Items) != 2 || srcHistory.Items[0].Op != "update" || srcHistory.Items[1].Op != "create" {
+		t.Fatalf("history on the source: %+v", srcHistory.Items)
+	}
 	for i := range 30 {
 		var p struct {
 			ID string `json:"id"`
@@ -267,11 +277,26 @@ func TestTenantMovesBetweenDeployments(t *testing.T) {
 	if got := get(t, dl.URL); !bytes.Equal(got, manual) {
 		t.Fatalf("the moved file reads %q", got)
 	}
+	// The category's history moved as it was: the same versions, times
+	// and writer, and no version of the import's own.
+	dst.do(http.StatusOK, "GET", "/api/v1/dynamic/Category/"+cat.ID+"/history", newKey, nil, &dstHistory)
+	if !reflect.DeepEqual(srcHistory, dstHistory) {
+		t.Fatalf("the history changed on the way:\n%+v\n%+v", srcHistory, dstHistory)
+	}
+	if first.Counts["versions"] != 2 {
+		t.Fatalf("the export counted %d versions, want 2", first.Counts["versions"])
+	}
 	// The old key is unknown to the new deployment.
 	dst.do(http.StatusUnauthorized, "GET", "/api/v1/dynamic/Product", key, nil, nil)
 	second, _ := dst.export(res.TenantID)
 	if !reflect.DeepEqual(first.Checksums, second.Checksums) || !reflect.DeepEqual(first.Counts, second.Counts) {
 		t.Fatalf("the tenant changed on the way:\n%+v\n%+v", first, second)
+	}
+	// The import left the history trigger on: a write now is recorded.
+	dst.do(http.StatusOK, "PATCH", "/api/v1/dynamic/Category/"+cat.ID, newKey, map[string]any{"title": "moved"}, nil)
+	dst.do(http.StatusOK, "GET", "/api/v1/dynamic/Category/"+cat.ID+"/history", newKey, nil, &dstHistory)
+	if len(dstHistory.Items) != 3 || dstHistory.Items[0].Op != "update" || !reflect.DeepEqual(dstHistory.Items[1], srcHistory.Items[0]) {
+		t.Fatalf("history after a write on the new deployment: %+v", dstHistory.Items)
 	}
 }
 
