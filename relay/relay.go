@@ -374,7 +374,7 @@ type attemptJob struct {
 	hook *webhook.Webhook
 	ev   *outbox.Event
 	res  webhook.Result
-	at   time.Time
+	at   time.Time // when the POST started
 }
 
 // process relays one claimed batch: match it to webhooks, make the first
@@ -529,8 +529,8 @@ func (r *Relay) deliver(ctx context.Context, b *batch, tr *BatchTrace) error {
 			}
 			go func() {
 				defer func() { <-r.http }()
+				j.at = time.Now() // an attempt is recorded at its start
 				j.res = r.client.Send(ctx, j.hook.TargetURL, j.hook.SigningSecret, j.ev.ID, j.ref.Body)
-				j.at = time.Now()
 				results <- j
 			}()
 		}
