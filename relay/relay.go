@@ -236,20 +236,21 @@ func (r *Relay) Run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() {
+				// A batch in flight finishes on shutdown (bounded by the
+				// 5 s HTTP limit) rather than being abandoned; one that
+				// failed then is released, for another relay to take at
+				// once.
+				defer pcancel()
+				// Its room is free once every result is recorded: what
+				// is left (the relayed mark) can repeat no POST.
+				r.processHeld(pctx, held, tr, ctx.Err, func() {
 					inFlight.Add(-int64(len(evs)))
 					select {
 					case freed <- struct{}{}:
 					default:
 					}
 					<-batches
-				}()
-				// A batch in flight finishes on shutdown (bounded by the
-				// 5 s HTTP limit) rather than being abandoned; one that
-				// failed then is released, for another relay to take at
-				// once.
-				defer pcancel()
-				r.processHeld(pctx, held, tr, ctx.Err)
+				})
 			}()
 			if len(evs) == n {
 				continue // more may be waiting: claim again at once
@@ -286,7 +287,7 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	tr.Claimed, tr.Events = time.Now(), len(held.Events)
-	r.processHeld(pctx, held, tr, func() error { return nil }) // logged; a failed batch is deferred for a lease
+	r.processHeld(pctx, held, tr, func() error { return nil }, func() {}) // logged; a failed batch is deferred for a lease
 	return len(held.Events), nil
 }
 
@@ -297,7 +298,10 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 // claim of one lease, as a failed batch kept its claim before, so that no
 // relay takes them again at once — unless the relay is shutting down
 // (stopping() is not nil), when they are released for another relay.
-func (r *Relay) processHeld(ctx context.Context, held *outbox.Held, tr *BatchTrace, stopping func() error) {
+// recorded is called once the batch's work is over but for ending the
+// claim (the relay's loop may claim the next batch meanwhile: a crash now
+// repeats no POST of this one).
+func (r *Relay) processHeld(ctx context.Context, held *outbox.Held, tr *BatchTrace, stopping func() error, recorded func()) {
 	kctx, stop := context.WithCancel(ctx)
 	kept := make(chan struct{})
 	go func() {
@@ -318,6 +322,7 @@ func (r *Relay) processHeld(ctx context.Context, held *outbox.Held, tr *BatchTra
 	relayed, err := r.process(ctx, held.Events, tr)
 	stop()
 	<-kept
+	recorded()
 	var deferred []string
 	if err == nil || stopping() == nil {
 		done := map[string]bool{}
