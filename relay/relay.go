@@ -1,7 +1,8 @@
 // Package relay moves committed outbox events (dds.events) to webhook
-// delivery. It runs in the worker: it claims small batches of events with
-// an expiring claim (outbox.Store.Claim), so several relays share the work
-// and a relay that dies strands nothing; it matches each event to the
+// delivery. It runs in the worker: it claims small batches of events as
+// row locks of a transaction held while it works on them
+// (outbox.Store.Hold), so several relays share the work and a relay that
+// dies strands nothing; it matches each event to the
 // tenant's active webhooks, makes the first attempt itself on a bounded
 // pool of HTTP workers and records it at once, creating the delivery row
 // (holding the exact body sent) with its outcome. A failed delivery stays
@@ -37,10 +38,12 @@ type Config struct {
 	// (half the claims, webhook reads and recording statements, and each
 	// claim skips fewer events in flight), measured with bench/webhooks.
 	BatchSize int
-	// Lease is how long a claim lasts unless renewed (default 10s). A relay
-	// renews the claims of the batches it works on every third of the lease,
-	// so a dead relay's events are taken over within one lease while a slow
-	// batch is not taken over by another relay.
+	// Lease is how long a held claim may go without a word from its relay
+	// (default 10s; outbox.Store.Hold): a relay keeps the claims of the
+	// batches it works on every third of it, so a silent relay's events are
+	// taken over within one lease (a dead one's at once) while a slow batch
+	// is not taken over by another relay. Events a batch could not relay
+	// get an expiring claim of one lease.
 	Lease time.Duration
 	// BatchTimeout bounds the work on one batch (default 60s), also on
 	// shutdown: a batch in flight is finished, not abandoned.
