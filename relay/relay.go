@@ -325,6 +325,7 @@ func (r *Relay) processHeld(ctx context.Context, held *outbox.Held, tr *BatchTra
 	relayed, err := r.process(ctx, held.Events, tr)
 	stop()
 	<-kept
+	tr.Recorded = time.Now()
 	recorded()
 	var deferred []string
 	if err == nil || stopping() == nil {
