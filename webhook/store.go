@@ -430,7 +430,7 @@ func (s *Store) Deliveries(ctx context.Context, tenantID, webhookID string, limi
 	var ds []struct {
 		Delivery
 		// A first attempt that succeeded, kept on the row instead of in
-		// the attempt log (migration 00051): shown as attempt 1.
+		// the attempt log (migration 00052): shown as attempt 1.
 		FirstCode *int       `db:"first_status_code"`
 		FirstMs   *int       `db:"first_latency_ms"`
 		FirstAt   *time.Time `db:"first_attempted_at"`
