@@ -48,6 +48,12 @@ func (r *receiver) maxPerSecond() (int, time.Time) {
 	r.mu.Lock()
 	at := append([]time.Time(nil), r.at...)
 	r.mu.Unlock()
+	return mostPerSecond(at)
+}
+
+// mostPerSecond is the most of times in any window [t, t+1s), and its t.
+func mostPerSecond(at []time.Time) (int, time.Time) {
+	at = append([]time.Time(nil), at...)
 	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
 	best, when := 0, time.Time{}
 	for i := range at {
@@ -180,8 +186,39 @@ func TestWebhookRateLimitAcrossWorkers(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The limit bounds the starts of the POSTs (each recorded as its
+	// attempt's time, in the delivery log): no slack. Arrivals add the
+	// transit to the receiver, which a loaded machine can stretch by more
+	// than the spacing's slack (docs/webhooks.md, "Rate limit"), so they
+	// are reported, not asserted.
+	var starts []time.Time
+	for {
+		var log struct {
+			Deliveries []struct {
+				Status     string
+				AttemptLog []struct{ AttemptedAt time.Time }
+			}
+		}
+		d.do(t, http.StatusOK, "GET", "/api/v1/webhooks/"+lh.ID+"/deliveries?limit=500", key, nil).decode(t, &log)
+		starts = starts[:0]
+		for _, x := range log.Deliveries {
+			if x.Status == "succeeded" && len(x.AttemptLog) > 0 {
+				starts = append(starts, x.AttemptLog[0].AttemptedAt)
+			}
+		}
+		if len(starts) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d deliveries of the limited webhook recorded as succeeded", len(starts), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if most, at := mostPerSecond(starts); most > rate {
+		t.Fatalf("%d deliveries started in the second from %s; rateLimit is %d", most, at.Format(time.RFC3339Nano), rate)
+	}
 	if most, at := limited.maxPerSecond(); most > rate {
-		t.Fatalf("%d deliveries arrived in the second from %s; rateLimit is %d", most, at.Format(time.RFC3339Nano), rate)
+		t.Logf("%d deliveries arrived in the second from %s (rateLimit %d): transit jitter beyond the spacing's slack", most, at.Format(time.RFC3339Nano), rate)
 	}
 	limited.mu.Lock()
 	defer limited.mu.Unlock()

@@ -1,6 +1,7 @@
 // Package outbox owns dds.events, the transactional outbox: the event row
 // type and event types, the SQL fragment a write embeds to insert its
-// events in its own statement, the relay's claim with an expiring lease,
+// events in its own statement, the relay's claim (row locks held by an
+// open transaction, hold.go; or, for older relays, an expiring lease),
 // the relayed mark, pruning, the reads of subscriptions and the lag an
 // operator watches. Every other package reaches the table through here.
 //

@@ -112,11 +112,13 @@ func (r *Relay) sendPaced(ctx context.Context, c *webhook.PacedClaim) {
 				case <-ctx.Done():
 				}
 				// Waiting for an HTTP worker may have made it late.
-				if acquired && (d.Slot.IsZero() || time.Since(d.Slot) <= webhook.PaceLateness) {
+				// The start is this instant, when the slot is checked: it is
+				// what the limit bounds, and what the attempt records.
+				if start := time.Now(); acquired && (d.Slot.IsZero() || start.Sub(d.Slot) <= webhook.PaceLateness) {
 					res := r.client.Send(ctx, c.Hook.TargetURL, c.Hook.SigningSecret, d.EventID, d.Body)
 					<-r.http
 					rec := r.outcome(&attemptJob{ref: webhook.DeliveryRef{ID: d.ID, WebhookID: d.WebhookID, EventID: d.EventID,
-						Attempts: d.Attempts}, res: res, at: time.Now()})
+						Attempts: d.Attempts}, res: res, at: start})
 					rec.Attempt = d.Attempts + 1
 					mu.Lock()
 					recs = append(recs, rec)

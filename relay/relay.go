@@ -1,7 +1,8 @@
 // Package relay moves committed outbox events (dds.events) to webhook
-// delivery. It runs in the worker: it claims small batches of events with
-// an expiring claim (outbox.Store.Claim), so several relays share the work
-// and a relay that dies strands nothing; it matches each event to the
+// delivery. It runs in the worker: it claims small batches of events as
+// row locks of a transaction held while it works on them
+// (outbox.Store.Hold), so several relays share the work and a relay that
+// dies strands nothing; it matches each event to the
 // tenant's active webhooks, makes the first attempt itself on a bounded
 // pool of HTTP workers and records it at once, creating the delivery row
 // (holding the exact body sent) with its outcome. A failed delivery stays
@@ -37,10 +38,12 @@ type Config struct {
 	// (half the claims, webhook reads and recording statements, and each
 	// claim skips fewer events in flight), measured with bench/webhooks.
 	BatchSize int
-	// Lease is how long a claim lasts unless renewed (default 10s). A relay
-	// renews the claims of the batches it works on every third of the lease,
-	// so a dead relay's events are taken over within one lease while a slow
-	// batch is not taken over by another relay.
+	// Lease is how long a held claim may go without a word from its relay
+	// (default 10s; outbox.Store.Hold): a relay keeps the claims of the
+	// batches it works on every third of it, so a silent relay's events are
+	// taken over within one lease (a dead one's at once) while a slow batch
+	// is not taken over by another relay. Events a batch could not relay
+	// get an expiring claim of one lease.
 	Lease time.Duration
 	// BatchTimeout bounds the work on one batch (default 60s), also on
 	// shutdown: a batch in flight is finished, not abandoned.
@@ -200,9 +203,6 @@ func (r *Relay) Run(ctx context.Context) error {
 			room = r.cfg.InFlightEvents - int(inFlight.Load())
 		}
 		n := min(r.cfg.BatchSize, room)
-		// A claim is never abandoned half-way: had the statement committed
-		// while we gave up on it, its events would wait out the lease.
-		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		tr := &BatchTrace{ClaimStart: time.Now()}
 		if tr.ClaimStart.Sub(fromHead) >= r.cfg.PollInterval {
 			after = 0
@@ -210,9 +210,16 @@ func (r *Relay) Run(ctx context.Context) error {
 		if after == 0 {
 			fromHead = tr.ClaimStart
 		}
-		evs, err := r.outbox.ClaimAfter(cctx, n, r.cfg.Lease, after)
+		// The claim lives on in its transaction (outbox.Store.Hold) until
+		// the batch ends, bounded by the batch's context; it is not
+		// cancelled with ctx, so a claim is never abandoned half-way.
+		pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.BatchTimeout)
+		held, err := r.outbox.Hold(pctx, n, after, r.cfg.Lease)
+		var evs []outbox.Event
+		if held != nil {
+			evs = held.Events
+		}
 		tr.Claimed, tr.Events = time.Now(), len(evs)
-		ccancel()
 		after = 0
 		if err == nil && len(evs) == n {
 			for _, e := range evs {
@@ -220,6 +227,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 		}
 		if err != nil {
+			pcancel()
 			<-batches
 			if ctx.Err() != nil {
 				return nil
@@ -231,28 +239,27 @@ func (r *Relay) Run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() {
+				// A batch in flight finishes on shutdown (bounded by the
+				// 5 s HTTP limit) rather than being abandoned; one that
+				// failed then is released, for another relay to take at
+				// once.
+				defer pcancel()
+				// Its room is free once every result is recorded: what
+				// is left (the relayed mark) can repeat no POST.
+				r.processHeld(pctx, held, tr, ctx.Err, func() {
 					inFlight.Add(-int64(len(evs)))
 					select {
 					case freed <- struct{}{}:
 					default:
 					}
 					<-batches
-				}()
-				// A batch in flight finishes on shutdown (bounded by the
-				// 5 s HTTP limit) rather than waiting out its claim; one
-				// that failed is released then, for another relay to take
-				// at once.
-				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.BatchTimeout)
-				defer cancel()
-				release := r.holdClaim(pctx, evs)
-				err := r.process(pctx, evs, tr)
-				release(err != nil && ctx.Err() != nil)
+				})
 			}()
 			if len(evs) == n {
 				continue // more may be waiting: claim again at once
 			}
 		} else {
+			pcancel()
 			<-batches
 		}
 		// While events keep coming, look again soon even without a
@@ -276,55 +283,74 @@ func (r *Relay) Run(ctx context.Context) error {
 // the number of events claimed (tests, tooling).
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	tr := &BatchTrace{ClaimStart: time.Now()}
-	evs, err := r.outbox.Claim(ctx, r.cfg.BatchSize, r.cfg.Lease)
-	if err != nil || len(evs) == 0 {
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.BatchTimeout)
+	defer cancel()
+	held, err := r.outbox.Hold(pctx, r.cfg.BatchSize, 0, r.cfg.Lease)
+	if err != nil || held == nil {
 		return 0, err
 	}
-	tr.Claimed, tr.Events = time.Now(), len(evs)
-	release := r.holdClaim(ctx, evs)
-	_ = r.process(ctx, evs, tr) // logged; a failed batch is taken again when its claim expires
-	release(false)
-	return len(evs), nil
+	tr.Claimed, tr.Events = time.Now(), len(held.Events)
+	r.processHeld(pctx, held, tr, func() error { return nil }, func() {}) // logged; a failed batch is deferred for a lease
+	return len(held.Events), nil
 }
 
-// holdClaim renews the claim on evs every third of the lease until the
-// returned function is called; that function releases the claim when
-// asked (a failed batch on shutdown). A renewal that fails is logged: the
-// batch may then be taken over by another relay once the lease ends, which
-// repeats at most the deliveries in flight (docs/webhooks.md).
-func (r *Relay) holdClaim(ctx context.Context, evs []outbox.Event) (end func(release bool)) {
-	ids := make([]string, len(evs))
-	for i, e := range evs {
-		ids[i] = e.ID
-	}
-	hctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+// processHeld processes a held batch, keeping its claim alive meanwhile
+// (outbox.Held.Touch every third of the lease), and ends the claim: the
+// events whose deliveries are all recorded are marked relayed; the others
+// (a failed batch, an event whose payload cannot be built) get an expiring
+// claim of one lease, as a failed batch kept its claim before, so that no
+// relay takes them again at once — unless the relay is shutting down
+// (stopping() is not nil), when they are released for another relay.
+// recorded is called once the batch's work is over but for ending the
+// claim (the relay's loop may claim the next batch meanwhile: a crash now
+// repeats no POST of this one).
+func (r *Relay) processHeld(ctx context.Context, held *outbox.Held, tr *BatchTrace, stopping func() error, recorded func()) {
+	kctx, stop := context.WithCancel(ctx)
+	kept := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(kept)
 		t := time.NewTicker(r.cfg.Lease / 3)
 		defer t.Stop()
 		for {
 			select {
-			case <-hctx.Done():
+			case <-kctx.Done():
 				return
 			case <-t.C:
-				if err := r.outbox.Extend(hctx, ids, r.cfg.Lease); err != nil && hctx.Err() == nil {
-					r.log.Warn("relay: could not renew a batch's claim; another relay may take it over when it expires", "events", len(ids), "err", err)
+				if err := held.Touch(kctx); err != nil && kctx.Err() == nil {
+					r.log.Warn("relay: could not keep a batch's claim; its events are taken again once it ends", "events", len(held.Events), "err", err)
 				}
 			}
 		}
 	}()
-	return func(release bool) {
-		cancel()
-		<-done
-		if !release {
-			return
+	relayed, err := r.process(ctx, held.Events, tr)
+	stop()
+	<-kept
+	tr.Recorded = time.Now()
+	recorded()
+	var deferred []string
+	if err == nil || stopping() == nil {
+		done := map[string]bool{}
+		for _, id := range relayed {
+			done[id] = true
 		}
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer rcancel()
-		if err := r.outbox.Release(rctx, ids); err != nil {
-			r.log.Warn("relay: could not release a failed batch's claim; it is taken again when the claim expires", "events", len(ids), "err", err)
+		for _, e := range held.Events {
+			if !done[e.ID] {
+				deferred = append(deferred, e.ID)
+			}
 		}
+	}
+	rt := RecordTrace{Start: time.Now(), Relayed: len(relayed)}
+	if ferr := held.Finish(ctx, relayed, deferred, r.cfg.Lease); ferr != nil {
+		// The events come back unrelayed; their recorded deliveries are
+		// not sent again.
+		r.log.Warn("relay: could not mark a batch relayed; its events are taken again", "events", len(held.Events), "err", ferr)
+		_ = held.Release()
+	}
+	rt.End = time.Now()
+	tr.Records = append(tr.Records, rt)
+	if r.cfg.Trace != nil {
+		tr.Done, tr.Err = time.Now(), err
+		r.cfg.Trace(*tr)
 	}
 }
 
@@ -338,8 +364,11 @@ type batch struct {
 	jobs   []*attemptJob // first attempts to make
 	// settled are the events with nothing left to send: no webhook
 	// subscribes, or every delivery is queued or recorded by an earlier
-	// pass; they are marked relayed in the first recording transaction.
+	// pass.
 	settled []string
+	// relayed are the events whose deliveries are all recorded (committed):
+	// the claim's transaction marks them relayed when the batch ends.
+	relayed []string
 	// open counts, per event, the deliveries whose first attempt is not
 	// recorded yet; an event is relayed when its count reaches zero.
 	open map[string]int
@@ -354,35 +383,33 @@ type attemptJob struct {
 	hook *webhook.Webhook
 	ev   *outbox.Event
 	res  webhook.Result
-	at   time.Time
+	at   time.Time // when the POST started
 }
 
 // process relays one claimed batch: match it to webhooks, make the first
 // attempts and record them, each delivery row created with its first
-// attempt's outcome (webhook.RecordFirstAttempts). Any error leaves the
-// affected events claimed but not relayed: they are taken again when the
-// claim expires, and the delivery rows recorded by then make the second
-// pass resume, not repeat. Failed first attempts are left `retrying` in
-// Postgres; the hand-over loop gives each to a Temporal workflow, so an
-// unreachable Temporal never holds a batch up.
-func (r *Relay) process(ctx context.Context, evs []outbox.Event, tr *BatchTrace) (err error) {
+// attempt's outcome (webhook.RecordFirstAttempts). It returns the events
+// whose deliveries are all recorded (for the caller to mark relayed in the
+// claim's transaction); the others stay unrelayed, and when they are
+// taken again the delivery rows recorded by then make that pass resume,
+// not repeat. Failed first attempts are left `retrying` in Postgres; the
+// hand-over loop gives each to a Temporal workflow, so an unreachable
+// Temporal never holds a batch up.
+func (r *Relay) process(ctx context.Context, evs []outbox.Event, tr *BatchTrace) (relayed []string, err error) {
 	start := time.Now()
-	if r.cfg.Trace != nil {
-		defer func() { tr.Done, tr.Err = time.Now(), err; r.cfg.Trace(*tr) }()
-	}
 	b, err := r.match(ctx, evs)
-	if err == nil {
-		tr.Matched, tr.Deliveries = time.Now(), len(b.jobs)
+	if err != nil {
+		r.log.Error("relay batch failed; its events are retried", "events", len(evs), "err", err)
+		return nil, err
 	}
-	if err == nil && len(b.queued) > 0 {
+	tr.Matched, tr.Deliveries = time.Now(), len(b.jobs)
+	if len(b.queued) > 0 {
 		// A rate-limited webhook's deliveries are committed queued before
 		// the batch's POSTs, as all rows were before issue 23: once any
 		// webhook has an event, the console shows the limited webhook's
 		// backlog too. Only batches with such deliveries pay the round trip.
-		rt := RecordTrace{Start: time.Now(), Rows: len(b.queued), Relayed: len(b.settled)}
-		if err = r.store.RecordFirstAttempts(ctx, b.queued, nil, b.settled); err == nil {
-			b.settled = nil
-		}
+		rt := RecordTrace{Start: time.Now(), Rows: len(b.queued)}
+		err = r.store.RecordFirstAttempts(ctx, b.queued, nil, nil)
 		rt.End = time.Now()
 		tr.Records = append(tr.Records, rt)
 	}
@@ -391,19 +418,19 @@ func (r *Relay) process(ctx context.Context, evs []outbox.Event, tr *BatchTrace)
 	}
 	d := time.Since(start)
 	r.metrics.batch(d, len(evs))
-	if err != nil {
-		r.log.Error("relay batch failed; its events are retried when their claim expires", "events", len(evs), "err", err, "duration", d)
-		return err
-	}
 	if b.retrying > 0 {
 		r.kickHandOver()
+	}
+	if err != nil {
+		r.log.Error("relay batch failed; its events are retried", "events", len(evs), "err", err, "duration", d)
+		return b.relayed, err
 	}
 	if len(b.queued) > 0 {
 		r.kickPacer()
 	}
 	r.log.Info("relay batch", "events", len(evs), "deliveries", len(b.jobs), "succeeded", b.succeeded,
 		"retrying", b.retrying, "gone", b.gone, "queued", len(b.queued), "unsubscribed", b.unsubscribed, "duration", d.Round(time.Microsecond))
-	return nil
+	return b.relayed, nil
 }
 
 // match loads the batch's tenants' active webhooks, with the deliveries
@@ -492,8 +519,8 @@ const (
 // deliver makes the first attempts on the shared pool of HTTP workers and
 // records their results as they arrive: whatever arrived during one
 // recording transaction goes into the next, so a crash can repeat only the
-// POSTs in flight and the results of one transaction. The batch's settled
-// events go into the first recording transaction.
+// POSTs in flight and the results of one transaction. It collects in
+// b.relayed the events whose deliveries are all recorded.
 func (r *Relay) deliver(ctx context.Context, b *batch, tr *BatchTrace) error {
 	results := make(chan *attemptJob, len(b.jobs))
 	launchCtx, stopLaunch := context.WithCancel(ctx)
@@ -511,15 +538,19 @@ func (r *Relay) deliver(ctx context.Context, b *batch, tr *BatchTrace) error {
 			}
 			go func() {
 				defer func() { <-r.http }()
+				j.at = time.Now() // an attempt is recorded at its start
 				j.res = r.client.Send(ctx, j.hook.TargetURL, j.hook.SigningSecret, j.ev.ID, j.ref.Body)
-				j.at = time.Now()
 				results <- j
 			}()
 		}
 	}()
 	var rows []webhook.NewDelivery
 	var recs []webhook.AttemptRecord
-	done := b.settled
+	// done: events whose last delivery is among rows; inFlush: those of
+	// the recording running now. An event counts as relayed (b.relayed)
+	// once the recording of its last delivery committed.
+	b.relayed = append(b.relayed, b.settled...)
+	var done, inFlush []string
 	flushed := make(chan error, 1)
 	flushing := false
 	var records []*RecordTrace // each End written before its flushed send
@@ -535,21 +566,21 @@ func (r *Relay) deliver(ctx context.Context, b *batch, tr *BatchTrace) error {
 		}
 	}()
 	// A result waits at most recordLinger for others to share its
-	// recording transaction (each costs a handful of round trips and takes
+	// recording transaction (each costs a round trip or a few and takes
 	// the webhook's row lock); the last result of the batch goes at once.
 	var linger <-chan time.Time
 	flush := func() {
-		rt := &RecordTrace{Start: time.Now(), Rows: len(rows), Relayed: len(done)}
+		rt := &RecordTrace{Start: time.Now(), Rows: len(rows)}
 		records = append(records, rt)
-		go func(rows []webhook.NewDelivery, recs []webhook.AttemptRecord, done []string) {
-			err := r.store.RecordFirstAttempts(ctx, rows, recs, done)
+		go func(rows []webhook.NewDelivery, recs []webhook.AttemptRecord) {
+			err := r.store.RecordFirstAttempts(ctx, rows, recs, nil)
 			rt.End = time.Now()
 			flushed <- err
-		}(rows, recs, done)
-		rows, recs, done, flushing, linger = nil, nil, nil, true, nil
+		}(rows, recs)
+		rows, recs, inFlush, done, flushing, linger = nil, nil, done, nil, true, nil
 	}
-	for got := 0; got < len(b.jobs) || flushing || len(rows)+len(done) > 0; {
-		pending := len(rows)+len(done) > 0
+	for got := 0; got < len(b.jobs) || flushing || len(rows) > 0; {
+		pending := len(rows) > 0
 		if !flushing && pending && (got == len(b.jobs) || len(recs) >= recordBatch) {
 			flush()
 		} else if !flushing && pending && linger == nil {
@@ -577,9 +608,11 @@ func (r *Relay) deliver(ctx context.Context, b *batch, tr *BatchTrace) error {
 			if err != nil {
 				return fmt.Errorf("record attempts: %w", err)
 			}
+			b.relayed = append(b.relayed, inFlush...)
+			inFlush = nil
 		case <-linger:
 			linger = nil
-			if !flushing && len(rows)+len(done) > 0 {
+			if !flushing && len(rows) > 0 {
 				flush()
 			}
 		case <-ctx.Done():

@@ -18,9 +18,13 @@ type BatchTrace struct {
 	FirstSend, LastResult time.Time
 	// Records are the batch's recording statements, in order.
 	Records []RecordTrace
-	// Done is when the batch's work ended (all recorded, or failed).
-	Done time.Time
-	Err  error
+	// Recorded is when every result was recorded (or the batch failed): from
+	// then on a crash repeats none of its POSTs, and its events no longer
+	// count against Config.InFlightEvents. Done is when its claim ended too
+	// (relayed mark and commit).
+	Recorded time.Time
+	Done     time.Time
+	Err      error
 }
 
 // RecordTrace is one recording statement (transaction) of a batch.

@@ -93,8 +93,8 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string, next time.Du
 			return "", err
 		}
 	}
+	now := time.Now() // an attempt is recorded at its start (after its slot, when paced)
 	res := d.Client.Send(ctx, row.TargetURL, row.Secret, row.EventID, row.Body)
-	now := time.Now()
 	rec := AttemptRecord{DeliveryID: row.ID, WebhookID: row.WebhookID, Attempt: row.Attempts + 1, Result: res, At: now}
 	switch {
 	case res.OK():

@@ -160,8 +160,12 @@ const firstAttemptsCTE = `u AS (
 					$8::text[], $9::int[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[])
 					AS u(id, w, t, e, et, en, b, s, a, c, l, err, at, n)),
 			ins AS (INSERT INTO dds.webhook_deliveries AS d (id, webhook_id, tenant_id, event_id, event_type, entity_name, body,
-					status, attempts, last_attempt_at, next_attempt_at)
-				SELECT u.id, u.w, u.t, u.e, u.et, u.en, u.b, u.s, u.a, NULLIF(u.at, '')::timestamptz, NULLIF(u.n, '')::timestamptz
+					status, attempts, last_attempt_at, next_attempt_at, first_status_code, first_latency_ms, first_attempted_at)
+				SELECT u.id, u.w, u.t, u.e, u.et, u.en, u.b, u.s, u.a, NULLIF(u.at, '')::timestamptz, NULLIF(u.n, '')::timestamptz,
+					-- a first attempt that succeeded is kept on the row, not in the attempt log
+					CASE WHEN u.s = 'succeeded' AND u.a = 1 THEN NULLIF(u.c, 0) END,
+					CASE WHEN u.s = 'succeeded' AND u.a = 1 THEN u.l END,
+					CASE WHEN u.s = 'succeeded' AND u.a = 1 THEN NULLIF(u.at, '')::timestamptz END
 				FROM u WHERE EXISTS (SELECT 1 FROM dds.webhooks h WHERE h.id = u.w) -- deleted meanwhile: no delivery
 				ON CONFLICT (webhook_id, event_id) DO UPDATE SET
 					status = CASE WHEN EXCLUDED.status = 'queued' OR d.status IN ('succeeded', 'queued') THEN d.status ELSE EXCLUDED.status END,
@@ -173,10 +177,13 @@ const firstAttemptsCTE = `u AS (
 					body = CASE WHEN d.status = 'pending' THEN EXCLUDED.body ELSE d.body END,
 					updated_at = now()
 				RETURNING d.id, d.webhook_id, d.event_id, d.status),
+			-- the attempt log gets every attempt not kept on its row; a row
+			-- that existed already (ON CONFLICT: its id is not the one
+			-- requested) keeps its own first_* and logs the attempt
 			att AS (INSERT INTO dds.webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at)
 				SELECT ins.id, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.err, ''), u.at::timestamptz, NULLIF(u.n, '')::timestamptz
 				FROM u JOIN ins ON ins.webhook_id = u.w AND ins.event_id = u.e
-				WHERE u.s <> 'queued' AND ins.status <> 'queued')`
+				WHERE u.s <> 'queued' AND ins.status <> 'queued' AND NOT (ins.id = u.id AND u.s = 'succeeded' AND u.a = 1))`
 
 // recordFirstSucceeded is RecordFirstAttempts when every attempt
 // succeeded (the common case): nothing can disable a webhook, so no

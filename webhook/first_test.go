@@ -56,7 +56,7 @@ func TestRecordFirstAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := st.RecordFirstAttempts(ctx, []webhook.NewDelivery{a, b, c, q},
-		[]webhook.AttemptRecord{rec(a, webhook.Result{StatusCode: 204}, webhook.StatusSucceeded),
+		[]webhook.AttemptRecord{rec(a, webhook.Result{StatusCode: 204, Latency: 7 * time.Millisecond}, webhook.StatusSucceeded),
 			rec(b, webhook.Result{StatusCode: 500, Err: "HTTP 500"}, webhook.StatusRetrying),
 			rec(c, webhook.Result{StatusCode: 200}, webhook.StatusSucceeded)}, []string{ev1})
 	if err != nil {
@@ -74,7 +74,18 @@ func TestRecordFirstAttempts(t *testing.T) {
 		*l.AttemptLog[0].StatusCode != 204 || string(l.Body) != `{"a":1}` {
 		t.Fatalf("succeeded delivery: %+v", l)
 	}
-	if l := one(failing); l.Status != webhook.StatusRetrying || l.NextAttemptAt == nil || len(l.AttemptLog) != 1 {
+	// A first attempt that succeeded is kept on its delivery row, not in
+	// the attempt log, and the delivery log shows it as attempt 1 all the same.
+	var logged int
+	if err := d.Get(&logged, `SELECT count(*) FROM dds.webhook_attempts WHERE delivery_id = $1`, a.ID); err != nil || logged != 0 {
+		t.Fatalf("a succeeded first attempt has %d attempt-log rows (%v), want none", logged, err)
+	}
+	if at := one(ok).AttemptLog[0]; at.Attempt != 1 || at.LatencyMs != 7 || at.AttemptedAt.Sub(now).Abs() > time.Microsecond /* stored to the µs */ ||
+		at.Error != nil || at.NextAttemptAt != nil {
+		t.Fatalf("attempt 1 of the succeeded delivery: %+v", at)
+	}
+	if l := one(failing); l.Status != webhook.StatusRetrying || l.NextAttemptAt == nil || len(l.AttemptLog) != 1 ||
+		l.AttemptLog[0].Error == nil || *l.AttemptLog[0].StatusCode != 500 {
 		t.Fatalf("retrying delivery: %+v", l)
 	}
 	if l := one(limited); l.Status != webhook.StatusQueued || l.Attempts != 0 || len(l.AttemptLog) != 0 {

@@ -47,9 +47,14 @@ func TestReserveSlotSpacesRetries(t *testing.T) {
 			t.Fatal("slots are handed out without end")
 		}
 	}
-	// 1 s of horizon at 110 ms apart: the first slot now, then 9 more.
-	if want := int(2*webhook.PaceHorizon/step) + 1; reserved < want-1 || reserved > want+1 {
-		t.Fatalf("reserved %d slots within the horizon, want about %d", reserved, want)
+	// 1 s of horizon at 110 ms apart: the first slot now, then 9 more, at
+	// least. The horizon moves with the clock while the loop runs (each
+	// reservation is a round trip, slow on a busy machine), so more may
+	// fit; that none lies beyond the horizon of its own reservation is what
+	// the refusal above proves (the next slot was out of reach, by at most
+	// one step).
+	if want := int(2*webhook.PaceHorizon/step) + 1; reserved < want-1 {
+		t.Fatalf("reserved %d slots within the horizon, want at least %d", reserved, want-1)
 	}
 	unl, err := st.Create(ctx, ten, webhook.CreateInput{TargetURL: "https://example.com/h", EventTypes: []string{"entity.created"}}, false)
 	if err != nil {

@@ -427,8 +427,16 @@ func (s *Store) Deliveries(ctx context.Context, tenantID, webhookID string, limi
 	if _, err := s.Get(ctx, tenantID, webhookID); err != nil {
 		return nil, err
 	}
-	var ds []Delivery
-	err := s.db.SelectContext(ctx, &ds, `SELECT `+deliveryCols+` FROM dds.webhook_deliveries
+	var ds []struct {
+		Delivery
+		// A first attempt that succeeded, kept on the row instead of in
+		// the attempt log (migration 00052): shown as attempt 1.
+		FirstCode *int       `db:"first_status_code"`
+		FirstMs   *int       `db:"first_latency_ms"`
+		FirstAt   *time.Time `db:"first_attempted_at"`
+	}
+	err := s.db.SelectContext(ctx, &ds, `SELECT `+deliveryCols+`, first_status_code, first_latency_ms, first_attempted_at
+		FROM dds.webhook_deliveries
 		WHERE webhook_id = $1 AND tenant_id = $2 AND ($4 = '' OR status = $4) ORDER BY created_at DESC, id LIMIT $3`,
 		webhookID, tenantID, limit, status)
 	if err != nil {
@@ -438,7 +446,11 @@ func (s *Store) Deliveries(ctx context.Context, tenantID, webhookID string, limi
 	ids := make([]string, len(ds))
 	idx := map[string]int{}
 	for i, d := range ds {
-		out[i] = DeliveryLog{Delivery: d, AttemptLog: []AttemptLog{}}
+		out[i] = DeliveryLog{Delivery: d.Delivery, AttemptLog: []AttemptLog{}}
+		if d.FirstAt != nil {
+			out[i].AttemptLog = append(out[i].AttemptLog, AttemptLog{Attempt: 1, StatusCode: d.FirstCode, LatencyMs: derefInt(d.FirstMs),
+				AttemptedAt: *d.FirstAt})
+		}
 		ids[i] = d.ID
 		idx[d.ID] = i
 	}
@@ -460,6 +472,13 @@ func (s *Store) Deliveries(ctx context.Context, tenantID, webhookID string, limi
 		out[idx[did]].AttemptLog = append(out[idx[did]].AttemptLog, a)
 	}
 	return out, rows.Err()
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // GetDelivery returns one delivery of the tenant's webhook.
