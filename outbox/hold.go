@@ -58,9 +58,10 @@ type Held struct {
 }
 
 // Hold claims up to n unrelayed events after seq `after` (0: from the
-// head; see ClaimAfter), oldest first, as row locks of a transaction that
-// stays open until Finish or Release, or until ctx ends (then it is rolled
-// back). lease bounds how long the transaction may sit idle (see above).
+// head; a relay draining a backlog holds each batch after the previous one,
+// and from the head at least every poll interval), oldest first, as row
+// locks of a transaction that stays open until Finish or Release, or until
+// ctx ends (then it is rolled back). lease bounds how long the transaction may sit idle (see above).
 // It returns nil when no event is free.
 func (s *Store) Hold(ctx context.Context, n int, after int64, lease time.Duration) (*Held, error) {
 	tx, err := s.db.BeginTxx(ctx, nil)
@@ -110,7 +111,8 @@ func (h *Held) Touch(ctx context.Context) error {
 // deferred an expiring claim of lease (events the relay could not relay
 // now, which should not be claimed again at once: a payload that cannot
 // be built, a batch whose recording failed), and commits, which releases
-// every held event. Ids must be among the held events'.
+// every held event. Ids must be among the held events'. It ends the claim
+// whatever it returns (on an error the transaction is rolled back).
 func (h *Held) Finish(ctx context.Context, relayed, deferred []string, lease time.Duration) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -50,8 +50,8 @@ import (
 //
 // Floors: a sample need not wait for every holder. Before it draws its
 // first seq, a transaction reads the sequence's last value L and takes a
-// second shared advisory lock keyed by the bigint L+1 (tagged with
-// eventFloorTag in its top 16 bits), its floor (migration 00050): every seq it draws is at least its floor. A holder of the writer
+// second shared advisory lock keyed by the bigint L+1 (tagged with 0x4453,
+// "DS", in its top 16 bits), its floor (migration 00050): every seq it draws is at least its floor. A holder of the writer
 // lock read after Q that holds a floor F has drawn nothing below F; one
 // that holds no floor yet has drawn nothing at all, hence nothing <= Q
 // (its floor and draw come after Q was read)... unless it runs an older
@@ -63,16 +63,11 @@ import (
 // releases (which must come first), not every writer in flight beside
 // them: under a steady load there is always one, and the slowest of them
 // held every event back.
-
-// The advisory lock key pair (classid, objid) that dds.next_event_seq()
-// takes in shared mode (migration 00040).
-const (
-	eventWriterLockClass = 1145324288 // "DDS\0"
-	eventWriterLockObj   = 1
-	// eventFloorTag is the top 16 bits of a floor's bigint key (0x4453,
-	// "DS"); the low 48 are the floor.
-	eventFloorTag = 0x4453
-)
+//
+// The sample is taken by one SQL function, dds.events_horizon_read
+// (migration 00051), which knows the lock keys: the sequence's last value,
+// then the holders and their floors in a statement of its own (the order
+// of two reads within one statement is not defined).
 
 // Horizon proves safe horizons from samples (see above). It is used by one
 // goroutine at a time.
@@ -94,32 +89,20 @@ func (h *Horizon) Safe() int64 { return h.safe }
 func (h *Horizon) Pending() bool { return len(h.pending) > 0 }
 
 // Advance proves the samples it can with the event-writing transactions
-// running now, takes a new sample and returns the newest proven horizon.
+// running now, takes a new sample and returns the newest proven horizon:
+// the sample of dds.events_horizon_read, asked for no tenant's events.
 func (h *Horizon) Advance(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
-	var last sql.NullInt64
-	if err := sqlx.GetContext(ctx, q, &last, `SELECT pg_sequence_last_value('dds.events_seq_seq')`); err != nil {
+	var r struct {
+		Last      int64          `db:"h_last"`
+		Holders   pq.StringArray `db:"h_holders"`
+		Floor     sql.NullInt64  `db:"h_floor"`
+		Floorless int            `db:"h_floorless"`
+	}
+	if err := sqlx.GetContext(ctx, q, &r, `SELECT h_last, h_holders, h_floor, h_floorless
+		FROM dds.events_horizon_read('{}'::uuid[], 0, 0, '{}'::text[]) LIMIT 1`); err != nil {
 		return h.safe, err
 	}
-	// A second statement, so the holders are read after Q (the order of
-	// two reads within one statement is not defined). pg_locks is read
-	// once (materialized): the writer lock's holders, and the lowest floor
-	// (a bigint-keyed advisory lock: objsubid 1) each of them holds.
-	var held struct {
-		Holders   pq.StringArray `db:"holders"`
-		Floor     sql.NullInt64  `db:"floor"`
-		Floorless int            `db:"floorless"`
-	}
-	if err := sqlx.GetContext(ctx, q, &held, `WITH l AS MATERIALIZED (
-			SELECT virtualtransaction AS vx, classid, objid, objsubid FROM pg_locks
-			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())),
-		w AS (SELECT DISTINCT vx FROM l WHERE classid = $1 AND objid = $2 AND objsubid = 2),
-		f AS (SELECT vx, min(((classid::bigint & 65535) << 32) | objid::bigint) AS floor FROM l
-			WHERE objsubid = 1 AND classid::bigint >> 16 = $3 GROUP BY vx)
-		SELECT coalesce(array_agg(w.vx), '{}') AS holders, min(f.floor) AS floor, count(*) FILTER (WHERE f.vx IS NULL) AS floorless
-		FROM w LEFT JOIN f USING (vx)`, eventWriterLockClass, eventWriterLockObj, eventFloorTag); err != nil {
-		return h.safe, err
-	}
-	h.record(last.Int64, held.Holders, held.Floor, held.Floorless)
+	h.record(r.Last, r.Holders, r.Floor, r.Floorless)
 	return h.safe, nil
 }
 

@@ -232,69 +232,6 @@ type Store struct{ db *sqlx.DB }
 // NewStore returns a store over db.
 func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
 
-// Claim takes up to n unrelayed events whose claim is absent or expired,
-// oldest first, and claims them for lease. SKIP LOCKED lets concurrent
-// relays take disjoint batches without waiting; a relay that dies leaves
-// its claims to expire.
-//
-// The claimed rows are updated by primary key (id = ANY(ARRAY(...))), not by
-// joining the CTE: the planner, whose statistics see the pending index as
-// nearly empty (it is, between bursts), joined the 50 claimed ids against
-// every pending event in a nested loop, so a claim cost O(backlog): 23 ms
-// of a 2,000-event backlog, the relay's serial bottleneck (bench/README.md).
-// Nor does the UPDATE repeat "relayed_at IS NULL": that predicate made the
-// planner walk the pending index past every event other relays hold (14 ms
-// behind 1,000 of them) instead of fetching 50 ids by primary key, and it
-// is already guaranteed: FOR UPDATE rechecks it on the latest row version
-// and locks the row, so nothing can relay it before this statement ends.
-func (s *Store) Claim(ctx context.Context, n int, lease time.Duration) ([]Event, error) {
-	return s.ClaimAfter(ctx, n, lease, 0)
-}
-
-// ClaimAfter is Claim of the events after seq `after` only (Event.Seq of
-// the events returned says where the claim ended). A relay draining a
-// backlog claims each batch after the previous one instead of from the
-// head of the outbox, so its claim no longer walks past the events of its
-// own batches in flight (up to 200, each with a dead row version from its
-// claim still in the pending index) before finding unclaimed ones: a third
-// of a claim's buffer reads behind four batches of 50 (bench/README.md).
-// The events a claim after `after` cannot see — one that committed after
-// the relay passed its seq (seq is taken at insert, not at commit), a
-// batch released or whose claim expired — are found by the next claim
-// from the head (after = 0), which a relay makes at least every poll
-// interval and whenever a claim comes back short.
-func (s *Store) ClaimAfter(ctx context.Context, n int, lease time.Duration, after int64) ([]Event, error) {
-	var out []Event
-	err := s.db.SelectContext(ctx, &out, `WITH c AS (
-			SELECT id FROM dds.events
-			WHERE relayed_at IS NULL AND seq > $3 AND (claimed_until IS NULL OR claimed_until < now())
-			ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
-		UPDATE dds.events e SET claimed_until = now() + $2 * interval '1 millisecond'
-		WHERE e.id = ANY(ARRAY(SELECT id FROM c))
-		RETURNING e.id, e.tenant_id, COALESCE((SELECT name FROM dds.tenants t WHERE t.id = e.tenant_id), '') AS tenant_name,
-			e.schema_name, e.type, e.entity_name, e.entity_id, e.record, e.created_at, e.seq`,
-		n, lease.Milliseconds(), after)
-	return out, err
-}
-
-// Extend renews the claim on those of ids not relayed yet for another
-// lease: a relay renews its batches while it works on them, so a claim can
-// be short (a dead relay's events are taken over within one lease) without
-// a slow batch being taken over, and repeated, by another relay.
-func (s *Store) Extend(ctx context.Context, ids []string, lease time.Duration) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE dds.events SET claimed_until = now() + $2 * interval '1 millisecond'
-		WHERE id = ANY($1::uuid[]) AND relayed_at IS NULL`, schema.ArrayLiteral(sortedIDs(ids)), lease.Milliseconds())
-	return err
-}
-
-// Release ends the claim on those of ids not relayed yet, so that another
-// relay takes them at once (a relay shutting down with a failed batch).
-func (s *Store) Release(ctx context.Context, ids []string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE dds.events SET claimed_until = NULL WHERE id = ANY($1::uuid[]) AND relayed_at IS NULL`,
-		schema.ArrayLiteral(sortedIDs(ids)))
-	return err
-}
-
 // sortedIDs is a sorted copy of ids: concurrent updaters lock rows in one order.
 func sortedIDs(ids []string) []string {
 	out := slices.Clone(ids)

@@ -179,7 +179,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	freed := make(chan struct{}, 1) // a batch ended (Config.InFlightEvents)
 	var found time.Time             // when a claim last found events
 	// While a backlog drains, each claim starts after the previous full
-	// one (outbox.Store.ClaimAfter); a claim from the head of the outbox,
+	// one (outbox.Store.Hold after a seq); a claim from the head of the outbox,
 	// at least every PollInterval and after any short claim, finds what
 	// that skips (events committed late with a lower seq, released batches).
 	var after int64
@@ -344,7 +344,6 @@ func (r *Relay) processHeld(ctx context.Context, held *outbox.Held, tr *BatchTra
 		// The events come back unrelayed; their recorded deliveries are
 		// not sent again.
 		r.log.Warn("relay: could not mark a batch relayed; its events are taken again", "events", len(held.Events), "err", ferr)
-		_ = held.Release()
 	}
 	rt.End = time.Now()
 	tr.Records = append(tr.Records, rt)
