@@ -115,11 +115,6 @@ func valuesKey(sql string, args []any) string {
 	return sql + "\x00" + fmt.Sprintf("%#v", args)
 }
 
-// fresh reports whether st's estimate with args need not be taken at now.
-func (m *budgetMemo) fresh(sql string, args []any, now time.Time) bool {
-	return m.freshText(sql, now) || m.anyValued() && m.freshValues(sql, args, now)
-}
-
 // freshText reports whether sql's estimate need not be taken at now,
 // whatever its values.
 func (m *budgetMemo) freshText(sql string, now time.Time) bool {
@@ -182,10 +177,10 @@ func (s *Store) checkBudget(ctx context.Context, sc *Scope, entity string, st qu
 	}
 	memo := s.budgetMemo(sc)
 	now := time.Now()
-	args := sc.bind(st.Args)
 	if memo.freshText(st.SQL, now) {
 		return nil
 	}
+	args := sc.bind(st.Args)
 	var key []any // args as the estimate sees them (budgetkey.go)
 	if memo.anyValued() {
 		key = s.estimateKey(ctx, sc, memo, st.Args, args, now)

@@ -43,6 +43,7 @@ type commonFreq struct{ f float32 }
 // read at until - budgetMemoTTL.
 type commonValues struct {
 	freqs map[string]float32
+	err   error // the statistics could not be read (kept, not asked again, until until)
 	until time.Time
 }
 
@@ -93,7 +94,7 @@ func (s *Store) commonValues(ctx context.Context, sc *Scope, memo *budgetMemo, e
 	c, ok := memo.common[k]
 	memo.mu.Unlock()
 	if ok && now.Before(c.until) {
-		return c.freqs, nil
+		return c.freqs, c.err
 	}
 	var vals []struct {
 		V string
@@ -101,12 +102,16 @@ func (s *Store) commonValues(ctx context.Context, sc *Scope, memo *budgetMemo, e
 	}
 	err := s.db.SelectContext(ctx, &vals, `SELECT u.v, u.f FROM pg_stats s, unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS u(v, f)
 WHERE s.schemaname = $1 AND s.tablename = $2 AND s.attname = $3`, sc.Schema.PgSchema, entity, field)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil: // the request ended: nothing learnt about the column
 		return nil, MapError(sc, entity, err)
-	}
-	c = commonValues{freqs: make(map[string]float32, len(vals)), until: now.Add(budgetMemoTTL)}
-	for _, v := range vals {
-		c.freqs[v.V] = v.F
+	case err != nil: // remembered, so that every request does not ask again
+		c = commonValues{err: MapError(sc, entity, err), until: now.Add(budgetMemoTTL)}
+	default:
+		c = commonValues{freqs: make(map[string]float32, len(vals)), until: now.Add(budgetMemoTTL)}
+		for _, v := range vals {
+			c.freqs[v.V] = v.F
+		}
 	}
 	memo.mu.Lock()
 	if memo.common == nil || len(memo.common) >= budgetMemoMax {
@@ -114,5 +119,5 @@ WHERE s.schemaname = $1 AND s.tablename = $2 AND s.attname = $3`, sc.Schema.PgSc
 	}
 	memo.common[k] = c
 	memo.mu.Unlock()
-	return c.freqs, nil
+	return c.freqs, c.err
 }
