@@ -190,12 +190,10 @@ func (s *Store) LoadTable(ctx context.Context, pg, table string, next func() ([]
 			var tag pgconn.CommandTag
 			tag, err = tx.Conn().PgConn().CopyFrom(ctx, src, fmt.Sprintf(`COPY %s (%s) FROM STDIN`, schema.QualifiedIdent(pg, table), quoted(names)))
 			switch {
+			case src.readErr != nil: // the archive's own (a line too long), or reading it failed
+				err = src.readErr
 			case src.convErr != nil:
 				err = apperr.New(apperr.Validation, "%s, %v", table, src.convErr)
-				var ae *apperr.Error
-				if errors.As(src.convErr, &ae) { // the archive's own error (a line too long)
-					err = src.convErr
-				}
 			case err != nil:
 				err = loadError(table, copyRecord(err), err)
 			}
@@ -287,15 +285,19 @@ func joinWith(cols []string, sep string) string {
 }
 
 // loadError names the table (and line, when known) a load failed on, with
-// Postgres' reason, which names the value and type, never SQL.
+// Postgres' reason, which names the value and type, never SQL, when the
+// archive's data is at fault (a data exception or an integrity violation:
+// SQLSTATE classes 22 and 23). Any other failure (a lost connection, a
+// timeout, a full disk) is not the archive's: it stays an internal error,
+// which the job's step retries.
 func loadError(table string, line int64, err error) error {
-	msg := err.Error()
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		msg = pe.Message
-		if pe.Detail != "" {
-			msg += " (" + pe.Detail + ")"
-		}
+	if !errors.As(err, &pe) || !strings.HasPrefix(pe.Code, "22") && !strings.HasPrefix(pe.Code, "23") {
+		return apperr.Wrap(err, "load %s", table)
+	}
+	msg := pe.Message
+	if pe.Detail != "" {
+		msg += " (" + pe.Detail + ")"
 	}
 	if line >= 0 {
 		return apperr.New(apperr.Validation, "%s, record %d: %s", table, line+1, msg)

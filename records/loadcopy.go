@@ -55,6 +55,7 @@ type copyRows struct {
 	off        int
 	err        error // io.EOF, next's error or a conversion error
 	convErr    error // a conversion error, for LoadTable to report
+	readErr    error // next's own error, returned as is
 }
 
 func newCopyRows(cols []loadColumn, next func() ([]byte, error), progress func(int64)) *copyRows {
@@ -75,7 +76,7 @@ func (c *copyRows) Read(p []byte) (int, error) {
 		for len(c.out) < 64<<10 {
 			line, err := c.next()
 			if err != nil {
-				c.err, c.convErr = err, err
+				c.err, c.readErr = err, err
 				break
 			}
 			if line == nil {

@@ -625,7 +625,7 @@ func refused(ctx context.Context, tx *sqlx.Tx, sc *Scope, entity string, err err
 		N    int64           `db:"n"`
 	}
 	if qerr := tx.SelectContext(ctx, &rows, q, sc.bind(args)...); qerr != nil {
-		return MapError(sc, entity, qerr)
+		return err // the refusal stands without its list of rows
 	}
 	ae := apperr.As(err)
 	sr := &StagedRefused{Err: ae}
