@@ -368,10 +368,7 @@ func (a *Activities) export(ctx context.Context, in Input) error {
 			return err
 		}
 		dump := func(kind string, t *ManifestTable) error {
-			name := dir + kind + "/" + t.Name + ".ndjson"
-			if kind == "history" {
-				name = dir + "history.ndjson"
-			}
+			name := tableEntry(dir, kind, t.Name)
 			return aw.entry(name, func(w io.Writer) error {
 				err := overlapped(w, func(ow io.Writer) error {
 					var err error
@@ -583,3 +580,13 @@ func fileMethod(mimeType string) uint16 {
 // archiveKey is the storage key of an archive: outside every tenant's
 // prefix (a tenant's files are <tenant id>/<file id>).
 func archiveKey(id string) string { return "tenant-archives/" + id + ".zip" }
+
+// tableEntry is the archive entry of a table of kind ("entities",
+// "relationships" or "history") in a schema's directory dir: the history
+// table, one per schema, is dir's history.ndjson.
+func tableEntry(dir, kind, table string) string {
+	if kind == "history" {
+		return dir + "history.ndjson"
+	}
+	return dir + kind + "/" + table + ".ndjson"
+}

@@ -235,10 +235,7 @@ func (a *Activities) importArchive(ctx context.Context, in Input) error {
 		}
 		pg := schema.PgSchemaName(info.ID)
 		load := func(kind, table string) error {
-			entry := dir + kind + "/" + table + ".ndjson"
-			if kind == "history" {
-				entry = dir + "history.ndjson"
-			}
+			entry := tableEntry(dir, kind, table)
 			r, _, err := ar.open(entry)
 			if err != nil {
 				return err

@@ -42,10 +42,12 @@ const HistoryOwnSetting = "dds.history_own"
 // 00049: the ms timestamp, then the fraction of the millisecond in the 12
 // bits after the version) from a column ms of clock_timestamp() in
 // epoch milliseconds, which the caller selects once in a FROM item
-// (UUIDv7ClockSQL). The same ids without the function call: dds.uuid_v7()
-// is an SQL function Postgres cannot inline (its body has a FROM), so
-// each statement that calls it plans it anew, which cost a create with
-// history more than the rest of its history row.
+// (UUIDv7ClockSQL). The same ids without the function call: a create with
+// history computes its version's id in its own statement. (dds.uuid_v7()
+// was an SQL function Postgres could not inline, planned anew by every
+// statement calling it; migration 00053 made it PL/pgSQL, whose plan is
+// cached per session, so the inline form is now one call cheaper, not a
+// plan cheaper.)
 func UUIDv7SQL(ms string) string {
 	return fmt.Sprintf(`encode(overlay(uuid_send(gen_random_uuid()) PLACING substring(int8send(floor(%[1]s)::bigint) FROM 3) || int2send((28672 + floor((%[1]s - floor(%[1]s)) * 4096))::int::smallint) FROM 1 FOR 8), 'hex')::uuid`, ms)
 }

@@ -63,8 +63,12 @@ func (l *Local) PutFile(ctx context.Context, key, contentType string, f *os.File
 	if err != nil {
 		return err
 	}
-	if st, err := f.Stat(); err != nil || st.Size() != size {
-		return fmt.Errorf("storage: put %s: the file has not %d bytes", key, size)
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("storage: put %s: %w", key, err)
+	}
+	if st.Size() != size {
+		return fmt.Errorf("storage: put %s: the file has %d bytes, not %d", key, st.Size(), size)
 	}
 	if err := l.Delete(ctx, key); err != nil {
 		return err

@@ -7,11 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -162,28 +160,6 @@ func (d *deployment) export(tenant string) (exported, []byte) {
 	return res, b
 }
 
-// secondDatabase is a second, empty database on the test server.
-func secondDatabase(t *testing.T) string {
-	t.Helper()
-	u, err := url.Parse(testenv.DatabaseURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := strings.TrimPrefix(u.Path, "/") + "_2"
-	d := testenv.DB(t)
-	var exists bool
-	if err := d.Get(&exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name); err != nil {
-		t.Fatal(err)
-	}
-	if !exists {
-		if _, err := d.Exec(fmt.Sprintf(`CREATE DATABASE %q`, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	u.Path = "/" + name
-	return u.String()
-}
-
 // TestTenantMovesBetweenDeployments exports a tenant from one deployment
 // (dds serve + dds worker, local file storage) and imports it into another
 // (its own database, S3 storage when the stack has it): the new tenant
@@ -198,7 +174,7 @@ func TestTenantMovesBetweenDeployments(t *testing.T) {
 	if os.Getenv("FILE_STORAGE_S3_ENDPOINT") != "" {
 		dstStorage = []string{"FILE_STORAGE_DRIVER=s3", "FILE_STORAGE_S3_BUCKET=dds-move-test"}
 	}
-	dst := startDeployment(t, bin, secondDatabase(t), dstStorage)
+	dst := startDeployment(t, bin, testenv.OwnDatabase(t, "2"), dstStorage)
 
 	var created struct {
 		TenantID string `json:"tenantId"`
