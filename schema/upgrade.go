@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -15,6 +16,32 @@ import (
 // upgradeLock is the advisory lock key that serialises Upgrade runs (two
 // replicas running `dds migrate` at once).
 const upgradeLock = 0x64647375 // "ddsu"
+
+// lockUpgrade takes upgradeLock on conn's session, polling for it with
+// pg_try_advisory_lock rather than waiting inside pg_advisory_lock. A
+// statement that waits holds a snapshot, and the holder of the lock may be
+// building an index CONCURRENTLY, which waits for every older snapshot in
+// the database to end: the two would wait for each other, and Postgres
+// breaks that with "deadlock detected" (a second `dds migrate`, or a test
+// package's, failed this way). Between polls this session holds none.
+func lockUpgrade(ctx context.Context, conn *sqlx.Conn) error {
+	wait := 20 * time.Millisecond
+	for {
+		var got bool
+		if err := conn.GetContext(ctx, &got, `SELECT pg_try_advisory_lock($1)`, upgradeLock); err != nil {
+			return err
+		}
+		if got {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
 
 // idxRel is a table or an index in the catalog.
 type idxRel struct{ schema, name string }
@@ -34,7 +61,7 @@ func Upgrade(ctx context.Context, d *sqlx.DB, log *slog.Logger) error {
 		return err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, upgradeLock); err != nil {
+	if err := lockUpgrade(ctx, conn); err != nil {
 		return fmt.Errorf("schema upgrade lock: %w", err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, upgradeLock) //nolint:errcheck // the session ends with conn anyway

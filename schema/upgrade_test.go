@@ -2,10 +2,13 @@ package schema_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/internal/testenv"
@@ -200,5 +203,97 @@ WHERE i.indrelid = to_regclass(quote_ident($1) || '."Todo"') AND pg_get_indexdef
 		if got := defs(); got != want {
 			t.Fatalf("after upgrade run %d: %s, want %s", run, got, want)
 		}
+	}
+}
+
+// Two `dds migrate` runs at once: the second waits for the first, which is
+// building an index CONCURRENTLY, and both succeed. The build waits for
+// every snapshot older than it in the database; a second run that waited
+// for the upgrade lock inside a statement held one, so each waited for
+// the other and Postgres cancelled one with "deadlock detected". The
+// scenario is held in place: a third session's table lock keeps the first
+// run's build waiting until the second run is after the upgrade lock.
+func TestConcurrentUpgradesWaitForEachOther(t *testing.T) {
+	ctx := context.Background()
+	d, err := db.Open(ctx, testenv.OwnDatabase(t, "upgrade_race"), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := db.Migrate(ctx, d.DB); err != nil {
+		t.Fatal(err)
+	}
+	var tenant string
+	if err := d.Get(&tenant, `INSERT INTO dds.tenants (name) VALUES ($1) RETURNING id`, t.Name()); err != nil {
+		t.Fatal(err)
+	}
+	info, err := schema.NewService(d).Create(ctx, tenant, &schema.Definition{Name: "links",
+		Entities:      []schema.Entity{{Name: "Doc", Fields: []schema.Field{{Name: "title", Type: schema.String}}}},
+		Relationships: []schema.Relationship{{Name: "CITES", From: "Doc", To: "Doc"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := schema.PgSchemaName(info.ID)
+	var source string
+	if err := d.GetContext(ctx, &source, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = to_regclass(quote_ident($1) || '."CITES"') AND pg_get_indexdef(i.indexrelid) LIKE '%(source_id, created_at, id)'`, pg); err != nil {
+		t.Fatal(err)
+	}
+	d.MustExec(`DROP INDEX ` + schema.Ident(pg) + `.` + schema.Ident(source))
+
+	// A third session's lock on the table, held until both runs are under
+	// way: the first run's build waits for it before it takes the snapshot
+	// whose elders it then waits for, so the second run's is among them.
+	holder, err := d.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	holder.ExecContext(ctx, `BEGIN`) //nolint:errcheck // checked by the LOCK
+	if _, err := holder.ExecContext(ctx, `LOCK TABLE `+schema.QualifiedIdent(pg, "CITES")+` IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	await := func(what, query string, args ...any) int {
+		t.Helper()
+		for {
+			var pid int
+			err := d.GetContext(ctx, &pid, query, args...)
+			if err == nil {
+				return pid
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				t.Fatal(err)
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("waiting for %s: %v", what, ctx.Err())
+			case <-time.After(10 * time.Millisecond): // polling pg_stat_activity, which has no notification
+			}
+		}
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	done := make(chan error, 2)
+	go func() { done <- schema.Upgrade(ctx, d, log) }()
+	first := await("the first run's build to wait", `SELECT pid FROM pg_stat_activity
+WHERE datname = current_database() AND query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid() LIMIT 1`)
+	go func() { done <- schema.Upgrade(ctx, d, log) }()
+	await("the second run to ask for the lock", `SELECT pid FROM pg_stat_activity
+WHERE datname = current_database() AND query LIKE 'SELECT pg_%advisory_lock(%' AND pid NOT IN ($1, pg_backend_pid()) LIMIT 1`, first)
+	if _, err := holder.ExecContext(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatalf("concurrent upgrade: %v", err)
+		}
+	}
+	var valid bool
+	if err := d.GetContext(ctx, &valid, `SELECT bool_and(i.indisvalid) AND count(*) = 1 FROM pg_index i
+WHERE i.indrelid = to_regclass(quote_ident($1) || '."CITES"') AND pg_get_indexdef(i.indexrelid) LIKE '%(source_id, created_at, id)'`, pg); err != nil {
+		t.Fatal(err)
+	}
+	if !valid {
+		t.Fatal("after two concurrent upgrades the source index is not there once, valid")
 	}
 }
