@@ -34,7 +34,7 @@ func quoted(cols []string) string {
 	return s
 }
 
-// DumpTable writes every row of pg.table to w, by id, as one JSON object
+// DumpTable writes every row of pg.table to w, in its physical order, as one JSON object
 // of its stored columns per line, members in the order of their names,
 // exactly as Postgres's row_to_json prints the row (generated columns
 // such as the full-text one are left out). The table streams out in
@@ -91,11 +91,17 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 			kinds[i], ok = dumpKindOf(c.typname)
 			known = known && ok
 		}
-		// By the primary key, which is an index scan: id, or for the
-		// history table (record_id, id), a record's versions in order.
-		order := []string{schema.ColID}
-		if table == schema.HistoryTable {
-			order = []string{"record_id", schema.ColID}
+		// In the table's physical order: a sequential scan from its first
+		// block (synchronize_seqscans would let it start where another
+		// scan of the table is), by this backend alone (a parallel scan's
+		// workers would interleave their blocks). Reading by id through the primary key
+		// cost Postgres twice the CPU of this scan while the worker
+		// rendered beside it (docs/operations.md, "Sixth run"). The bytes
+		// of a re-export after an import are still the same: the import
+		// copies the archive's lines in order into a new table, whose
+		// physical order is then the archive's.
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronize_seqscans = off; SET LOCAL max_parallel_workers_per_gather = 0`); err != nil {
+			return err
 		}
 		var tag pgconn.CommandTag
 		if known {
@@ -105,8 +111,8 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 				return err
 			}
 			nw := newNDJSONWriter(w, names, kinds, arrays)
-			tag, err = c.PgConn().CopyTo(ctx, nw, fmt.Sprintf(`COPY (SELECT %s FROM %s ORDER BY %s) TO STDOUT`,
-				quoted(names), schema.QualifiedIdent(pg, table), quoted(order)))
+			tag, err = c.PgConn().CopyTo(ctx, nw, fmt.Sprintf(`COPY (SELECT %s FROM %s) TO STDOUT`,
+				quoted(names), schema.QualifiedIdent(pg, table)))
 			if err != nil {
 				return err
 			}
@@ -114,8 +120,8 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 				return err
 			}
 		} else {
-			tag, err = c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT row_to_json(r)::text FROM (SELECT %s FROM %s t) r ORDER BY %s) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
-				"t."+joinWith(names, ", t."), schema.QualifiedIdent(pg, table), "r."+joinWith(order, ", r.")))
+			tag, err = c.PgConn().CopyTo(ctx, w, fmt.Sprintf(`COPY (SELECT row_to_json(r)::text FROM (SELECT %s FROM %s t) r) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')`,
+				"t."+joinWith(names, ", t."), schema.QualifiedIdent(pg, table)))
 			if err != nil {
 				return err
 			}
