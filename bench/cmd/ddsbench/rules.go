@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
@@ -286,6 +287,7 @@ const (
 	rGetPeer    = "GET by id, PostGraphile 5 + RLS"
 	rListOpen   = "list, no rule"
 	rListRuled  = "list, owner rule"
+	rListWhere  = "list, no rule, where ownerId = u1"
 	rGQLOpen    = "GraphQL list, no rule"
 	rGQLRuled   = "GraphQL list, owner rule"
 	rGQLAdmin   = "GraphQL list, admin key"
@@ -333,11 +335,13 @@ func rulesTargets(ctx context.Context, root string, env ddsEnv, b *bench, dds *p
 	hdr := func(tok string) []string {
 		return []string{"Authorization: Bearer " + tok, "Content-Type: application/json"}
 	}
-	var getL, listL, gqlL, peerGetL, peerListL []string
+	var getL, listL, whereL, gqlL, peerGetL, peerListL []string
+	own := url.QueryEscape(`{"ownerId":"u1"}`)
 	for i := range 2000 {
 		id := rs.ids[i%len(rs.ids)]
 		getL = append(getL, reqLine("GET", "/api/v1/dynamic/"+ruleEntity+"/"+id, nil))
 		listL = append(listL, reqLine("GET", fmt.Sprintf("/api/v1/dynamic/%s?limit=%d", ruleEntity, 10+i%11), nil))
+		whereL = append(whereL, reqLine("GET", fmt.Sprintf("/api/v1/dynamic/%s?limit=%d&where=%s", ruleEntity, 10+i%11, own), nil))
 		gqlL = append(gqlL, reqLine("POST", gqlPath, gqlBody(ruleGQLList, map[string]any{"n": 10 + i%11})))
 		peerGetL = append(peerGetL, reqLine("POST", peerPath, gqlBody(peerRLSGetQuery, map[string]any{"id": id})))
 		peerListL = append(peerListL, reqLine("POST", peerPath, gqlBody(peerRLSListQuery, map[string]any{"n": 10 + i%11})))
@@ -354,8 +358,8 @@ func rulesTargets(ctx context.Context, root string, env ddsEnv, b *bench, dds *p
 		ts = append(ts, wrkTarget{name: rGetPeer, pid: peer.Pid(), url: peer.URL, headers: hdr(rs.ruled)})
 		lines = append(lines, peerGetL)
 	}
-	ts = append(ts, d(rListOpen, rs.open), d(rListRuled, rs.ruled), d(rGQLOpen, rs.open), d(rGQLRuled, rs.ruled), d(rGQLAdmin, apiKey), d(rGQLFielded, rs.fielded))
-	lines = append(lines, listL, listL, gqlL, gqlL, gqlL, gqlL)
+	ts = append(ts, d(rListOpen, rs.open), d(rListRuled, rs.ruled), d(rListWhere, rs.open), d(rGQLOpen, rs.open), d(rGQLRuled, rs.ruled), d(rGQLAdmin, apiKey), d(rGQLFielded, rs.fielded))
+	lines = append(lines, listL, listL, whereL, gqlL, gqlL, gqlL, gqlL)
 	if peer != nil {
 		ts = append(ts, wrkTarget{name: rGQLPeer, pid: peer.Pid(), url: peer.URL, headers: hdr(rs.ruled)})
 		lines = append(lines, peerListL)
@@ -390,6 +394,14 @@ func rulesVerdicts(ss []wrkSummary, verdict func(bool, string, ...any)) {
 		if open.pgCPURq > 0 {
 			verdict(cpu(ruled, open) <= targetRulesCPU, "%-26s Postgres CPU/request = %.2f× %q's, %s against %s (target ≤ %.1f×)", ruled.name, cpu(ruled, open), open.name, round(ruled.pgCPURq), round(open.pgCPURq), targetRulesCPU)
 		}
+	}
+	// The ruled list against the same rows asked for by the caller's own
+	// filter: what the rule adds to the statement, apart from the rows it
+	// selects (the unruled list's page is the first rows of the table, the
+	// ruled one's a tenth of them, spread over ten times the heap pages).
+	if ruled, where := by[rListRuled], by[rListWhere]; where.name != "" {
+		fmt.Printf("  %s: %.1f%% of %q's req/s, Postgres CPU/request %s against %s (%.2f×; not judged: the same rows, the filter written by the caller)\n",
+			ruled.name, 100*ruled.rps/where.rps, where.name, round(ruled.pgCPURq), round(where.pgCPURq), cpu(ruled, where))
 	}
 	fs, admin := by[rGQLFielded], by[rGQLAdmin]
 	verdict(fs.rps/admin.rps >= targetRules && fs.errors == 0, "%-26s = %5.1f%% of %q (target ≥ %.0f%%; server CPU/request %s against %s)",
