@@ -93,15 +93,8 @@ func (c *Compiler) walksRuleRange(e *schema.Entity, order []Order) bool {
 }
 
 // pagedField reports whether f's index serves an equality on it in id
-// order: an indexed scalar field's (field, id) index (schema/ddl.go), or a
-// unique field's (one row).
+// order: an indexed scalar field's (field, id) index (schema.Field.PagedIndex),
+// or a unique field's (one row).
 func pagedField(f *schema.Field) bool {
-	if f.List {
-		return false
-	}
-	switch f.Type {
-	case schema.File, schema.Vector, schema.JSON:
-		return false
-	}
-	return f.Indexed || f.Unique
+	return f.PagedIndex() || f.ConflictTarget() && f.Type != schema.File
 }

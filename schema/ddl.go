@@ -188,6 +188,15 @@ func fieldIndexes(pg, table string, f *Field) []Step {
 // the field alone ("bt"); Upgrade replaces those.
 const pagedIndexKind = "btid"
 
+// PagedIndex reports whether f's index is the (field, id) one of
+// pagedIndexKind: an indexed scalar field's that is neither unique (its
+// own unique index) nor a FILE (a file id names one or a few records: no
+// page to serve). The DDL, Upgrade and the compiler's rule walk
+// (query/rulewalk.go) all decide by it.
+func (f *Field) PagedIndex() bool {
+	return f.Indexed && !f.Unique && !f.List && f.Type != Vector && f.Type != JSON && f.Type != File
+}
+
 // fieldIndexesHow is fieldIndexes with how between CREATE INDEX and the
 // name: "" or "CONCURRENTLY IF NOT EXISTS " (Upgrade).
 func fieldIndexesHow(pg, table string, f *Field, how string) []Step {
@@ -220,9 +229,9 @@ func fieldIndexesHow(pg, table string, f *Field, how string) []Step {
 		switch {
 		case f.Unique:
 			idx("uq", "", col, true)
-		case f.Indexed && f.Type != File:
+		case f.PagedIndex():
 			idx(pagedIndexKind, "", col+", "+Ident(ColID), false)
-		case f.Indexed || f.Type == File: // a file id names one or a few records: no page to serve
+		case f.Indexed || f.Type == File:
 			idx("bt", "", col, false)
 		}
 	}

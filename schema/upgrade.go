@@ -148,10 +148,10 @@ WHERE n.nspname IN (SELECT pg_schema FROM dds.schemas) AND c.relkind IN ('r', 'i
 // indexed); an invalid new index left by an interrupted build is dropped
 // and built again.
 func upgradePagedIndex(ctx context.Context, conn *sqlx.Conn, log *slog.Logger, pg, table string, f *Field, valid, invalid map[idxRel]bool) error {
-	steps := fieldIndexesHow(pg, table, f, "CONCURRENTLY IF NOT EXISTS ")
-	if len(steps) != 1 || !strings.Contains(steps[0].SQL, `"`+indexName(table, f.Name, pagedIndexKind)+`"`) {
+	if !f.PagedIndex() {
 		return nil
 	}
+	steps := fieldIndexesHow(pg, table, f, "CONCURRENTLY IF NOT EXISTS ")
 	legacy, paged := idxRel{pg, indexName(table, f.Name, "bt")}, idxRel{pg, indexName(table, f.Name, pagedIndexKind)}
 	if !valid[legacy] && !invalid[legacy] {
 		return nil
