@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/dds-project/dds/db"
 	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/schema"
@@ -82,18 +84,7 @@ WHERE n.nspname = $1 AND i.indrelid = to_regclass(quote_ident($1) || '."CITES"')
 // server started by another package meanwhile would refuse the shared one.
 func TestUpgradeSplitsTheHistoryTrigger(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, testenv.OwnDatabase(t, "upgrade"), 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if err := db.Migrate(ctx, d.DB); err != nil {
-		t.Fatal(err)
-	}
-	var tenant string
-	if err := d.Get(&tenant, `INSERT INTO dds.tenants (name) VALUES ($1) RETURNING id`, t.Name()); err != nil {
-		t.Fatal(err)
-	}
+	d, tenant := ownMigratedDB(t, "upgrade", 4)
 	info, err := schema.NewService(d).Create(ctx, tenant, &schema.Definition{Name: "hist",
 		Entities: []schema.Entity{{Name: "Doc", History: true, Fields: []schema.Field{{Name: "title", Type: schema.String}}}},
 	})
@@ -215,18 +206,7 @@ WHERE i.indrelid = to_regclass(quote_ident($1) || '."Todo"') AND pg_get_indexdef
 // run's build waiting until the second run is after the upgrade lock.
 func TestConcurrentUpgradesWaitForEachOther(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, testenv.OwnDatabase(t, "upgrade_race"), 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if err := db.Migrate(ctx, d.DB); err != nil {
-		t.Fatal(err)
-	}
-	var tenant string
-	if err := d.Get(&tenant, `INSERT INTO dds.tenants (name) VALUES ($1) RETURNING id`, t.Name()); err != nil {
-		t.Fatal(err)
-	}
+	d, tenant := ownMigratedDB(t, "upgrade_race", 8)
 	info, err := schema.NewService(d).Create(ctx, tenant, &schema.Definition{Name: "links",
 		Entities:      []schema.Entity{{Name: "Doc", Fields: []schema.Field{{Name: "title", Type: schema.String}}}},
 		Relationships: []schema.Relationship{{Name: "CITES", From: "Doc", To: "Doc"}},
@@ -296,4 +276,24 @@ WHERE i.indrelid = to_regclass(quote_ident($1) || '."CITES"') AND pg_get_indexde
 	if !valid {
 		t.Fatal("after two concurrent upgrades the source index is not there once, valid")
 	}
+}
+
+// ownMigratedDB opens a database of the test's own (testenv.OwnDatabase,
+// named by suffix) with conns connections, migrated, and adds a tenant.
+func ownMigratedDB(t *testing.T, suffix string, conns int) (*sqlx.DB, string) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := db.Open(ctx, testenv.OwnDatabase(t, suffix), conns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := db.Migrate(ctx, d.DB); err != nil {
+		t.Fatal(err)
+	}
+	var tenant string
+	if err := d.Get(&tenant, `INSERT INTO dds.tenants (name) VALUES ($1) RETURNING id`, t.Name()); err != nil {
+		t.Fatal(err)
+	}
+	return d, tenant
 }
