@@ -87,15 +87,6 @@ func (s *Store) Hold(ctx context.Context, n int, after int64, lease time.Duratio
 	return &Held{Events: evs, tx: tx}, nil
 }
 
-// IDs are the held events' ids.
-func (h *Held) IDs() []string {
-	ids := make([]string, len(h.Events))
-	for i, e := range h.Events {
-		ids[i] = e.ID
-	}
-	return ids
-}
-
 // Touch keeps the claim: a statement resets the transaction's idle bound.
 func (h *Held) Touch(ctx context.Context) error {
 	h.mu.Lock()
@@ -126,7 +117,10 @@ func (h *Held) Finish(ctx context.Context, relayed, deferred []string, lease tim
 		return err
 	}
 	if len(deferred) > 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE dds.events SET claimed_until = now() + $2 * interval '1 millisecond'
+		// From now, not now(): that is the transaction's start, when the
+		// events were held, and a batch that worked for most of a lease
+		// would defer its events for what little is left of it.
+		if _, err := tx.ExecContext(ctx, `UPDATE dds.events SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
 			WHERE id = ANY($1::uuid[]) AND relayed_at IS NULL`, schema.ArrayLiteral(sortedIDs(deferred)), lease.Milliseconds()); err != nil {
 			return err
 		}

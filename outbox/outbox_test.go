@@ -219,17 +219,33 @@ func TestInsertEdgeCTERecordsTheEdge(t *testing.T) {
 	}
 }
 
-// A claimed event is not claimed again while its lease lasts, and is once
-// the lease has run out (its relay died).
-func TestClaimHoldsEventsForTheLease(t *testing.T) {
+// A held event carries its tenant's name and its record, is taken by no
+// other Hold while held, and one its relay deferred comes back once the
+// deferral's lease has run out, not before.
+func TestHeldEventsComeBackAfterTheirDeferral(t *testing.T) {
 	d := webhooktest.DB(t)
 	s := outbox.NewStore(d)
 	o := newTenant(t, d)
-
-	held := events(t, d, o, 3)
-	first := claim(t, s, o, time.Hour)
-	if !sameSet(ids(first), held) {
-		t.Fatalf("claimed %v, want %v", ids(first), held)
+	ctx := context.Background()
+	want := events(t, d, o, 3)
+	// hold holds every free event and returns the claim and tenant o's.
+	hold := func() (*outbox.Held, []outbox.Event) {
+		t.Helper()
+		h, err := s.Hold(ctx, 1000, 0, time.Hour)
+		if err != nil || h == nil {
+			return nil, nil
+		}
+		var own []outbox.Event
+		for _, e := range h.Events {
+			if e.TenantID == o.TenantID {
+				own = append(own, e)
+			}
+		}
+		return h, own
+	}
+	h, first := hold()
+	if !sameSet(ids(first), want) {
+		t.Fatalf("held %v, want %v", ids(first), want)
 	}
 	var name string
 	if err := d.Get(&name, `SELECT name FROM dds.tenants WHERE id = $1`, o.TenantID); err != nil {
@@ -237,29 +253,34 @@ func TestClaimHoldsEventsForTheLease(t *testing.T) {
 	}
 	for _, e := range first {
 		if e.TenantName != name || e.Type != outbox.EntityCreated || len(e.Record) == 0 {
-			t.Errorf("claimed event %+v", e)
+			t.Errorf("held event %+v", e)
 		}
 	}
-	if again := claim(t, s, o, time.Hour); len(again) != 0 {
-		t.Fatalf("claimed again within the lease: %v", ids(again))
+	if h2, again := hold(); h2 != nil {
+		_ = h2.Release()
+		if len(again) != 0 {
+			t.Fatalf("held twice: %v", ids(again))
+		}
 	}
-
-	short := events(t, d, o, 2)
 	const lease = 200 * time.Millisecond
 	start := time.Now()
-	if got := claim(t, s, o, lease); !sameSet(ids(got), short) {
-		t.Fatalf("claimed %v, want %v", ids(got), short)
+	if err := h.Finish(ctx, nil, ids(first), lease); err != nil {
+		t.Fatal(err)
 	}
 	var back []outbox.Event
-	webhooktest.Eventually(t, 10*time.Second, "the claim to expire", func() bool {
-		back = claim(t, s, o, time.Hour)
-		return len(back) > 0
+	webhooktest.Eventually(t, 10*time.Second, "the deferral to end", func() bool {
+		h3, own := hold()
+		if h3 != nil {
+			_ = h3.Release()
+		}
+		back = own
+		return len(own) > 0
 	})
 	if elapsed := time.Since(start); elapsed < lease {
-		t.Errorf("reclaimed after %s, before the %s lease ended", elapsed, lease)
+		t.Errorf("held again after %s, before the %s deferral ended", elapsed, lease)
 	}
-	if !sameSet(ids(back), short) {
-		t.Errorf("reclaimed %v, want only the expired %v", ids(back), short)
+	if !sameSet(ids(back), want) {
+		t.Errorf("held again %v, want %v", ids(back), want)
 	}
 }
 
@@ -405,9 +426,9 @@ func TestHighWaterIsTheTenantsNewestEvent(t *testing.T) {
 	}
 }
 
-// Relays claiming at once never take the same event twice, and together
+// Relays holding at once never take the same event twice, and together
 // take every event.
-func TestConcurrentClaimersTakeEachEventOnce(t *testing.T) {
+func TestConcurrentHoldersTakeEachEventOnce(t *testing.T) {
 	d := webhooktest.DB(t)
 	s := outbox.NewStore(d)
 	o := newTenant(t, d)
@@ -423,19 +444,23 @@ func TestConcurrentClaimersTakeEachEventOnce(t *testing.T) {
 	for range claimers {
 		wg.Go(func() {
 			for {
-				evs, err := s.Claim(context.Background(), 7, time.Hour)
+				h, err := s.Hold(context.Background(), 7, 0, time.Hour)
 				if err != nil {
 					errs <- err
 					return
 				}
-				if len(evs) == 0 {
+				if h == nil {
 					return
 				}
 				mu.Lock()
-				for _, e := range evs {
+				for _, e := range h.Events {
 					claimed[e.ID]++
 				}
 				mu.Unlock()
+				if err := h.Finish(context.Background(), ids(h.Events), nil, time.Hour); err != nil {
+					errs <- err
+					return
+				}
 			}
 		})
 	}
