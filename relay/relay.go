@@ -408,7 +408,7 @@ func (r *Relay) process(ctx context.Context, evs []outbox.Event, tr *BatchTrace)
 		// webhook has an event, the console shows the limited webhook's
 		// backlog too. Only batches with such deliveries pay the round trip.
 		rt := RecordTrace{Start: time.Now(), Rows: len(b.queued)}
-		err = r.store.RecordFirstAttempts(ctx, b.queued, nil, nil)
+		err = r.store.RecordFirstAttempts(ctx, b.queued, nil)
 		rt.End = time.Now()
 		tr.Records = append(tr.Records, rt)
 	}
@@ -474,7 +474,9 @@ func (r *Relay) match(ctx context.Context, evs []outbox.Event) (*batch, error) {
 			if body == nil {
 				var berr error
 				if body, berr = webhook.Body(*e); berr != nil {
-					// Left claimed: an operator sees it in the outbox lag.
+					// Not relayed: the event gets an expiring claim of one
+					// lease and is tried again after it (an operator sees
+					// it in the outbox lag meanwhile).
 					r.log.Error("relay: build payload", "event", e.ID, "err", berr)
 					failed = true
 					break
@@ -572,7 +574,7 @@ func (r *Relay) deliver(ctx context.Context, b *batch, tr *BatchTrace) error {
 		rt := &RecordTrace{Start: time.Now(), Rows: len(rows)}
 		records = append(records, rt)
 		go func(rows []webhook.NewDelivery, recs []webhook.AttemptRecord) {
-			err := r.store.RecordFirstAttempts(ctx, rows, recs, nil)
+			err := r.store.RecordFirstAttempts(ctx, rows, recs)
 			rt.End = time.Now()
 			flushed <- err
 		}(rows, recs)

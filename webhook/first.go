@@ -62,16 +62,17 @@ func DeliveryKey(webhookID, eventID string) string { return webhookID + "/" + ev
 // one transaction: each of ds whose ID an attempt record of recs names
 // gets that attempt's outcome (and its attempt log row); a Queued one
 // starts queued for the pacer. In the same transaction it updates the
-// webhooks' counters as RecordAttempts does (a 410 disables the webhook),
-// and marks relayedEvents relayed.
+// webhooks' counters as RecordAttempts does (a 410 disables the webhook).
+// The relay marks the events relayed when it finishes their held claim
+// (outbox.Held.Finish), not here.
 //
 // A row that exists already (another relay took the event over while
 // this one worked on it, or a row an earlier version left `pending`)
 // takes the attempt as RecordAttempts would: a succeeded delivery stays
 // succeeded; a queued one is left alone. Rows of a webhook deleted
 // meanwhile are skipped, never an error.
-func (s *Store) RecordFirstAttempts(ctx context.Context, ds []NewDelivery, recs []AttemptRecord, relayedEvents []string) error {
-	if len(ds) == 0 && len(relayedEvents) == 0 {
+func (s *Store) RecordFirstAttempts(ctx context.Context, ds []NewDelivery, recs []AttemptRecord) error {
+	if len(ds) == 0 {
 		return nil
 	}
 	// Rows are inserted (and so locked) in one order: concurrent
@@ -111,7 +112,7 @@ func (s *Store) RecordFirstAttempts(ctx context.Context, ds []NewDelivery, recs 
 		allOK = allOK && r.Result.OK()
 	}
 	if allOK {
-		return s.recordFirstSucceeded(ctx, recs, relayedEvents, a, w, tn, ev, et, en, bodies)
+		return s.recordFirstSucceeded(ctx, recs, a, w, tn, ev, et, en, bodies)
 	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -121,27 +122,20 @@ func (s *Store) RecordFirstAttempts(ctx context.Context, ds []NewDelivery, recs 
 	if err := relaxCommit(ctx, tx); err != nil {
 		return err
 	}
-	if len(ds) > 0 {
-		var rows []struct {
-			ID        string `db:"id"`
-			Requested string `db:"requested"`
-		}
-		// The attempt log gets rows only for the deliveries inserted or
-		// updated (not for a deleted webhook's), under the row's real id.
-		if err := tx.SelectContext(ctx, &rows, `WITH `+firstAttemptsCTE+`
-			SELECT ins.id, u.id AS requested FROM ins JOIN u ON ins.webhook_id = u.w AND ins.event_id = u.e WHERE ins.id <> u.id`,
-			pq.StringArray(a.dIDs), pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en),
-			pq.ByteaArray(bodies), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
-			pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts)); err != nil {
-			return err
-		}
-		recs = realIDs(recs, rows)
+	var rows []struct {
+		ID        string `db:"id"`
+		Requested string `db:"requested"`
 	}
-	if len(relayedEvents) > 0 {
-		if err := outbox.MarkRelayed(ctx, tx, relayedEvents); err != nil {
-			return err
-		}
+	// The attempt log gets rows only for the deliveries inserted or
+	// updated (not for a deleted webhook's), under the row's real id.
+	if err := tx.SelectContext(ctx, &rows, `WITH `+firstAttemptsCTE+`
+		SELECT ins.id, u.id AS requested FROM ins JOIN u ON ins.webhook_id = u.w AND ins.event_id = u.e WHERE ins.id <> u.id`,
+		pq.StringArray(a.dIDs), pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en),
+		pq.ByteaArray(bodies), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
+		pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts)); err != nil {
+		return err
 	}
+	recs = realIDs(recs, rows)
 	// The webhooks' counters last (see RecordAttempts).
 	disabled, err := updateCounters(ctx, tx, recs)
 	if err != nil {
@@ -189,8 +183,7 @@ const firstAttemptsCTE = `u AS (
 // succeeded (the common case): nothing can disable a webhook, so no
 // operational event can follow, and the whole recording is one statement
 // in its own transaction — one round trip instead of six.
-func (s *Store) recordFirstSucceeded(ctx context.Context, recs []AttemptRecord, relayedEvents []string,
-	a attemptArrays, w, tn, ev, et, en []string, bodies [][]byte) error {
+func (s *Store) recordFirstSucceeded(ctx context.Context, recs []AttemptRecord, a attemptArrays, w, tn, ev, et, en []string, bodies [][]byte) error {
 	type agg struct {
 		n    int64
 		last time.Time
@@ -217,8 +210,6 @@ func (s *Store) recordFirstSucceeded(ctx context.Context, recs []AttemptRecord, 
 		wN = append(wN, per[id].n)
 		wLast = append(wLast, per[id].last.UTC().Format(time.RFC3339Nano))
 	}
-	relayed := slices.Clone(relayedEvents)
-	slices.Sort(relayed) // one lock order for concurrent markers
 	var rows []struct {
 		ID        *string `db:"id"`
 		Requested *string `db:"requested"`
@@ -229,16 +220,15 @@ func (s *Store) recordFirstSucceeded(ctx context.Context, recs []AttemptRecord, 
 	// lock is held only until the commit that follows it at once.
 	err := s.db.SelectContext(ctx, &rows, `WITH relax AS (SELECT set_config('synchronous_commit', 'off', true)),
 			`+firstAttemptsCTE+`,
-			rel AS (UPDATE dds.events SET relayed_at = now(), claimed_until = NULL WHERE id = ANY($15::uuid[])),
 			cnt AS (UPDATE dds.webhooks w SET attempt_count = w.attempt_count + c.n, success_count = w.success_count + c.n,
 					last_triggered = GREATEST(COALESCE(w.last_triggered, '-infinity'), c.t::timestamptz), failing_since = NULL
-				FROM unnest($16::uuid[], $17::bigint[], $18::text[]) AS c(id, n, t) WHERE w.id = c.id)
+				FROM unnest($15::uuid[], $16::bigint[], $17::text[]) AS c(id, n, t) WHERE w.id = c.id)
 		SELECT x.id, x.requested FROM relax LEFT JOIN LATERAL (
 			SELECT ins.id, u.id AS requested FROM ins JOIN u ON ins.webhook_id = u.w AND ins.event_id = u.e WHERE ins.id <> u.id) x ON true`,
 		pq.StringArray(a.dIDs), pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en),
 		pq.ByteaArray(bodies), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
 		pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts),
-		pq.StringArray(relayed), pq.StringArray(wIDs), pq.Int64Array(wN), pq.StringArray(wLast))
+		pq.StringArray(wIDs), pq.Int64Array(wN), pq.StringArray(wLast))
 	return err
 }
 

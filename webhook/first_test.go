@@ -16,7 +16,7 @@ import (
 // first attempt in one transaction. What a receiver and the delivery log
 // rely on: the row carries the outcome and the exact body sent, the
 // attempt is logged once, the webhook's counters move, a rate-limited
-// delivery starts queued, the events are marked relayed, a deleted
+// delivery starts queued, a deleted
 // webhook's delivery is dropped without failing the others, and a row
 // recorded already (another relay took the event over) keeps its success
 // while a row left pending takes the attempt.
@@ -58,7 +58,7 @@ func TestRecordFirstAttempts(t *testing.T) {
 	err := st.RecordFirstAttempts(ctx, []webhook.NewDelivery{a, b, c, q},
 		[]webhook.AttemptRecord{rec(a, webhook.Result{StatusCode: 204, Latency: 7 * time.Millisecond}, webhook.StatusSucceeded),
 			rec(b, webhook.Result{StatusCode: 500, Err: "HTTP 500"}, webhook.StatusRetrying),
-			rec(c, webhook.Result{StatusCode: 200}, webhook.StatusSucceeded)}, []string{ev1})
+			rec(c, webhook.Result{StatusCode: 200}, webhook.StatusSucceeded)})
 	if err != nil {
 		t.Fatalf("RecordFirstAttempts: %v", err)
 	}
@@ -99,16 +99,12 @@ func TestRecordFirstAttempts(t *testing.T) {
 	if err != nil || got.AttemptCount != 1 || got.SuccessCount != 1 || got.LastTriggered == nil {
 		t.Fatalf("counters: %+v %v", got, err)
 	}
-	var relayed bool
-	if err := d.Get(&relayed, `SELECT relayed_at IS NOT NULL FROM dds.events WHERE id = $1`, ev1); err != nil || !relayed {
-		t.Fatalf("event not marked relayed: %v", err)
-	}
 
 	// A second relay recording the same deliveries (it took the event
 	// over): the success stays, the attempt is logged under the row's id.
 	a2 := nd(ok, ev1, `{"a":1}`)
 	if err := st.RecordFirstAttempts(ctx, []webhook.NewDelivery{a2},
-		[]webhook.AttemptRecord{rec(a2, webhook.Result{StatusCode: 500, Err: "HTTP 500"}, webhook.StatusRetrying)}, nil); err != nil {
+		[]webhook.AttemptRecord{rec(a2, webhook.Result{StatusCode: 500, Err: "HTTP 500"}, webhook.StatusRetrying)}); err != nil {
 		t.Fatal(err)
 	}
 	if l := one(ok); l.ID != a.ID || l.Status != webhook.StatusSucceeded || l.NextAttemptAt != nil || len(l.AttemptLog) != 2 {
@@ -122,18 +118,15 @@ func TestRecordFirstAttempts(t *testing.T) {
 	}
 	p := nd(ok, ev2, `{"new":1}`)
 	if err := st.RecordFirstAttempts(ctx, []webhook.NewDelivery{p},
-		[]webhook.AttemptRecord{rec(p, webhook.Result{StatusCode: 200}, webhook.StatusSucceeded)}, []string{ev2}); err != nil {
+		[]webhook.AttemptRecord{rec(p, webhook.Result{StatusCode: 200}, webhook.StatusSucceeded)}); err != nil {
 		t.Fatal(err)
 	}
 	dl, err := st.GetDelivery(ctx, tn, ok.ID, pend[0].ID)
 	if err != nil || dl.Status != webhook.StatusSucceeded || dl.Attempts != 1 || string(dl.Body) != `{"new":1}` {
 		t.Fatalf("pending row after its attempt: %+v %v", dl, err)
 	}
-	// That recording was all successes (one statement): the counters and
-	// the relayed mark are there too, and the success ended the failure run.
-	if err := d.Get(&relayed, `SELECT relayed_at IS NOT NULL FROM dds.events WHERE id = $1`, ev2); err != nil || !relayed {
-		t.Fatalf("event not marked relayed: %v", err)
-	}
+	// That recording was all successes (one statement): the counters are
+	// there too, and the success ended the failure run.
 	got, err = st.Get(ctx, tn, ok.ID)
 	if err != nil || got.AttemptCount != 3 || got.SuccessCount != 2 || got.FailingSince != nil || !got.IsActive {
 		t.Fatalf("counters after a failure and a success: %+v %v", got, err)
@@ -165,7 +158,7 @@ func TestActiveWithDeliveries(t *testing.T) {
 	ev2 := webhooktest.Event(t, d, tn, "shop", outbox.EntityCreated, "Product", nil)
 	n := webhook.NewDelivery{ID: uuid.NewString(), WebhookID: w.ID, TenantID: tn, EventID: ev1, EventType: outbox.EntityCreated, EntityName: "Product", Body: []byte("{}")}
 	if err := st.RecordFirstAttempts(ctx, []webhook.NewDelivery{n}, []webhook.AttemptRecord{{DeliveryID: n.ID, WebhookID: w.ID,
-		Attempt: 1, Result: webhook.Result{StatusCode: 200}, At: time.Now(), Status: webhook.StatusSucceeded}}, nil); err != nil {
+		Attempt: 1, Result: webhook.Result{StatusCode: 200}, At: time.Now(), Status: webhook.StatusSucceeded}}); err != nil {
 		t.Fatal(err)
 	}
 	hooks, existing, err := st.ActiveWithDeliveries(ctx, []string{tn}, []string{ev1, ev2})
