@@ -29,7 +29,8 @@ import (
 //
 // How a horizon is proven (Horizon.Advance). Every event's seq is drawn by
 // dds.next_event_seq() (the column's default, migration 00040), which
-// first takes a shared transaction-level advisory lock (eventWriterLockClass, eventWriterLockObj)
+// first takes a shared transaction-level advisory lock (the key pair
+// (1145324288, 1) that dds.events_horizon_read, migration 00051, reads)
 // and only then calls nextval: a transaction holds that lock from before
 // it takes its first seq until it ends. A sample reads Q, the sequence's
 // last value, and then the set H of transactions holding the lock
@@ -171,7 +172,7 @@ func (h *Horizon) AdvanceRead(ctx context.Context, q sqlx.QueryerContext, tenant
 	if !rows[0].Seq.Valid {
 		n = 0
 	}
-	if n == limit {
+	if n > 0 && n == limit {
 		cover = rows[n-1].Seq.Int64
 	}
 	upto = min(h.safe, cover)
