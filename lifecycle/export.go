@@ -5,8 +5,9 @@ package lifecycle
 //
 //	manifest.json                         format, tenant, schemas with their entities, relationships and counts, sections
 //	schemas/<schema>/versions.json        every version of the schema's definition
-//	schemas/<schema>/entities/<E>.ndjson  the entity's records, one JSON object per line, by id
+//	schemas/<schema>/entities/<E>.ndjson  the entity's records, one JSON object per line, in the table's physical order
 //	schemas/<schema>/relationships/<R>.ndjson  the relationship's edges
+//	schemas/<schema>/history.ndjson       the versions of its entities with history: true
 //	files.ndjson                          the confirmed files' metadata, by id
 //	files/<file id>                       their bytes
 //	sections/<name>.ndjson                keys and webhooks without secrets (see Section)

@@ -94,22 +94,20 @@ func (s *Store) DumpTable(ctx context.Context, snapshot, pg, table string, w io.
 		// In the table's physical order: a sequential scan from its first
 		// block (synchronize_seqscans would let it start where another
 		// scan of the table is), by this backend alone (a parallel scan's
-		// workers would interleave their blocks). Reading by id through the primary key
-		// cost Postgres twice the CPU of this scan while the worker
+		// workers would interleave their blocks). Reading by id through the
+		// primary key cost Postgres twice the CPU of this scan while the worker
 		// rendered beside it (docs/operations.md, "Sixth run"). The bytes
 		// of a re-export after an import are still the same: the import
 		// copies the archive's lines in order into a new table, whose
 		// physical order is then the archive's.
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronize_seqscans = off; SET LOCAL max_parallel_workers_per_gather = 0`); err != nil {
+		//
+		// Timestamps print in ISO style for appendTimestamp; JSON's form
+		// (row_to_json's path) does not depend on DateStyle.
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronize_seqscans = off; SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL DateStyle = ISO`); err != nil {
 			return err
 		}
 		var tag pgconn.CommandTag
 		if known {
-			// Timestamps print in ISO style for appendTimestamp; JSON's form
-			// does not depend on DateStyle, so this changes nothing else.
-			if _, err := tx.Exec(ctx, `SET LOCAL DateStyle = ISO`); err != nil {
-				return err
-			}
 			nw := newNDJSONWriter(w, names, kinds, arrays)
 			tag, err = c.PgConn().CopyTo(ctx, nw, fmt.Sprintf(`COPY (SELECT %s FROM %s) TO STDOUT`,
 				quoted(names), schema.QualifiedIdent(pg, table)))
@@ -173,9 +171,10 @@ func (s *Store) LoadTable(ctx context.Context, pg, table string, next func() ([]
 		if len(cols) == 0 {
 			return apperr.New(apperr.NotFound, "no table %s in schema %s", table, pg)
 		}
-		// Disabled in this transaction only: ALTER TABLE locks the table,
-		// which an import has to itself, and the commit or rollback below
-		// ends it either way.
+		// Disabled for the load alone: ALTER TABLE is transactional, so a
+		// rollback undoes it, and the ENABLE below, before the commit, ends
+		// it on success (the table is an import's own meanwhile: ALTER
+		// TABLE locks it).
 		qt := schema.QualifiedIdent(pg, table)
 		if _, err := tx.Exec(ctx, `ALTER TABLE `+qt+` DISABLE TRIGGER USER`); err != nil {
 			return err
@@ -194,7 +193,7 @@ func (s *Store) LoadTable(ctx context.Context, pg, table string, next func() ([]
 		} else {
 			src := newCopyRows(lc, next, progress)
 			var tag pgconn.CommandTag
-			tag, err = tx.Conn().PgConn().CopyFrom(ctx, src, fmt.Sprintf(`COPY %s (%s) FROM STDIN`, schema.QualifiedIdent(pg, table), quoted(names)))
+			tag, err = tx.Conn().PgConn().CopyFrom(ctx, src, fmt.Sprintf(`COPY %s (%s) FROM STDIN`, qt, quoted(names)))
 			switch {
 			case src.readErr != nil: // the archive's own (a line too long), or reading it failed
 				err = src.readErr
@@ -245,9 +244,10 @@ func copyRecord(err error) int64 {
 // loadThroughJSONB loads a table whose columns include a type DumpTable
 // leaves to row_to_json: the lines are copied into a temporary table and
 // inserted from there in one statement, jsonb_populate_record converting
-// each value.
+// each value, in the lines' order (so the table's physical order is the
+// archive's, as after a COPY, and a re-export has the same bytes).
 func loadThroughJSONB(ctx context.Context, tx pgx.Tx, pg, table string, cols []string, next func() ([]byte, error), progress func(int64)) (int64, error) {
-	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE dds_load (line jsonb) ON COMMIT DROP`); err != nil {
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE dds_load (n bigserial, line jsonb) ON COMMIT DROP`); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -271,7 +271,7 @@ func loadThroughJSONB(ctx context.Context, tx pgx.Tx, pg, table string, cols []s
 		return 0, loadError(table, n-1, err)
 	}
 	qt := schema.QualifiedIdent(pg, table)
-	tag, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM dds_load l, jsonb_populate_record(NULL::%s, l.line) r`,
+	tag, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM dds_load l, jsonb_populate_record(NULL::%s, l.line) r ORDER BY l.n`,
 		qt, quoted(cols), "r."+joinWith(cols, ", r."), qt))
 	if err != nil {
 		return 0, loadError(table, -1, err)
