@@ -28,7 +28,9 @@ func lockUpgrade(ctx context.Context, conn *sqlx.Conn) error {
 	wait := 20 * time.Millisecond
 	for {
 		var got bool
-		if err := conn.GetContext(ctx, &got, `SELECT pg_try_advisory_lock($1)`, upgradeLock); err != nil {
+		// The comment names the wait in pg_stat_activity (goose's own lock
+		// is asked for with the same function).
+		if err := conn.GetContext(ctx, &got, `SELECT pg_try_advisory_lock($1) -- dds schema upgrade lock`, upgradeLock); err != nil {
 			return err
 		}
 		if got {

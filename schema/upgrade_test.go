@@ -24,14 +24,7 @@ func TestUpgradeAddsRelationshipOrderIndexes(t *testing.T) {
 	ctx := context.Background()
 	d := testenv.DB(t)
 	tenant := testenv.TenantRow(t, t.Name())
-	info, err := schema.NewService(d).Create(ctx, tenant, &schema.Definition{Name: "links",
-		Entities:      []schema.Entity{{Name: "Doc", Fields: []schema.Field{{Name: "title", Type: schema.String}}}},
-		Relationships: []schema.Relationship{{Name: "CITES", From: "Doc", To: "Doc"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg := schema.PgSchemaName(info.ID)
+	pg := createLinks(t, d, tenant)
 	type index struct {
 		Name  string `db:"relname"`
 		Def   string `db:"def"`
@@ -207,14 +200,7 @@ WHERE i.indrelid = to_regclass(quote_ident($1) || '."Todo"') AND pg_get_indexdef
 func TestConcurrentUpgradesWaitForEachOther(t *testing.T) {
 	ctx := context.Background()
 	d, tenant := ownMigratedDB(t, "upgrade_race", 8)
-	info, err := schema.NewService(d).Create(ctx, tenant, &schema.Definition{Name: "links",
-		Entities:      []schema.Entity{{Name: "Doc", Fields: []schema.Field{{Name: "title", Type: schema.String}}}},
-		Relationships: []schema.Relationship{{Name: "CITES", From: "Doc", To: "Doc"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg := schema.PgSchemaName(info.ID)
+	pg := createLinks(t, d, tenant)
 	var source string
 	if err := d.GetContext(ctx, &source, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 WHERE i.indrelid = to_regclass(quote_ident($1) || '."CITES"') AND pg_get_indexdef(i.indexrelid) LIKE '%(source_id, created_at, id)'`, pg); err != nil {
@@ -296,4 +282,18 @@ func ownMigratedDB(t *testing.T, suffix string, conns int) (*sqlx.DB, string) {
 		t.Fatal(err)
 	}
 	return d, tenant
+}
+
+// createLinks creates tenant's schema "links" (Doc, and CITES from Doc to
+// Doc) and returns its Postgres schema.
+func createLinks(t *testing.T, d *sqlx.DB, tenant string) string {
+	t.Helper()
+	info, err := schema.NewService(d).Create(context.Background(), tenant, &schema.Definition{Name: "links",
+		Entities:      []schema.Entity{{Name: "Doc", Fields: []schema.Field{{Name: "title", Type: schema.String}}}},
+		Relationships: []schema.Relationship{{Name: "CITES", From: "Doc", To: "Doc"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schema.PgSchemaName(info.ID)
 }
