@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -28,7 +29,9 @@ func explainAnalyze(t *testing.T, db *sqlx.DB, st Statement, user string, generi
 	if generic { // as a statement prepared once and run many times is planned
 		// The generic plan of a prepared statement: EXPLAIN of the text
 		// with values plans for the values, whatever plan_cache_mode says.
-		name := fmt.Sprintf("explained_%d", len(st.SQL))
+		// A name of its own: a prepared statement is the session's, and
+		// one a failed explain leaves behind must not collide with the next.
+		name := fmt.Sprintf("explained_%d_%d", len(st.SQL), time.Now().UnixNano())
 		tx.MustExec("PREPARE " + name + " AS " + st.SQL)
 		tx.MustExec("SET LOCAL plan_cache_mode = force_generic_plan")
 		if err := tx.Select(&lines, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "+executeWith(name, args)); err != nil {

@@ -64,8 +64,8 @@ func TestRuleWalkKeepsTheGenericPlan(t *testing.T) {
 	}
 	// An unruled list and a ruled list in another order bind plain values.
 	for name, l := range map[string]List{
-		"no rule":         {Entity: "Product", Where: Cond{Field: "price", Op: Gte, Value: json.Number("0")}},
-		"ordered by name": {Entity: "Product", Where: Cond{Field: "price", Op: Gte, Value: json.Number("0")}, OrderBy: []Order{{Field: "price"}}},
+		"no rule":          {Entity: "Product", Where: Cond{Field: "price", Op: Gte, Value: json.Number("0")}},
+		"ordered by price": {Entity: "Product", Where: Cond{Field: "price", Op: Gte, Value: json.Number("0")}, OrderBy: []Order{{Field: "price"}}},
 	} {
 		cc := c
 		if name == "no rule" {

@@ -70,7 +70,10 @@ func TestSocketEndsWithItsCredential(t *testing.T) {
 		}
 	})
 	t.Run("token expires", func(t *testing.T) {
-		tok := a.Must(t, 201, "POST", "/api/v1/auth/token", admin, map[string]any{"scopes": []string{"entity:*:read"}, "expiresIn": 1}).JSON(t)
+		// Two seconds, not one: exp is in whole seconds, so a token of one
+		// second minted late in a second expires within milliseconds, before
+		// the socket's connection_init.
+		tok := a.Must(t, 201, "POST", "/api/v1/auth/token", admin, map[string]any{"scopes": []string{"entity:*:read"}, "expiresIn": 2}).JSON(t)
 		c := openSocket(t, b, tok["accessToken"].(string))
 		if code, reason := closedWith(t, c); code != 4403 || !strings.Contains(reason, "expired") {
 			t.Fatalf("closed with %d %q, want 4403 naming the expiry", code, reason)
