@@ -22,6 +22,15 @@ func ProcessCPU(pid int) (float64, error) {
 	return (st.utime + st.stime) / 100, nil
 }
 
+// ProcessTimes is a process's user and system CPU seconds so far, apart.
+func ProcessTimes(pid int) (user, system float64, err error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.utime / 100, st.stime / 100, nil
+}
+
 // PostgresCPU reads the CPU time of the Postgres cluster d is connected
 // to, when it runs on this machine: the postmaster and every process it
 // started (backends, WAL sender and receiver, startup process replaying

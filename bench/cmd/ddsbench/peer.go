@@ -55,9 +55,12 @@ func startPeerWith(ctx context.Context, root, databaseURL, pgSchema, config stri
 	}
 	host, port, _ := strings.Cut(addr, ":")
 	// Not CommandContext: proc.Stop and Pdeathsig end the child, as for dds serve.
-	cmd := exec.Command("node", script, "-c", databaseURL, "-s", pgSchema, "-n", host, "-p", port, "-C", config) //nolint:noctx // lifetime managed by proc.Stop
+	// The connection and schema go in the environment: the config builds
+	// the pool from them with its own settings (graphile.config.mjs).
+	cmd := exec.Command("node", script, "-n", host, "-p", port, "-C", config) //nolint:noctx // lifetime managed by proc.Stop
 	cmd.Dir = filepath.Join(root, "bench", "peer")
-	cmd.Env = append(append(os.Environ(), "GRAPHILE_ENV=production", "NODE_ENV=production"), env...)
+	cmd.Env = append(append(os.Environ(), "GRAPHILE_ENV=production", "NODE_ENV=production",
+		"DDSBENCH_PEER_CONNECTION="+databaseURL, "DDSBENCH_PEER_SCHEMA="+pgSchema), env...)
 	cmd.SysProcAttr = dieWithParent()
 	errs := &tailBuffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, errs

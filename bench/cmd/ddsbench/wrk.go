@@ -39,6 +39,9 @@ type wrkResult struct {
 	CPUSeconds       float64 // server process user+system time
 	DBms             float64 // Postgres execution + planning time
 	PGCPUSeconds     float64 // the Postgres cluster's user+system time (load.PostgresCPU)
+	BackendSeconds   float64 // of which the benchmark database's client backends (the requests' own)
+	BackendUser      float64 // of which in user mode (the rest is the kernel's: sockets, wake-ups)
+	Sessions         int64   // sessions the cluster started
 	DBCalls          int64   // statements Postgres ran
 }
 
@@ -100,6 +103,9 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 	if err != nil {
 		return r, err
 	}
+	bk0 := w.backends(ctx)
+	var sess0, sess1 int64
+	_ = w.stats.GetContext(ctx, &sess0, `SELECT sum(sessions)::int8 FROM pg_stat_database`)
 	conns := w.concurrency
 	if t.conns > 0 {
 		conns = t.conns
@@ -123,6 +129,12 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 		return r, err
 	}
 	r.CPUSeconds, r.PGCPUSeconds = cpu1-cpu0, pg1-pg0
+	_ = w.stats.GetContext(ctx, &sess1, `SELECT sum(sessions)::int8 FROM pg_stat_database`)
+	r.Sessions = sess1 - sess0
+	for pid, t := range w.backends(ctx) {
+		r.BackendSeconds += t.user + t.system - bk0[pid].user - bk0[pid].system
+		r.BackendUser += t.user - bk0[pid].user
+	}
 	if err := parseWrk(out, &r); err != nil {
 		return r, fmt.Errorf("wrk %s: %w", t.name, err)
 	}
@@ -130,10 +142,36 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND query NOT LIKE '%pg_stat_statements%'`).Scan(&r.DBms, &r.DBCalls)
 	if err == nil && w.statements {
+		if ok := r.Requests - r.Errors; ok > 0 {
+			per := func(s float64) string { return round(time.Duration(s / float64(ok) * 1e9)) }
+			fmt.Printf("  run of %s (ended %s): %.0f req/s, Postgres CPU/request %s, its backends' %s (user %s), %d sessions started\n", t.name, time.Now().UTC().Format("15:04:05.0"), r.RPS(),
+				per(r.PGCPUSeconds), per(r.BackendSeconds), per(r.BackendUser), r.Sessions)
+		}
 		err = w.printStatements(ctx, os.Stdout, t.name, r.Requests)
 	}
 	return r, err
 }
+
+// backends reads the CPU seconds of the benchmark database's client
+// backends (a backend that starts during a run counts from zero; one that
+// ends during it is missed). The cluster's CPU less theirs is background
+// work (checkpoints, autovacuum, the WAL sender) and other databases.
+func (w *wrkRunner) backends(ctx context.Context) map[int]cpuTimes {
+	var pids []int
+	if err := w.stats.SelectContext(ctx, &pids, `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`); err != nil {
+		return nil
+	}
+	out := make(map[int]cpuTimes, len(pids))
+	for _, pid := range pids {
+		if u, s, err := load.ProcessTimes(pid); err == nil {
+			out[pid] = cpuTimes{u, s}
+		}
+	}
+	return out
+}
+
+type cpuTimes struct{ user, system float64 }
 
 // printStatements writes the statements of the last run, most time first,
 // per request of the run: calls, mean execution and planning time, shared
@@ -204,6 +242,7 @@ type wrkSummary struct {
 	cpuPerRq time.Duration
 	dbPerRq  time.Duration
 	pgCPURq  time.Duration // the Postgres cluster's CPU per request (0 when not local)
+	bkCPURq  time.Duration // of which the benchmark database's client backends
 	callsRq  float64
 }
 
@@ -211,7 +250,7 @@ func summarize(name string, rs []wrkResult) wrkSummary {
 	s := wrkSummary{name: name}
 	var rps []float64
 	var p50, p99 []time.Duration
-	var secs, cpu, dbms, pgcpu float64
+	var secs, cpu, dbms, pgcpu, bkcpu float64
 	var calls int64
 	for _, r := range rs {
 		rps = append(rps, r.RPS())
@@ -223,6 +262,7 @@ func summarize(name string, rs []wrkResult) wrkSummary {
 		cpu += r.CPUSeconds
 		dbms += r.DBms
 		pgcpu += r.PGCPUSeconds
+		bkcpu += r.BackendSeconds
 		calls += r.DBCalls
 	}
 	s.rps, s.p50, s.p99 = median(rps), median(p50), median(p99)
@@ -233,6 +273,7 @@ func summarize(name string, rs []wrkResult) wrkSummary {
 		s.cpuPerRq = time.Duration(cpu / float64(ok) * 1e9)
 		s.dbPerRq = time.Duration(dbms / float64(ok) * 1e6)
 		s.pgCPURq = time.Duration(pgcpu / float64(ok) * 1e9)
+		s.bkCPURq = time.Duration(bkcpu / float64(ok) * 1e9)
 		s.callsRq = float64(calls) / float64(ok)
 	}
 	return s
@@ -278,10 +319,10 @@ func (w *wrkRunner) measure(ctx context.Context, ts []wrkTarget, rounds int, d, 
 
 func printWrkTable(wr io.Writer, section string, ss []wrkSummary) {
 	fmt.Fprintf(wr, "\n%s\n", section)
-	fmt.Fprintf(wr, "  %-34s %10s %9s %9s %7s %10s %11s %10s %10s %9s\n", "contender", "req/s", "p50", "p99", "errors", "srv cores", "srv CPU/req", "DB ms/req", "PG CPU/req", "stmts/req")
+	fmt.Fprintf(wr, "  %-34s %10s %9s %9s %7s %10s %11s %10s %10s %10s %9s\n", "contender", "req/s", "p50", "p99", "errors", "srv cores", "srv CPU/req", "DB ms/req", "PG CPU/req", "backends", "stmts/req")
 	for _, s := range ss {
-		fmt.Fprintf(wr, "  %-34s %10.0f %9s %9s %7d %10.2f %11s %10.3f %10s %9.2f\n", s.name, s.rps, round(s.p50), round(s.p99), s.errors,
-			s.cpu, round(s.cpuPerRq), float64(s.dbPerRq)/1e6, round(s.pgCPURq), s.callsRq)
+		fmt.Fprintf(wr, "  %-34s %10.0f %9s %9s %7d %10.2f %11s %10.3f %10s %10s %9.2f\n", s.name, s.rps, round(s.p50), round(s.p99), s.errors,
+			s.cpu, round(s.cpuPerRq), float64(s.dbPerRq)/1e6, round(s.pgCPURq), round(s.bkCPURq), s.callsRq)
 	}
 }
 
