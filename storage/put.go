@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -44,12 +45,39 @@ func (d *S3) Put(ctx context.Context, key, contentType string, body io.ReadSeeke
 // store without copying it (in the store's own directory, so on its file
 // system). The caller removes it when done; after PutFile its name is
 // gone or another link to the stored object, either way removable.
+//
+// A process that ends while writing one (a worker killed mid-export)
+// cannot remove it, so CreateTemp first removes the temporary files left
+// unmodified for staleTemp: an export writes its archive without pause
+// and stops within its heartbeat timeout (30 s) when its worker is gone,
+// so a file that old has no writer. The leftover lasts until the next
+// export on any process of the store.
 func (l *Local) CreateTemp(pattern string) (*os.File, error) {
 	dir := filepath.Join(l.dir, ".tmp")
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("storage: temporary directory: %w", err)
 	}
+	removeStale(dir, time.Now().Add(-staleTemp))
 	return os.CreateTemp(dir, pattern)
+}
+
+// staleTemp is how long a temporary file goes unmodified before
+// CreateTemp takes it for a dead process's.
+const staleTemp = time.Hour
+
+// removeStale removes the files of dir last modified before cutoff. A
+// file it cannot remove (gone already, or removed by another process's
+// sweep) is left to the next one.
+func removeStale(dir string, cutoff time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && info.ModTime().Before(cutoff) {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // PutFile stores the size bytes of f, a complete file the caller has

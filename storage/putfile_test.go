@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/dds-project/dds/storage/storagetest"
 )
@@ -71,5 +72,40 @@ func TestLocalPutFile(t *testing.T) {
 	}
 	if _, err := l.Head(ctx, "tenant-archives/b.zip"); err == nil {
 		t.Fatal("a refused PutFile stored the object")
+	}
+}
+
+// A temporary file a dead process left (a worker killed mid-export) is
+// removed by the next CreateTemp once it has gone unmodified for an hour;
+// a younger one, maybe another export's archive being written, stays.
+func TestCreateTempRemovesDeadProcessesFiles(t *testing.T) {
+	l := storagetest.Local(t)
+	first, err := l.CreateTemp("dds-export-*.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	young, err := l.CreateTemp("dds-export-*.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	young.Close()
+	old := time.Now().Add(-61 * time.Minute)
+	if err := os.Chtimes(first.Name(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	next, err := l.CreateTemp("dds-export-*.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(next.Name())
+	next.Close()
+	if _, err := os.Stat(first.Name()); !os.IsNotExist(err) {
+		t.Fatalf("the hour-old temporary file is still there (%v)", err)
+	}
+	for _, f := range []*os.File{young, next} {
+		if _, err := os.Stat(f.Name()); err != nil {
+			t.Fatalf("%s: %v", f.Name(), err)
+		}
 	}
 }
