@@ -155,7 +155,10 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 // backends reads the CPU seconds of the benchmark database's client
 // backends (a backend that starts during a run counts from zero; one that
 // ends during it is missed). The cluster's CPU less theirs is background
-// work (checkpoints, autovacuum, the WAL sender) and other databases.
+// work (checkpoints, autovacuum, the WAL sender), other databases, and the
+// exit of processes that lived through earlier runs (PostGraphile's pool
+// closing idle connections charged a later contender with theirs, until
+// graphile.config.mjs kept them).
 func (w *wrkRunner) backends(ctx context.Context) map[int]cpuTimes {
 	var pids []int
 	if err := w.stats.SelectContext(ctx, &pids, `SELECT pid FROM pg_stat_activity
