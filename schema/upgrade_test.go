@@ -2,8 +2,6 @@ package schema_test
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -198,7 +196,8 @@ WHERE i.indrelid = to_regclass(quote_ident($1) || '."Todo"') AND pg_get_indexdef
 // scenario is held in place: a third session's table lock keeps the first
 // run's build waiting until the second run is after the upgrade lock.
 func TestConcurrentUpgradesWaitForEachOther(t *testing.T) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	d, tenant := ownMigratedDB(t, "upgrade_race", 8)
 	pg := createLinks(t, d, tenant)
 	var source string
@@ -211,44 +210,16 @@ WHERE i.indrelid = to_regclass(quote_ident($1) || '."CITES"') AND pg_get_indexde
 	// A third session's lock on the table, held until both runs are under
 	// way: the first run's build waits for it before it takes the snapshot
 	// whose elders it then waits for, so the second run's is among them.
-	holder, err := d.Connx(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	holder.ExecContext(ctx, `BEGIN`) //nolint:errcheck // checked by the LOCK
-	if _, err := holder.ExecContext(ctx, `LOCK TABLE `+schema.QualifiedIdent(pg, "CITES")+` IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	await := func(what, query string, args ...any) int {
-		t.Helper()
-		for {
-			var pid int
-			err := d.GetContext(ctx, &pid, query, args...)
-			if err == nil {
-				return pid
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				t.Fatal(err)
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("waiting for %s: %v", what, ctx.Err())
-			case <-time.After(10 * time.Millisecond): // polling pg_stat_activity, which has no notification
-			}
-		}
-	}
+	release := testenv.HoldLock(ctx, t, d, `LOCK TABLE `+schema.QualifiedIdent(pg, "CITES")+` IN SHARE UPDATE EXCLUSIVE MODE`)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	done := make(chan error, 2)
 	go func() { done <- schema.Upgrade(ctx, d, log) }()
-	first := await("the first run's build to wait", `SELECT pid FROM pg_stat_activity
+	first := testenv.AwaitBackend(ctx, t, d, "the first run's build to wait", `SELECT pid FROM pg_stat_activity
 WHERE datname = current_database() AND query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid() LIMIT 1`)
 	go func() { done <- schema.Upgrade(ctx, d, log) }()
-	await("the second run to ask for the lock", `SELECT pid FROM pg_stat_activity
-WHERE datname = current_database() AND query LIKE 'SELECT pg_%advisory_lock(%' AND pid NOT IN ($1, pg_backend_pid()) LIMIT 1`, first)
-	if _, err := holder.ExecContext(ctx, `COMMIT`); err != nil {
-		t.Fatal(err)
-	}
+	testenv.AwaitBackend(ctx, t, d, "the second run to ask for the lock", `SELECT pid FROM pg_stat_activity
+WHERE datname = current_database() AND query LIKE '%-- dds schema upgrade lock' AND pid NOT IN ($1, pg_backend_pid()) LIMIT 1`, first)
+	release()
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Fatalf("concurrent upgrade: %v", err)

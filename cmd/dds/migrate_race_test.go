@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"os"
 	"os/exec"
 	"testing"
@@ -56,32 +54,7 @@ WHERE i.indisvalid AND i.indrelid = to_regclass(quote_ident($1) || '."CITES"') A
 		t.Fatal(err)
 	}
 
-	holder, err := d.Connx(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	if _, err := holder.ExecContext(ctx, `BEGIN; LOCK TABLE `+schema.QualifiedIdent(pg, "CITES")+` IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	await := func(what, query string, args ...any) int {
-		t.Helper()
-		for {
-			var pid int
-			err := d.GetContext(ctx, &pid, query, args...)
-			if err == nil {
-				return pid
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				t.Fatalf("waiting for %s: %v", what, err)
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("waiting for %s: %v", what, ctx.Err())
-			case <-time.After(10 * time.Millisecond): // pg_stat_activity has no notification
-			}
-		}
-	}
+	release := testenv.HoldLock(ctx, t, d, `LOCK TABLE `+schema.QualifiedIdent(pg, "CITES")+` IN SHARE UPDATE EXCLUSIVE MODE`)
 	bin := ddsBinary(t)
 	env := append(os.Environ(), "DATABASE_URL="+url, "DDS_ENV=test", "DDS_JWT_SECRET=test-jwt-secret-0123456789abcdef0123456789",
 		"FILE_STORAGE_DRIVER=local", "FILE_STORAGE_LOCAL_DIR="+t.TempDir())
@@ -96,14 +69,12 @@ WHERE i.indisvalid AND i.indrelid = to_regclass(quote_ident($1) || '."CITES"') A
 		go func() { out, err := cmd.CombinedOutput(); done <- result{out, err} }()
 	}
 	migrate()
-	first := await("the first migrate's build to wait", `SELECT pid FROM pg_stat_activity
+	first := testenv.AwaitBackend(ctx, t, d, "the first migrate's build to wait", `SELECT pid FROM pg_stat_activity
 WHERE datname = current_database() AND query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid() LIMIT 1`)
 	migrate()
-	await("the second migrate to ask for the upgrade lock", `SELECT pid FROM pg_stat_activity
+	testenv.AwaitBackend(ctx, t, d, "the second migrate to ask for the upgrade lock", `SELECT pid FROM pg_stat_activity
 WHERE datname = current_database() AND query LIKE '%-- dds schema upgrade lock' AND pid NOT IN ($1, pg_backend_pid()) LIMIT 1`, first)
-	if _, err := holder.ExecContext(ctx, `COMMIT`); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	for range 2 {
 		if r := <-done; r.err != nil {
 			t.Fatalf("dds migrate beside another: %v\n%s", r.err, r.out)

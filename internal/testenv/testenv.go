@@ -8,7 +8,9 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -298,4 +300,49 @@ func OwnDatabase(t testing.TB, suffix string) string {
 	})
 	u.Path = "/" + strings.TrimPrefix(u.Path, "/") + "_" + suffix
 	return u.String()
+}
+
+// HoldLock runs lock (a LOCK statement) in a transaction of a connection of
+// its own and returns what commits it, ending the lock; the connection is
+// closed when the test ends. For tests that hold another session in place
+// at a lock while they line something up.
+func HoldLock(ctx context.Context, t testing.TB, d *sqlx.DB, lock string) (release func()) {
+	t.Helper()
+	c, err := d.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.ExecContext(ctx, `BEGIN; `+lock); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if _, err := c.ExecContext(ctx, `COMMIT`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// AwaitBackend runs query, which selects one backend's pid from
+// pg_stat_activity, every 10 ms (pg_stat_activity has no notification)
+// until it returns a row, and returns the pid. It fails the test on an
+// error and when ctx ends; what names the wait in the failure.
+func AwaitBackend(ctx context.Context, t testing.TB, d *sqlx.DB, what, query string, args ...any) int {
+	t.Helper()
+	for {
+		var pid int
+		err := d.GetContext(ctx, &pid, query, args...)
+		if err == nil {
+			return pid
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
