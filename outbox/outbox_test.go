@@ -232,7 +232,10 @@ func TestHeldEventsComeBackAfterTheirDeferral(t *testing.T) {
 	hold := func() (*outbox.Held, []outbox.Event) {
 		t.Helper()
 		h, err := s.Hold(ctx, 1000, 0, time.Hour)
-		if err != nil || h == nil {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
 			return nil, nil
 		}
 		var own []outbox.Event
@@ -257,7 +260,9 @@ func TestHeldEventsComeBackAfterTheirDeferral(t *testing.T) {
 		}
 	}
 	if h2, again := hold(); h2 != nil {
-		_ = h2.Release()
+		if err := h2.Release(); err != nil {
+			t.Fatal(err)
+		}
 		if len(again) != 0 {
 			t.Fatalf("held twice: %v", ids(again))
 		}
@@ -271,7 +276,9 @@ func TestHeldEventsComeBackAfterTheirDeferral(t *testing.T) {
 	webhooktest.Eventually(t, 10*time.Second, "the deferral to end", func() bool {
 		h3, own := hold()
 		if h3 != nil {
-			_ = h3.Release()
+			if err := h3.Release(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		back = own
 		return len(own) > 0
