@@ -22,6 +22,10 @@ func ProcessCPU(pid int) (float64, error) {
 	return (st.utime + st.stime) / 100, nil
 }
 
+// Local reports whether the cluster runs on this machine (its processes'
+// CPU can be read).
+func (c PostgresCPU) Local() bool { return c.postmaster != 0 }
+
 // ProcessTimes is a process's user and system CPU seconds so far, apart.
 func ProcessTimes(pid int) (user, system float64, err error) {
 	st, err := readStat(pid)

@@ -103,9 +103,10 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 	if err != nil {
 		return r, err
 	}
-	bk0 := w.backends(ctx)
-	var sess0, sess1 int64
-	_ = w.stats.GetContext(ctx, &sess0, `SELECT sum(sessions)::int8 FROM pg_stat_database`)
+	bk0, sess0, err := w.backends(ctx)
+	if err != nil {
+		return r, err
+	}
 	conns := w.concurrency
 	if t.conns > 0 {
 		conns = t.conns
@@ -129,9 +130,12 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 		return r, err
 	}
 	r.CPUSeconds, r.PGCPUSeconds = cpu1-cpu0, pg1-pg0
-	_ = w.stats.GetContext(ctx, &sess1, `SELECT sum(sessions)::int8 FROM pg_stat_database`)
+	bk1, sess1, err := w.backends(ctx)
+	if err != nil {
+		return r, err
+	}
 	r.Sessions = sess1 - sess0
-	for pid, t := range w.backends(ctx) {
+	for pid, t := range bk1 {
 		r.BackendSeconds += t.user + t.system - bk0[pid].user - bk0[pid].system
 		r.BackendUser += t.user - bk0[pid].user
 	}
@@ -159,19 +163,29 @@ func (w *wrkRunner) run(ctx context.Context, t wrkTarget, d time.Duration) (wrkR
 // exit of processes that lived through earlier runs (PostGraphile's pool
 // closing idle connections charged a later contender with theirs, until
 // graphile.config.mjs kept them).
-func (w *wrkRunner) backends(ctx context.Context) map[int]cpuTimes {
+//
+// sessions is the number of sessions the cluster has started so far.
+func (w *wrkRunner) backends(ctx context.Context) (_ map[int]cpuTimes, sessions int64, _ error) {
 	var pids []int
 	if err := w.stats.SelectContext(ctx, &pids, `SELECT pid FROM pg_stat_activity
 		WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`); err != nil {
-		return nil
+		return nil, 0, fmt.Errorf("the benchmark database's backends: %w", err)
+	}
+	if err := w.stats.GetContext(ctx, &sessions, `SELECT sum(sessions)::int8 FROM pg_stat_database`); err != nil {
+		return nil, 0, fmt.Errorf("sessions started: %w", err)
 	}
 	out := make(map[int]cpuTimes, len(pids))
+	if !w.pg.Local() {
+		return out, sessions, nil // another machine's pids
+	}
 	for _, pid := range pids {
+		// A backend gone since the listing has no /proc entry: it is the
+		// one "missed" above, not an error.
 		if u, s, err := load.ProcessTimes(pid); err == nil {
 			out[pid] = cpuTimes{u, s}
 		}
 	}
-	return out
+	return out, sessions, nil
 }
 
 type cpuTimes struct{ user, system float64 }
