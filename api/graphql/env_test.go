@@ -59,12 +59,13 @@ const testJWTSecret = "graphql-test-secret-0123456789abcdef0123"
 func testEnv(t testing.TB) *env {
 	t.Helper()
 	teststack.Need(t, "DATABASE_URL")
-	return sharedEnv.Get(t, func(testing.TB) (*env, error) { return startEnv(os.Getenv("DATABASE_URL")) })
+	return sharedEnv.Get(t, func(testing.TB) (*env, error) { return startEnv(os.Getenv("DATABASE_URL"), 30) })
 }
 
-func startEnv(url string) (*env, error) {
+// startEnv starts an env whose pool holds at most maxConns connections.
+func startEnv(url string, maxConns int) (*env, error) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, url, 30)
+	d, err := db.Open(ctx, url, maxConns)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ var replicaEnv teststack.Once[*env]
 func testReplica(t testing.TB) *env {
 	t.Helper()
 	teststack.Need(t, "DATABASE_URL")
-	return replicaEnv.Get(t, func(testing.TB) (*env, error) { return startEnv(os.Getenv("DATABASE_URL")) })
+	return replicaEnv.Get(t, func(testing.TB) (*env, error) { return startEnv(os.Getenv("DATABASE_URL"), 30) })
 }
 
 // change is one <singular>Changed frame.

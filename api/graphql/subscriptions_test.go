@@ -1,10 +1,12 @@
 package graphql
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -401,4 +403,61 @@ func TestSubscriptionSkipsEventsWrittenBefore(t *testing.T) {
 	if m["type"] != "next" || !strings.Contains(string(b), late) || strings.Contains(string(b), "Apple") {
 		t.Fatalf("first message = %s, want the event of %s written after subscribing", b, late)
 	}
+}
+
+// TestSubscriptionsGetEventsWhileEveryConnectionIsBusy: the live feed
+// polls the outbox on a connection of its own (records.EventsReader), so
+// a subscriber gets its events while every other connection of the
+// server's pool is taken — by slow requests, or while a burst grows the
+// pool (bench/events measured a poll waiting 0.8 s for a new connection
+// when writes started on an idle server). Here a server with a pool of 3
+// has every free connection taken, and a write made elsewhere (another
+// server on the same database) still reaches its subscriber.
+func TestSubscriptionsGetEventsWhileEveryConnectionIsBusy(t *testing.T) {
+	t.Parallel()
+	writer := testEnv(t)
+	s := newShop(t)
+	const pool = 3
+	e, err := startEnv(os.Getenv("DATABASE_URL"), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := subscribed(t, e, s.key, `subscription { productCreated { id name } }`)
+	// A first event shows the feed polling (so holding its connection).
+	first := writer.create(t, s.tenant, "Product", map[string]any{"name": "first", "price": 1})
+	if got := frameID(t, w.read()); got != first {
+		t.Fatalf("first event is for %s, want %s", got, first)
+	}
+	// Take every connection of the pool that is free.
+	taken := 0
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		c, err := e.DB.Conn(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		defer c.Close()
+		taken++
+	}
+	if taken == pool {
+		t.Log("the feed holds no connection of its own: its polls wait for one of these")
+	}
+	second := writer.create(t, s.tenant, "Product", map[string]any{"name": "second", "price": 2})
+	if got := frameID(t, w.read()); got != second {
+		t.Fatalf("second event is for %s, want %s", got, second)
+	}
+}
+
+// frameID is the record id of a productCreated next frame.
+func frameID(t *testing.T, m map[string]any) string {
+	t.Helper()
+	p, _ := m["payload"].(map[string]any)
+	d, _ := p["data"].(map[string]any)
+	r, _ := d["productCreated"].(map[string]any)
+	id, _ := r["id"].(string)
+	if m["type"] != "next" || id == "" {
+		t.Fatalf("not a productCreated frame: %v", m)
+	}
+	return id
 }

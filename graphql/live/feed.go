@@ -337,6 +337,17 @@ func (s *Feed) Run(ctx context.Context) {
 	var h outbox.Horizon
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// The poller's own connection (records.EventsReader), held while any
+	// tenant is followed; given back after an error (the next poll takes
+	// another) or when none is.
+	var rd *records.EventsReader
+	release := func() {
+		if rd != nil {
+			_ = rd.Close()
+			rd = nil
+		}
+	}
+	defer release()
 	for {
 		select {
 		case <-ctx.Done():
@@ -347,10 +358,20 @@ func (s *Feed) Run(ctx context.Context) {
 		more := false
 		if ids := s.tenantIDs(); len(ids) > 0 {
 			var err error
-			if more, err = s.poll(ctx, &h, ids); err != nil && ctx.Err() == nil {
+			if rd == nil {
+				rd, err = s.store.EventsReader(ctx)
+			}
+			if err == nil {
+				if more, err = s.poll(ctx, rd, &h, ids); err != nil {
+					release()
+				}
+			}
+			if err != nil && ctx.Err() == nil {
 				s.log.Warn("graphql subscriptions: read events", "err", err)
 			}
 			s.polls.Add(1)
+		} else {
+			release()
 		}
 		next := idlePoll
 		if more || h.Pending() {
@@ -365,17 +386,17 @@ func (s *Feed) Run(ctx context.Context) {
 
 // poll advances the horizon and hands the events up to it to their
 // tenants; more reports that a full batch was read (read again now). The
-// proof and the read are one round trip (Store.EventsHorizonRead): on a
+// proof and the read are one round trip (EventsReader.HorizonRead): on a
 // loaded server every round trip waits for a core, and each frame used to
 // wait for three of them after its write committed.
-func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (bool, error) {
+func (s *Feed) poll(ctx context.Context, rd *records.EventsReader, h *outbox.Horizon, tenants []string) (bool, error) {
 	s.reads[readBatch].Add(1)
 	from := s.horizon.Load()
 	if from == 0 {
 		// The first proof only sets where batches start: subscribers
 		// keep their own positions and catch up to it from the outbox
 		// (those that joined before it saw no horizon to catch up to).
-		safe, err := s.store.EventsHorizon(ctx, h)
+		safe, err := rd.Horizon(ctx, h)
 		if err != nil || safe == 0 {
 			return false, err
 		}
@@ -390,7 +411,7 @@ func (s *Feed) poll(ctx context.Context, h *outbox.Horizon, tenants []string) (b
 		s.mu.Unlock()
 		return false, nil
 	}
-	upto, evs, more, err := s.store.EventsHorizonRead(ctx, h, tenants, from, batchRead)
+	upto, evs, more, err := rd.HorizonRead(ctx, h, tenants, from, batchRead)
 	if err != nil {
 		return false, err
 	}
