@@ -49,7 +49,7 @@ import (
 
 type options struct {
 	subs, sockets, buckets, rate int
-	duration                     time.Duration
+	duration, warmup             time.Duration
 	replay                       int
 	only                         string
 }
@@ -60,7 +60,8 @@ func main() {
 	flag.IntVar(&o.sockets, "sockets", 1000, "WebSockets they are spread over")
 	flag.IntVar(&o.buckets, "buckets", 100, "distinct filters (each write matches subs/buckets subscriptions)")
 	flag.IntVar(&o.rate, "rate", 200, "writes per second")
-	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the writer writes")
+	flag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the writer writes, measured")
+	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "how long it writes at the same rate before (reported apart: the server's ramp from idle)")
 	flag.IntVar(&o.replay, "replay", 1_000_000, "events the replay section reads back")
 	flag.StringVar(&o.only, "only", "fanout,replay", "sections: fanout, replay")
 	flag.Parse()
@@ -120,7 +121,9 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		// Per socket reader: what its frames measured.
 		readers  []*frameTimes
 		received atomic.Int64
-		wg       sync.WaitGroup
+		// Frames of writes sent before it (unix µs) are the warm-up's.
+		measureFrom atomic.Int64
+		wg          sync.WaitGroup
 	)
 	subsOf := make([]int, o.buckets) // subscriptions per bucket
 	conns := make([]*websocket.Conn, 0, o.sockets)
@@ -178,43 +181,66 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 					continue
 				}
 				received.Add(1)
-				ft.add(at, time.UnixMicro(sentAt), live.EventTime(cursor))
+				ft.add(at, time.UnixMicro(sentAt), live.EventTime(cursor), sentAt < measureFrom.Load())
 			}
 		}()
 	}
 	fmt.Fprintf(os.Stderr, "bench/events: %d subscriptions over %d sockets set up\n", n, len(conns))
-	reads0, err := feedReads(ctx, c, base)
-	if err != nil {
+	// What the server counted before the measured writes: taken when the
+	// warm-up's writes have been sent.
+	var (
+		reads0, gc0 map[string]float64
+		stages0     map[string]histogram
+		cpu0        float64
+	)
+	snapshot := func() (err error) {
+		if reads0, err = feedReads(ctx, c, base); err != nil {
+			return err
+		}
+		if stages0, err = feedStages(ctx, c, base); err != nil {
+			return err
+		}
+		if gc0, err = scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", poolWaits, poolWaited); err != nil {
+			return err
+		}
+		cpu0, err = load.ProcessCPU(pid)
 		return err
 	}
-	stages0, err := feedStages(ctx, c, base)
-	if err != nil {
-		return err
-	}
-	gc0, err := scrape(ctx, c, base, "go_gc_duration_seconds_count", "go_gc_duration_seconds_sum", poolWaits, poolWaited)
-	if err != nil {
-		return err
-	}
-	cpu0, err := load.ProcessCPU(pid)
+	readsIdle, err := feedReads(ctx, c, base)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
+	measureFrom.Store(start.Add(o.warmup).UnixMicro())
 	// The writer: R creates a second, paced, each its own request that
 	// it does not wait for (a slow commit delays no other write). The
 	// i-th write is due at start + i/R, and one that falls behind (the
 	// client starved of a core) goes at once: a ticker would drop those
 	// ticks, and the run would write fewer than R a second (183/s of 200
 	// on a quiet machine) without saying so.
-	var expected, writes, failed atomic.Int64
-	total := int(o.duration.Seconds() * float64(o.rate))
+	//
+	// The first warm writes (o.warmup at the same rate) take the server
+	// from idle to the load: its pool opens connections, whose first
+	// statements are slow (a new backend's caches are cold), and every
+	// later event waits for them (the horizon). That ramp is reported
+	// apart from the steady state that the target is about.
+	var expected, writes, warmWrites, failed atomic.Int64
+	warm := int(o.warmup.Seconds() * float64(o.rate))
+	total := warm + int(o.duration.Seconds()*float64(o.rate))
 	pace := time.NewTimer(0)
 	defer pace.Stop()
 	var ww sync.WaitGroup
+	var measured time.Time
 	for i := 0; i < total; i++ {
 		if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(o.rate))); d > 0 {
 			pace.Reset(d)
 			<-pace.C
+		}
+		if i == warm {
+			if err := snapshot(); err != nil {
+				return err
+			}
+			measured = time.Now()
 		}
 		ww.Add(1)
 		go func() {
@@ -227,14 +253,18 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 				return
 			}
 			d := time.Since(sent)
+			expected.Add(int64(subsOf[b]))
+			if i < warm {
+				warmWrites.Add(1)
+				return
+			}
 			mu.Lock()
 			answered = append(answered, d)
 			mu.Unlock()
 			writes.Add(1)
-			expected.Add(int64(subsOf[b]))
 		}()
 	}
-	writing := time.Since(start)
+	writing := time.Since(measured)
 	ww.Wait()
 	// Wait for the feed to go idle: no new frame for 3 s, or all arrived.
 	last, lastAt := received.Load(), time.Now()
@@ -252,7 +282,7 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
-	elapsed := time.Since(start)
+	elapsed := time.Since(measured)
 	_, hwm, err := load.ReadRSS(pid)
 	if err != nil {
 		return err
@@ -269,19 +299,34 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
-	var latencies, toInsert, fromInsert []time.Duration
+	var latencies, warmLatencies, toInsert, fromInsert []time.Duration
+	warmBySecond := make([][]time.Duration, int(o.warmup.Seconds()+0.999))
 	for _, ft := range readers {
 		ft.mu.Lock()
 		latencies = append(latencies, ft.latencies...)
+		warmLatencies = append(warmLatencies, ft.warm...)
+		for i, d := range ft.warm {
+			sec := min(max(int(ft.warmSent[i].Sub(start)/time.Second), 0), len(warmBySecond)-1)
+			warmBySecond[sec] = append(warmBySecond[sec], d)
+		}
 		toInsert = append(toInsert, ft.toInsert...)
 		fromInsert = append(fromInsert, ft.fromInsert...)
 		ft.mu.Unlock()
 	}
 	slices.Sort(latencies)
+	slices.Sort(warmLatencies)
 	p50, p99 := load.Percentile(latencies, 50), load.Percentile(latencies, 99)
-	fmt.Printf("fan-out  %d subs / %d sockets, %d writes at %d/s (sent at %.0f/s; %d failed): frames %d of %d expected (lost %d); write-to-frame p50 %.1f ms p99 %.1f ms; server peak RSS %d MB\n",
-		n, len(conns), writes.Load(), o.rate, float64(total)/writing.Seconds(), failed.Load(), received.Load(), expected.Load(), expected.Load()-received.Load(),
+	fmt.Printf("fan-out  %d subs / %d sockets, %d writes at %d/s after %d of warm-up (sent at %.0f/s; %d failed): frames %d of %d expected (lost %d); write-to-frame p50 %.1f ms p99 %.1f ms; server peak RSS %d MB\n",
+		n, len(conns), writes.Load(), o.rate, warmWrites.Load(), float64(total-warm)/writing.Seconds(), failed.Load(), received.Load(), expected.Load(), expected.Load()-received.Load(),
 		float64(p50.Microseconds())/1000, float64(p99.Microseconds())/1000, hwm>>20)
+	var bySecond []string
+	for i, xs := range warmBySecond {
+		slices.Sort(xs)
+		bySecond = append(bySecond, fmt.Sprintf("second %d p50 %.1f p99 %.1f", i+1, float64(load.Percentile(xs, 50).Microseconds())/1000, float64(load.Percentile(xs, 99).Microseconds())/1000))
+	}
+	fmt.Printf("fan-out  the warm-up's frames (%s from idle at the same rate): p50 %.1f ms p99 %.1f ms, %d frames (%s); %.0f shared and %.0f per-subscriber reads\n",
+		o.warmup, float64(load.Percentile(warmLatencies, 50).Microseconds())/1000, float64(load.Percentile(warmLatencies, 99).Microseconds())/1000, len(warmLatencies),
+		strings.Join(bySecond, "; "), reads0["batch"]-readsIdle["batch"], perSubscriber(reads0)-perSubscriber(readsIdle))
 	// The server's own CPU: less sensitive than latency to what else
 	// runs on the machine.
 	fmt.Printf("fan-out  server CPU %.1f s over %.1f s (%.0f%% of a core), %.1f µs per frame\n",
@@ -322,14 +367,21 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	// and delays every later event's horizon.
 	fmt.Printf("fan-out  server's Postgres pool: %.0f waits for a free connection, %.1f ms in all\n",
 		gc1[poolWaits]-gc0[poolWaits], 1000*(gc1[poolWaited]-gc0[poolWaited]))
-	perSub := 0.0
-	for _, k := range []string{"filter", "rule", "record", "catch_up"} {
-		perSub += reads1[k] - reads0[k]
-	}
+	perSub := perSubscriber(reads1) - perSubscriber(reads0)
 	fmt.Printf("fan-out  Postgres reads of the feed: %.0f shared (%.2f per write, whatever the subscribers), %.0f per subscriber (filters, rules, records, catch-ups)\n",
 		reads1["batch"]-reads0["batch"], (reads1["batch"]-reads0["batch"])/float64(max(writes.Load(), 1)), perSub)
 	fmt.Printf("fan-out  horizon held back by an earlier writer in flight: %.0f polls\n", reads1["held"]-reads0["held"])
 	return nil
+}
+
+// perSubscriber sums the feed's reads made for one subscriber (filters,
+// rules, records, catch-ups) in a feedReads answer.
+func perSubscriber(reads map[string]float64) float64 {
+	n := 0.0
+	for _, k := range []string{"filter", "rule", "record", "catch_up"} {
+		n += reads[k]
+	}
+	return n
 }
 
 // replay seeds the outbox with N events of the tenant and reads them back
@@ -535,12 +587,20 @@ const (
 // time), and the insert to the arrival. Each reader has its own, so the
 // 1,000 readers never wait for one another's lock.
 type frameTimes struct {
-	mu                              sync.Mutex
-	latencies, toInsert, fromInsert []time.Duration
+	mu                                    sync.Mutex
+	latencies, toInsert, fromInsert, warm []time.Duration
+	warmSent                              []time.Time // each warm frame's write's send
 }
 
-func (f *frameTimes) add(at, sent, inserted time.Time) {
+// add records a frame; one of a warm-up write counts in warm only.
+func (f *frameTimes) add(at, sent, inserted time.Time, warm bool) {
 	f.mu.Lock()
+	if warm {
+		f.warm = append(f.warm, at.Sub(sent))
+		f.warmSent = append(f.warmSent, sent)
+		f.mu.Unlock()
+		return
+	}
 	f.latencies = append(f.latencies, at.Sub(sent))
 	if !inserted.IsZero() {
 		f.toInsert = append(f.toInsert, inserted.Sub(sent))
