@@ -98,7 +98,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if strings.Contains(o.only, "fanout") {
-		if err := fanout(ctx, o, base, created.APIKey, c, dep.Serve.Process.Pid); err != nil {
+		if err := fanout(ctx, o, base, created.APIKey, dbURL, c, dep.Serve.Process.Pid); err != nil {
 			return fmt.Errorf("fanout: %w", err)
 		}
 	}
@@ -111,7 +111,7 @@ func run(ctx context.Context, o options) error {
 }
 
 // fanout runs the fan-out section and prints its line.
-func fanout(ctx context.Context, o options, base, key string, c *http.Client, pid int) error {
+func fanout(ctx context.Context, o options, base, key, dbURL string, c *http.Client, pid int) error {
 	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/v1/dynamic-gql/ws"
 	per := (o.subs + o.sockets - 1) / o.sockets
 	var (
@@ -192,8 +192,12 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		reads0, gc0 map[string]float64
 		stages0     map[string]histogram
 		cpu0        float64
+		sessions0   int64
 	)
 	snapshot := func() (err error) {
+		if sessions0, err = sessionsStarted(ctx, dbURL); err != nil {
+			return err
+		}
 		if reads0, err = feedReads(ctx, c, base); err != nil {
 			return err
 		}
@@ -207,6 +211,14 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		return err
 	}
 	readsIdle, err := feedReads(ctx, c, base)
+	if err != nil {
+		return err
+	}
+	cpuIdle, err := load.ProcessCPU(pid)
+	if err != nil {
+		return err
+	}
+	sessionsIdle, err := sessionsStarted(ctx, dbURL)
 	if err != nil {
 		return err
 	}
@@ -282,6 +294,10 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 	if err != nil {
 		return err
 	}
+	sessions1, err := sessionsStarted(ctx, dbURL)
+	if err != nil {
+		return err
+	}
 	elapsed := time.Since(measured)
 	_, hwm, err := load.ReadRSS(pid)
 	if err != nil {
@@ -324,9 +340,10 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		slices.Sort(xs)
 		bySecond = append(bySecond, fmt.Sprintf("second %d p50 %.1f p99 %.1f", i+1, float64(load.Percentile(xs, 50).Microseconds())/1000, float64(load.Percentile(xs, 99).Microseconds())/1000))
 	}
-	fmt.Printf("fan-out  the warm-up's frames (%s from idle at the same rate): p50 %.1f ms p99 %.1f ms, %d frames (%s); %.0f shared and %.0f per-subscriber reads\n",
+	fmt.Printf("fan-out  the warm-up's frames (%s from idle at the same rate): p50 %.1f ms p99 %.1f ms, %d frames (%s); %.0f shared and %.0f per-subscriber reads; server CPU %.0f%% of a core; %d Postgres sessions started (%d after it)\n",
 		o.warmup, float64(load.Percentile(warmLatencies, 50).Microseconds())/1000, float64(load.Percentile(warmLatencies, 99).Microseconds())/1000, len(warmLatencies),
-		strings.Join(bySecond, "; "), reads0["batch"]-readsIdle["batch"], perSubscriber(reads0)-perSubscriber(readsIdle))
+		strings.Join(bySecond, "; "), reads0["batch"]-readsIdle["batch"], perSubscriber(reads0)-perSubscriber(readsIdle),
+		100*(cpu0-cpuIdle)/measured.Sub(start).Seconds(), sessions0-sessionsIdle-1, sessions1-sessions0-1)
 	// The server's own CPU: less sensitive than latency to what else
 	// runs on the machine.
 	fmt.Printf("fan-out  server CPU %.1f s over %.1f s (%.0f%% of a core), %.1f µs per frame\n",
@@ -372,6 +389,20 @@ func fanout(ctx context.Context, o options, base, key string, c *http.Client, pi
 		reads1["batch"]-reads0["batch"], (reads1["batch"]-reads0["batch"])/float64(max(writes.Load(), 1)), perSub)
 	fmt.Printf("fan-out  horizon held back by an earlier writer in flight: %.0f polls\n", reads1["held"]-reads0["held"])
 	return nil
+}
+
+// sessionsStarted is how many sessions the cluster has started
+// (pg_stat_database), counting this query's own: between two calls, the
+// sessions started less one.
+func sessionsStarted(ctx context.Context, dbURL string) (int64, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT sum(sessions)::int8 FROM pg_stat_database`).Scan(&n)
+	return n, err
 }
 
 // perSubscriber sums the feed's reads made for one subscriber (filters,
