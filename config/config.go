@@ -219,8 +219,11 @@ func Load() (*Config, error) {
 	if c.ReplicaMaxLag <= 0 || c.ReplicaWait < 0 {
 		problems = append(problems, fmt.Errorf("DDS_DB_REPLICA_MAX_LAG must be positive and DDS_DB_REPLICA_WAIT not negative, got %s and %s", c.ReplicaMaxLag, c.ReplicaWait))
 	}
-	if c.DBMaxConns < 1 {
-		problems = append(problems, fmt.Errorf("DDS_DB_MAX_CONNS must be at least 1, got %d", c.DBMaxConns))
+	// A server's live feed keeps one connection of the pool for its polls
+	// (records.EventsReader): with one in all, subscriptions would leave
+	// none to the requests.
+	if c.DBMaxConns < 2 {
+		problems = append(problems, fmt.Errorf("DDS_DB_MAX_CONNS must be at least 2 (the live feed keeps one), got %d", c.DBMaxConns))
 	}
 	if c.StatementTimeout < 0 {
 		problems = append(problems, fmt.Errorf("DDS_STATEMENT_TIMEOUT must not be negative, got %s", c.StatementTimeout))

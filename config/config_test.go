@@ -87,7 +87,8 @@ func TestBadListenAddressIsReported(t *testing.T) {
 // Integer settings with bounds default to what the rest of DDS assumes
 // without them and are refused by name outside their bounds:
 // DDS_VECTOR_EF_SEARCH within pgvector's 1 to 1000, DDS_DB_MAX_CONNS at
-// least 1 (the pool would otherwise quietly take another size).
+// least 2 (the pool would otherwise quietly take another size, and the
+// live feed keeps one connection).
 func TestBoundedIntegers(t *testing.T) {
 	type tc struct {
 		env  string
@@ -101,7 +102,7 @@ func TestBoundedIntegers(t *testing.T) {
 		{"DDS_VECTOR_EF_SEARCH", func(c *Config) int { return c.VectorEfSearch },
 			[]tc{{"", db.DefaultVectorEfSearch}, {"250", 250}, {"1000", 1000}, {"0", 0}, {"1001", 0}, {"-3", 0}, {"many", 0}}},
 		{"DDS_DB_MAX_CONNS", func(c *Config) int { return c.DBMaxConns },
-			[]tc{{"", 40}, {"7", 7}, {"0", 0}, {"-2", 0}, {"lots", 0}}},
+			[]tc{{"", 40}, {"7", 7}, {"2", 2}, {"1", 0}, {"0", 0}, {"-2", 0}, {"lots", 0}}},
 	} {
 		for _, c := range v.cases {
 			t.Run(v.name+"="+c.env, func(t *testing.T) {
