@@ -206,8 +206,12 @@ func TestClientNon2xxAndCAFile(t *testing.T) {
 
 // The client keeps its connections to a receiver open between deliveries
 // (http.Transport keeps only 2 idle connections per host unless told
-// otherwise): after a round of concurrent deliveries, a second round opens
-// no new connection, and never more than MaxConnsPerHost are opened.
+// otherwise): over two rounds of concurrent deliveries no more than
+// MaxConnsPerHost connections are ever opened, so the second round ran on
+// the first one's. (Counting the second round's openings alone raced: a
+// dial the transport started in the first round, for a request another
+// connection then served, may reach the receiver during the second, and is
+// still one of the first round's connections.)
 func TestClientReusesConnectionsToAReceiver(t *testing.T) {
 	var opened atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
@@ -243,7 +247,7 @@ func TestClientReusesConnectionsToAReceiver(t *testing.T) {
 		t.Fatalf("%d connections opened for %d at once, want at most %d", first, conc, conc)
 	}
 	round()
-	if n := opened.Load(); n != first {
-		t.Fatalf("the second round opened %d new connections, want 0 (idle ones reused)", n-first)
+	if n := opened.Load(); n > conc {
+		t.Fatalf("%d connections opened over two rounds of %d at once (%d in the first), want at most %d: idle ones were not kept", n, conc, first, conc)
 	}
 }
