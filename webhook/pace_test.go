@@ -29,8 +29,14 @@ func TestReserveSlotSpacesRetries(t *testing.T) {
 	reserved := 0
 	for {
 		slot, wait, ok, err := st.ReserveSlot(ctx, w.ID)
+		returned := time.Now()
 		if err != nil {
 			t.Fatal(err)
+		}
+		// A slot is never more than twice the horizon after its
+		// reservation (which happened before the call returned).
+		if ok && slot.After(returned.Add(2*webhook.PaceHorizon)) {
+			t.Fatalf("slot %d is %v ahead of its reservation, past twice the horizon (%v)", reserved, slot.Sub(returned), 2*webhook.PaceHorizon)
 		}
 		if !ok {
 			if wait <= 0 || wait > step {
@@ -50,9 +56,9 @@ func TestReserveSlotSpacesRetries(t *testing.T) {
 	// 1 s of horizon at 110 ms apart: the first slot now, then 9 more, at
 	// least. The horizon moves with the clock while the loop runs (each
 	// reservation is a round trip, slow on a busy machine), so more may
-	// fit; that none lies beyond the horizon of its own reservation is what
-	// the refusal above proves (the next slot was out of reach, by at most
-	// one step).
+	// fit; that none lies beyond the horizon of its own reservation is
+	// checked at each one, and the refusal proves the next was out of
+	// reach by at most one step.
 	if want := int(2*webhook.PaceHorizon/step) + 1; reserved < want-1 {
 		t.Fatalf("reserved %d slots within the horizon, want at least %d", reserved, want-1)
 	}
