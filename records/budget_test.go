@@ -62,8 +62,54 @@ func TestBudgetMemo(t *testing.T) {
 		{over, []any{1}, 0, false},
 		{"SELECT other", []any{"a", json.Number("2")}, 0, false},
 	} {
-		if got := m.freshText(c.sql, now.Add(c.at)) || m.anyValued() && m.freshValues(c.sql, c.args, now.Add(c.at)); got != c.want { // as checkBudget asks
+		fresh, claimed := m.freshText(c.sql, now.Add(c.at))
+		if claimed {
+			m.renewed(c.sql)
+		}
+		if got := fresh || m.anyValued() && m.freshValues(c.sql, c.args, now.Add(c.at)); got != c.want { // as checkBudget asks
 			t.Errorf("%s %v after %v: fresh = %v, want %v", c.sql, c.args, c.at, got, c.want)
 		}
+	}
+}
+
+// When a cheap text's entry expires, one caller takes its estimate again
+// and the others, meanwhile, keep its verdict; a new estimate that is no
+// longer cheap ends that at once, and one that is renews the entry.
+func TestBudgetMemoRenewsAnExpiredTextOnce(t *testing.T) {
+	const budget = 1000
+	for _, tc := range []struct {
+		name       string
+		rows       float64 // the new estimate
+		freshAfter bool    // the text then passes unexplained, whatever its values
+	}{
+		{"still cheap", 50, true},
+		{"near the budget", 500, false},
+		{"over the budget", budget + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m budgetMemo
+			m.m = map[string]time.Time{}
+			now := time.Now()
+			m.remember("SELECT x", nil, 10, budget, now)
+			later := now.Add(budgetMemoTTL)
+			fresh, claimed := m.freshText("SELECT x", later)
+			if fresh || !claimed {
+				t.Fatalf("the first caller after expiry: fresh %v claimed %v, want it to take the estimate", fresh, claimed)
+			}
+			for range 3 {
+				if fresh, claimed := m.freshText("SELECT x", later); !fresh || claimed {
+					t.Fatalf("a caller while it is taken: fresh %v claimed %v, want the old verdict", fresh, claimed)
+				}
+			}
+			m.remember("SELECT x", []any{"a"}, tc.rows, budget, later)
+			m.renewed("SELECT x")
+			fresh, claimed = m.freshText("SELECT x", later)
+			if claimed {
+				m.renewed("SELECT x")
+			}
+			if fresh != tc.freshAfter {
+				t.Fatalf("after the new estimate: fresh %v, want %v", fresh, tc.freshAfter)
+			}
+		})
 	}
 }
