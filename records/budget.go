@@ -169,30 +169,27 @@ func (m *budgetMemo) freshValues(sql string, key []any, now time.Time) bool {
 	return ok && now.Before(until)
 }
 
-// remember keeps an estimate of rows within budget taken at now: for the
-// text whatever its values when below a tenth of budget, else for these
-// values.
+// remember keeps an estimate of rows taken at now: for the text whatever
+// its values when below a tenth of budget, else, within the budget, for
+// these values. An estimate that is not below a tenth ends the text's
+// entry (freshText lets others pass on it while it is renewed), whether
+// or not it is over the budget.
 func (m *budgetMemo) remember(sql string, args []any, rows float64, budget int64, now time.Time) {
-	if rows >= float64(budget)/10 {
-		// No longer cheap whatever its values (if it was).
-		m.mu.Lock()
+	cheap := rows < float64(budget)/10
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !cheap {
 		delete(m.m, sql)
-		m.mu.Unlock()
 	}
 	if rows > float64(budget) {
 		return
 	}
 	memo, k := m.m, sql
-	if rows >= float64(budget)/10 {
-		k = valuesKey(sql, args)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if k != sql {
+	if !cheap {
 		if m.valued == nil {
 			m.valued = map[string]time.Time{}
 		}
-		memo = m.valued
+		memo, k = m.valued, valuesKey(sql, args)
 	}
 	if len(memo) >= budgetMemoMax {
 		clear(memo)
@@ -235,15 +232,19 @@ func (s *Store) checkBudget(ctx context.Context, sc *Scope, entity string, st qu
 	if err != nil {
 		return apperr.Wrap(err, "read the plan's estimate")
 	}
-	if rows > float64(s.rowBudget) {
+	over := rows > float64(s.rowBudget)
+	if key == nil && !over && rows >= float64(s.rowBudget)/10 {
+		key = s.estimateKey(ctx, sc, memo, st.Args, args, now)
+	}
+	// Remembered also when over the budget: that ends a cheap entry the
+	// text may have had, which concurrent requests would otherwise still
+	// pass on while this one's claim is followed by another's.
+	memo.remember(st.SQL, key, rows, s.rowBudget, now)
+	if over {
 		return &apperr.Error{Code: apperr.QueryTooExpensive,
 			Message: fmt.Sprintf("Postgres estimates this query reads about %.0f rows, above the row budget of %d; narrow where (an indexed field), or lower limit", rows, s.rowBudget),
 			Extra:   map[string]any{"budget": s.rowBudget, "estimate": int64(rows)}}
 	}
-	if key == nil && rows >= float64(s.rowBudget)/10 {
-		key = s.estimateKey(ctx, sc, memo, st.Args, args, now)
-	}
-	memo.remember(st.SQL, key, rows, s.rowBudget, now)
 	return nil
 }
 

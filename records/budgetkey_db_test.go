@@ -104,3 +104,56 @@ func TestBudgetEstimatesAUserAsPostgresDoes(t *testing.T) {
 		t.Errorf("the whale's count took %d estimates, want 1", got-before)
 	}
 }
+
+// A text that was cheap and has grown over the budget is refused from its
+// first new estimate on, also for the requests that arrive while another
+// takes the next one: the estimate over the budget ends the text's entry,
+// which those requests would otherwise still pass on. While the entry
+// stands and another request renews it, a request passes unexplained.
+func TestBudgetTextGrownExpensiveIsRefusedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	d := testenv.DB(t)
+	tenant := testenv.TenantRow(t, t.Name())
+	schemas := schema.NewService(d)
+	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "budget", Entities: []schema.Entity{{Name: "Todo", Fields: []schema.Field{
+		{Name: "title", Type: schema.String},
+	}}}}); err != nil {
+		t.Fatal(err)
+	}
+	active, err := schemas.ActiveFor(ctx, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := schema.QualifiedIdent(active.PgSchema, "Todo")
+	d.MustExec(`INSERT INTO ` + table + ` (id, title) SELECT gen_random_uuid(), 't' || i FROM generate_series(1, 5) i`)
+	d.MustExec(`ANALYZE ` + table)
+	s := records.NewStore(d, schemas, nil, records.WithRowBudget(900))
+	sc, err := s.Scope(ctx, records.SystemPrincipal(tenant))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() error { _, err := s.Count(ctx, sc, "Todo", nil, ""); return err }
+	refused := func(step string) {
+		t.Helper()
+		if err := count(); !apperr.Is(err, apperr.QueryTooExpensive) {
+			t.Fatalf("%s: got %v, want QUERY_TOO_EXPENSIVE", step, err)
+		}
+	}
+	if err := count(); err != nil || records.Explained(s, sc) != 1 {
+		t.Fatalf("5 rows: %v, %d estimates", err, records.Explained(s, sc))
+	}
+	d.MustExec(`INSERT INTO ` + table + ` (id, title) SELECT gen_random_uuid(), 't' || i FROM generate_series(1, 5000) i`)
+	d.MustExec(`ANALYZE ` + table)
+	records.ExpireBudgetTexts(s, sc)
+	records.RenewBudgetTextsElsewhere(s, sc)
+	if err := count(); err != nil || records.Explained(s, sc) != 1 {
+		t.Fatalf("while another request renews the estimate: %v, %d estimates, want a pass on the old one", err, records.Explained(s, sc))
+	}
+	records.ExpireBudgetTexts(s, sc)
+	refused("the first request after expiry")
+	records.RenewBudgetTextsElsewhere(s, sc)
+	refused("a request while another takes the next estimate")
+	if n := records.Explained(s, sc); n != 3 {
+		t.Fatalf("%d estimates, want 3", n)
+	}
+}
