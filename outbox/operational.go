@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Operational event types (docs/webhooks.md, "Operational events"): about
@@ -63,6 +62,6 @@ func InsertOperational(ctx context.Context, tx sqlx.ExecerContext, evs []Operati
 	_, err := tx.ExecContext(ctx, `INSERT INTO dds.events (tenant_id, schema_id, schema_name, type, entity_name, entity_id, record)
 		SELECT u.t, '00000000-0000-0000-0000-000000000000', '', u.ty, '', u.s, convert_from(u.d, 'UTF8')::jsonb
 		FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bytea[]) AS u(t, ty, s, d)`,
-		pq.StringArray(tn), pq.StringArray(ty), pq.StringArray(sub), pq.ByteaArray(data))
+		tn, ty, sub, data)
 	return err
 }

@@ -36,7 +36,7 @@ func (s *Store) ActiveWithDeliveries(ctx context.Context, tenantIDs, eventIDs []
 	err := s.db.SelectContext(ctx, &rows, `SELECT `+webhookCols+`,
 			ARRAY(SELECT d.event_id::text || ' ' || d.status FROM dds.webhook_deliveries d
 				WHERE d.webhook_id = w.id AND d.event_id = ANY($2::uuid[])) AS existing
-		FROM dds.webhooks w WHERE is_active AND tenant_id = ANY($1::uuid[])`, pq.StringArray(tenantIDs), pq.StringArray(eventIDs))
+		FROM dds.webhooks w WHERE is_active AND tenant_id = ANY($1::uuid[])`, tenantIDs, eventIDs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,9 +130,9 @@ func (s *Store) RecordFirstAttempts(ctx context.Context, ds []NewDelivery, recs 
 	// updated (not for a deleted webhook's), under the row's real id.
 	if err := tx.SelectContext(ctx, &rows, `WITH `+firstAttemptsCTE+`
 		SELECT ins.id, u.id AS requested FROM ins JOIN u ON ins.webhook_id = u.w AND ins.event_id = u.e WHERE ins.id <> u.id`,
-		pq.StringArray(a.dIDs), pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en),
-		pq.ByteaArray(bodies), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
-		pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts)); err != nil {
+		a.dIDs, w, tn, ev, et, en,
+		bodies, a.statuses, a.attempts, a.codes, a.lats,
+		a.errs, a.ats, a.nexts); err != nil {
 		return err
 	}
 	recs = realIDs(recs, rows)
@@ -225,10 +225,10 @@ func (s *Store) recordFirstSucceeded(ctx context.Context, recs []AttemptRecord, 
 				FROM unnest($15::uuid[], $16::bigint[], $17::text[]) AS c(id, n, t) WHERE w.id = c.id)
 		SELECT x.id, x.requested FROM relax LEFT JOIN LATERAL (
 			SELECT ins.id, u.id AS requested FROM ins JOIN u ON ins.webhook_id = u.w AND ins.event_id = u.e WHERE ins.id <> u.id) x ON true`,
-		pq.StringArray(a.dIDs), pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en),
-		pq.ByteaArray(bodies), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
-		pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts),
-		pq.StringArray(wIDs), pq.Int64Array(wN), pq.StringArray(wLast))
+		a.dIDs, w, tn, ev, et, en,
+		bodies, a.statuses, a.attempts, a.codes, a.lats,
+		a.errs, a.ats, a.nexts,
+		wIDs, wN, wLast)
 	return err
 }
 

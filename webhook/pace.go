@@ -22,8 +22,6 @@ import (
 	"errors"
 	"math"
 	"time"
-
-	"github.com/lib/pq"
 )
 
 const (
@@ -161,7 +159,7 @@ func (s *Store) ReleasePaced(ctx context.Context, ids []string) error {
 		return nil
 	}
 	_, err := s.db.ExecContext(ctx, `UPDATE dds.webhook_deliveries SET claimed_until = NULL
-		WHERE id = ANY($1::uuid[]) AND status = 'queued'`, pq.StringArray(ids))
+		WHERE id = ANY($1::uuid[]) AND status = 'queued'`, ids)
 	return err
 }
 

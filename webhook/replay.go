@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -113,7 +112,7 @@ func (a *ReplayActivities) ListReplay(ctx context.Context, in ReplayInput) ([]Re
 	err := a.Store.db.SelectContext(ctx, &refs, `SELECT id, event_id, event_type FROM dds.webhook_deliveries
 		WHERE webhook_id = $1 AND tenant_id = $2 AND created_at >= $3 AND status = ANY($4::text[])
 			AND ($5::timestamptz IS NULL OR created_at < $5)
-		ORDER BY created_at, id`, in.WebhookID, in.TenantID, in.Since, pq.StringArray(statuses), in.Until)
+		ORDER BY created_at, id`, in.WebhookID, in.TenantID, in.Since, statuses, in.Until)
 	return refs, err
 }
 

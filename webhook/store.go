@@ -381,7 +381,7 @@ func (s *Store) Delete(ctx context.Context, tenantID, id string) error {
 // ActiveFor returns the active webhooks of the given tenants.
 func (s *Store) ActiveFor(ctx context.Context, tenantIDs []string) ([]Webhook, error) {
 	var out []Webhook
-	err := s.db.SelectContext(ctx, &out, `SELECT `+webhookCols+` FROM dds.webhooks WHERE is_active AND tenant_id = ANY($1::uuid[])`, pq.StringArray(tenantIDs))
+	err := s.db.SelectContext(ctx, &out, `SELECT `+webhookCols+` FROM dds.webhooks WHERE is_active AND tenant_id = ANY($1::uuid[])`, tenantIDs)
 	return out, err
 }
 
@@ -458,7 +458,7 @@ func (s *Store) Deliveries(ctx context.Context, tenantID, webhookID string, limi
 		return out, nil
 	}
 	rows, err := s.db.QueryxContext(ctx, `SELECT delivery_id, attempt, status_code, latency_ms, error, attempted_at, next_attempt_at
-		FROM dds.webhook_attempts WHERE delivery_id = ANY($1::uuid[]) ORDER BY delivery_id, attempt, id`, pq.StringArray(ids))
+		FROM dds.webhook_attempts WHERE delivery_id = ANY($1::uuid[]) ORDER BY delivery_id, attempt, id`, ids)
 	if err != nil {
 		return nil, apperr.Wrap(err, "list attempts")
 	}
@@ -568,8 +568,8 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, relaye
 				SELECT u.d, u.a, NULLIF(u.c, 0), u.l, NULLIF(u.e, ''), u.t::timestamptz, NULLIF(u.n, '')::timestamptz
 				FROM u WHERE u.d IN (SELECT id FROM upd))
 			SELECT id, tenant_id, webhook_id, event_id, event_type, attempts, last_attempt_at FROM upd WHERE status = 'failed'`,
-			pq.StringArray(a.dIDs), pq.StringArray(a.statuses), pq.Int64Array(a.attempts), pq.Int64Array(a.codes), pq.Int64Array(a.lats),
-			pq.StringArray(a.errs), pq.StringArray(a.ats), pq.StringArray(a.nexts)); err != nil {
+			a.dIDs, a.statuses, a.attempts, a.codes, a.lats,
+			a.errs, a.ats, a.nexts); err != nil {
 			return err
 		}
 		ops = append(ops, exhaustedEvents(failed, recs)...)
@@ -702,8 +702,8 @@ func updateCounters(ctx context.Context, tx *sqlx.Tx, recs []AttemptRecord) ([]d
 		WHERE w.id = u.id
 		RETURNING w.id, w.tenant_id, w.target_url, w.disabled_reason, w.disabled_at,
 			NOT w.is_active AND w.disabled_at = now() AND w.disabled_reason IN ('gone', 'failing') AS newly`,
-		pq.StringArray(wIDs), pq.Int64Array(wN), pq.Int64Array(wOK), pq.StringArray(wLast), pq.StringArray(wFail),
-		pq.BoolArray(wGone), (time.Duration(DisableAfter.Seconds()) * time.Second).String())
+		wIDs, wN, wOK, wLast, wFail,
+		wGone, (time.Duration(DisableAfter.Seconds()) * time.Second).String())
 	return disabled, err
 }
 
@@ -733,7 +733,7 @@ func (s *Store) MarkHandedOver(ctx context.Context, deliveryIDs []string) error 
 	}
 	ids := slices.Clone(deliveryIDs)
 	slices.Sort(ids)
-	_, err := s.db.ExecContext(ctx, `UPDATE dds.webhook_deliveries SET workflow_started_at = now() WHERE id = ANY($1::uuid[])`, pq.StringArray(ids))
+	_, err := s.db.ExecContext(ctx, `UPDATE dds.webhook_deliveries SET workflow_started_at = now() WHERE id = ANY($1::uuid[])`, ids)
 	return err
 }
 
@@ -833,7 +833,7 @@ func (s *Store) InsertDeliveries(ctx context.Context, ds []NewDelivery, relayedE
 			WHERE EXISTS (SELECT 1 FROM dds.webhooks h WHERE h.id = u.w) -- deleted meanwhile: no delivery
 			ON CONFLICT (webhook_id, event_id) DO UPDATE SET webhook_id = EXCLUDED.webhook_id
 			RETURNING id, webhook_id, event_id, status, attempts, body`,
-			pq.StringArray(w), pq.StringArray(tn), pq.StringArray(ev), pq.StringArray(et), pq.StringArray(en), pq.ByteaArray(bodies), pq.StringArray(st))
+			w, tn, ev, et, en, bodies, st)
 		if err != nil {
 			return nil, err
 		}
