@@ -16,10 +16,12 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -47,6 +49,7 @@ var (
 	batchSize  = flag.Int("batch", 0, "events per claim (relay.Config.BatchSize; 0: the relay's default)")
 	inFlight   = flag.Int("inflight", 0, "batches in flight (relay.Config.InFlightBatches; 0: the relay's default)")
 	inFlightEv = flag.Int("inflight-events", 0, "events in flight (relay.Config.InFlightEvents; 0: the relay's default)")
+	pin        = flag.Bool("pin", true, "also measure the backlog and the loops with Postgres on CPU 0 and this process on the other CPUs (the database on a host of its own, as deployed); needs 2 CPUs and a local Postgres")
 )
 
 func main() {
@@ -251,6 +254,28 @@ func run(n, rate, writers int, timeout time.Duration) error {
 		return err
 	}
 
+	// The same backlog and loops with the database on a CPU of its own:
+	// on one machine of two cores, the relay's Postgres work takes CPU
+	// from the relay and the receiver, which the loops never pay.
+	var pBurst, pBase, pSeq result
+	pinned, why := false, ""
+	if *pin {
+		pinned, why, err = onOwnCPU(ctx, d, func() error {
+			var err error
+			if pBurst, err = measure("backlog, Postgres on its own CPU", -1); err != nil {
+				return err
+			}
+			if pBase, err = baseline(ctx, rc, n, 64); err != nil {
+				return err
+			}
+			pSeq, err = baseline(ctx, rc, n, 1)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+
 	fmt.Printf("webhook delivery, commit -> receiver, %d writes per run, one subscribed webhook, %d writers\n", n, writers)
 	fmt.Printf("%-28s %12s %10s %10s %10s %9s %10s %10s\n", "run", "deliveries/s", "p50", "p99", "max", "elapsed", "lag p50", "lag max")
 	row := func(name string, r result) {
@@ -266,6 +291,17 @@ func run(n, rate, writers int, timeout time.Duration) error {
 		base.cpuPer.Microseconds(), seq.cpuPer.Microseconds())
 	fmt.Printf("ratio relay backlog / baseline 64 at once: %.2f; / sequential loop: %.2f   (target: >= 300 deliveries/s, p50 < 250ms)\n",
 		burst.perSec/base.perSec, burst.perSec/seq.perSec)
+	if pinned {
+		row("relay, backlog, pinned", pBurst)
+		row("Go loop, 64 at once, pinned", pBase)
+		row("Go loop, sequential, pinned", pSeq)
+		fmt.Printf("pinned: Postgres on CPU 0, this process (relay, receiver, loops) on the others; the loops spent %d and %d µs CPU per POST\n",
+			pBase.cpuPer.Microseconds(), pSeq.cpuPer.Microseconds())
+		fmt.Printf("ratio pinned relay backlog / baseline 64 at once: %.2f; / sequential loop: %.2f\n",
+			pBurst.perSec/pBase.perSec, pBurst.perSec/pSeq.perSec)
+	} else if *pin {
+		fmt.Println("pinned runs skipped:", why)
+	}
 	fmt.Println("paced: latency at a steady offered load; backlog: all writes committed in one transaction, so deliveries/s is the")
 	fmt.Println("relay's drain capacity (its latencies are queueing time). Baselines: the same POSTs from a plain Go loop through the same client.")
 	fmt.Println("lag: age of the oldest unrelayed outbox event (dds_outbox_lag_seconds), sampled every 50 ms during the run.")
@@ -485,4 +521,38 @@ func printStatements(label string, before, after map[int64]stmt, n int, cpu, pgC
 	for _, r := range rows[:min(len(rows), 12)] {
 		fmt.Printf("  %8d calls %9.1f ms  %s\n", r.calls, r.ms, r.Query)
 	}
+}
+
+// onOwnCPU runs fn with Postgres on CPU 0 and this process on the other
+// CPUs, and gives both their masks back after it. It reports false and why
+// when that cannot be arranged (one CPU, a Postgres on another machine).
+func onOwnCPU(ctx context.Context, d *sqlx.DB, fn func() error) (bool, string, error) {
+	if runtime.NumCPU() < 2 {
+		return false, "one CPU", nil
+	}
+	pg, err := load.FindPostgres(ctx, d)
+	if err != nil {
+		return false, "", err
+	}
+	if !pg.Local() {
+		return false, "Postgres runs on another machine", nil
+	}
+	others := make([]int, 0, runtime.NumCPU()-1)
+	for c := 1; c < runtime.NumCPU(); c++ {
+		others = append(others, c)
+	}
+	unpinPG, err := pg.Pin(load.CPUs(0))
+	if err != nil {
+		return false, "", err
+	}
+	unpinSelf, err := load.Pin(os.Getpid(), load.CPUs(others...))
+	if err != nil {
+		_ = unpinPG()
+		return false, "", err
+	}
+	err = fn()
+	if uerr := errors.Join(unpinSelf(), unpinPG()); err == nil && uerr != nil {
+		err = fmt.Errorf("give the CPUs back: %w", uerr)
+	}
+	return true, "", err
 }
