@@ -294,7 +294,7 @@ func (a *Authenticator) FlushLastUsed(ctx context.Context) error {
 	}
 	_, err := a.db.ExecContext(ctx, `UPDATE dds.api_keys k SET last_used = u.t
 		FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, t)
-		WHERE k.id = u.id AND (k.last_used IS NULL OR k.last_used < u.t)`, pq.Array(ids), pq.Array(times))
+		WHERE k.id = u.id AND (k.last_used IS NULL OR k.last_used < u.t)`, ids, times)
 	return err
 }
 

@@ -68,7 +68,7 @@ func (k *Keys) create(ctx context.Context, q sqlx.ExtContext, tenantID, name str
 	id := uuid.Must(uuid.NewV7()).String()
 	var created time.Time
 	err := sqlx.GetContext(ctx, q, &created, `INSERT INTO dds.api_keys (id, tenant_id, name, key_hash, key_prefix, scopes, role) VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, '')) RETURNING created_at`,
-		id, tenantID, name, hash, prefix, pq.Array(scopes.Strings()), role)
+		id, tenantID, name, hash, prefix, scopes.Strings(), role)
 	if pe, ok := db.PgError(err); ok && pe.Code == "23503" && role != "" {
 		return NewKeyResult{}, apperr.Field("role", "no role named %q in this tenant", role)
 	}

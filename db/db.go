@@ -71,7 +71,11 @@ func WithVectorEfSearch(ef int) Option {
 //
 // The driver is pgx's database/sql adapter: it prepares each distinct
 // statement once per connection and re-uses it (binary parameters, no
-// re-parse and re-plan per request), which lib/pq does not do.
+// re-parse and re-plan per request), which lib/pq does not do. Pass array
+// arguments as Go slices ([]string, []int64, [][]byte, []time.Time), not
+// lib/pq's array types: pgx turns those into their text literal and parses
+// it back to send it in binary (14 % of the webhook relay's CPU before
+// they were replaced, docs/webhooks.md "Measured").
 //
 // Connections run with jit off unless url sets jit (as a parameter or in
 // options): DDS's statements are

@@ -24,7 +24,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -453,7 +452,7 @@ func MarkDeleted(ctx context.Context, tx sqlx.ExecerContext, tenantID string, id
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE dds.files SET status = 'deleted', deleted_at = coalesce(deleted_at, now())
-		WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND status <> 'deleted'`, tenantID, pq.Array(valid))
+		WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND status <> 'deleted'`, tenantID, valid)
 	if err != nil {
 		return apperr.Wrap(err, "could not delete files")
 	}
@@ -564,7 +563,7 @@ func VerifyConfirmed(ctx context.Context, q sqlx.QueryerContext, tenantID string
 	if len(valid) > 0 {
 		var found []string
 		if err := sqlx.SelectContext(ctx, q, &found, `SELECT id::text FROM dds.files
-			WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND status = 'confirmed'`, tenantID, pq.Array(valid)); err != nil {
+			WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND status = 'confirmed'`, tenantID, valid); err != nil {
 			return apperr.Wrap(err, "could not check files")
 		}
 		for _, id := range found {
@@ -599,7 +598,7 @@ func (s *Service) GetMany(ctx context.Context, tenantID string, ids []string) (m
 	}
 	var rows []File
 	if err := s.db.SelectContext(ctx, &rows, `SELECT `+fileCols+` FROM dds.files
-		WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND status <> 'deleted'`, tenantID, pq.Array(valid)); err != nil {
+		WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND status <> 'deleted'`, tenantID, valid); err != nil {
 		return nil, apperr.Wrap(err, "could not load files")
 	}
 	for _, f := range rows {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
 )
@@ -35,7 +34,7 @@ func PurgeTenant(ctx context.Context, d *sqlx.DB, store ObjectStore, tenantID st
 			}
 			ids = append(ids, r.ID)
 		}
-		if _, err := d.ExecContext(ctx, `DELETE FROM dds.files WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, tenantID, pq.Array(ids)); err != nil {
+		if _, err := d.ExecContext(ctx, `DELETE FROM dds.files WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, tenantID, ids); err != nil {
 			return total, apperr.Wrap(err, "delete the tenant's file rows")
 		}
 		total += int64(len(rows))

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/storage"
@@ -36,7 +35,7 @@ func purgeArchives(ctx context.Context, d *sqlx.DB, store ArchiveStore, tenantID
 		}
 		ids = append(ids, r.ID)
 	}
-	if _, err := d.ExecContext(ctx, `DELETE FROM dds.tenant_archives WHERE id = ANY($1::uuid[])`, pq.Array(ids)); err != nil {
+	if _, err := d.ExecContext(ctx, `DELETE FROM dds.tenant_archives WHERE id = ANY($1::uuid[])`, ids); err != nil {
 		return 0, apperr.Wrap(err, "delete the tenant's archive rows")
 	}
 	return int64(len(rows)), nil

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Sync shares limiters' counts across the server replicas through the
@@ -110,7 +109,7 @@ func (s *Sync) syncOne(ctx context.Context, name string, l *Limiter) error {
 		SELECT key, sum(count)::int, count(*)::int FROM dds.rate_counts
 		WHERE limiter = $1 AND window_start = $2 AND replica <> $5
 		  AND (key = ANY($3::text[]) OR key = '' AND seen_at > now() - $6 * interval '1 millisecond') -- alive: synced lately
-		GROUP BY key`, name, window, pq.Array(keys), pq.Array(deltas), s.replica, (4 * s.interval).Milliseconds())
+		GROUP BY key`, name, window, keys, deltas, s.replica, (4 * s.interval).Milliseconds())
 	if err != nil {
 		l.restore(window, keys, deltas)
 		return err

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
@@ -137,7 +136,7 @@ func (s *Store) verifyReach(ctx context.Context, sc *Scope, ids []string) error 
 	var others []string
 	if err := s.db.SelectContext(ctx, &others, `SELECT id::text FROM dds.files
 		WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND uploaded_by IS DISTINCT FROM $3`,
-		sc.TenantID, pq.Array(valid), up); err != nil {
+		sc.TenantID, valid, up); err != nil {
 		return apperr.Wrap(err, "could not check files")
 	}
 	var bad []apperr.FieldError

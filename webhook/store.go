@@ -191,7 +191,7 @@ func nullableList(ss []string) any {
 	if len(ss) == 0 {
 		return nil
 	}
-	return pq.StringArray(dedupe(ss))
+	return dedupe(ss)
 }
 
 // validateTarget returns the field errors of a target URL: its syntax, then
@@ -252,7 +252,7 @@ func (s *Store) Create(ctx context.Context, tenantID string, in CreateInput, all
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+webhookCols+`),
 		p AS (INSERT INTO dds.webhook_pacing (webhook_id) SELECT id FROM w WHERE rate_limit IS NOT NULL)
 		SELECT * FROM w`,
-		tenantID, in.SchemaName, in.TargetURL, pq.StringArray(dedupe(in.EventTypes)), nullableList(in.EntityNames), secret, in.RateLimit)
+		tenantID, in.SchemaName, in.TargetURL, dedupe(in.EventTypes), nullableList(in.EntityNames), secret, in.RateLimit)
 	if err != nil {
 		return nil, apperr.Wrap(err, "create webhook")
 	}
@@ -352,7 +352,7 @@ func (s *Store) Update(ctx context.Context, tenantID, id string, p Patch, allowP
 		WHERE tenant_id = $1 AND id = $2 RETURNING `+webhookCols+`),
 		p AS (INSERT INTO dds.webhook_pacing (webhook_id) SELECT id FROM w WHERE rate_limit IS NOT NULL ON CONFLICT DO NOTHING)
 		SELECT * FROM w`,
-		tenantID, id, w.TargetURL, w.EventTypes, nullableList(w.EntityNames), w.SchemaName, w.IsActive, w.RateLimit)
+		tenantID, id, w.TargetURL, []string(w.EventTypes), nullableList(w.EntityNames), w.SchemaName, w.IsActive, w.RateLimit)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "webhook %s not found", id)
 	}
