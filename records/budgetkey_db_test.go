@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
-	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -22,19 +23,7 @@ import (
 // the others is estimated on its own after them, and refused.
 func TestBudgetEstimatesAUserAsPostgresDoes(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
-	schemas := schema.NewService(d)
-	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "budget", Entities: []schema.Entity{{Name: "Todo", Fields: []schema.Field{
-		{Name: "title", Type: schema.String},
-		{Name: "ownerId", Type: schema.String, Indexed: true},
-	}}}}); err != nil {
-		t.Fatal(err)
-	}
-	active, err := schemas.ActiveFor(ctx, tenant)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, schemas, tenant, active := budgetTodos(t)
 	table := schema.QualifiedIdent(active.PgSchema, "Todo")
 	// 200 users with 100 todos each: Postgres keeps 100 of them as the
 	// most common values (each at 0.005) and estimates 100 rows for any.
@@ -112,18 +101,7 @@ func TestBudgetEstimatesAUserAsPostgresDoes(t *testing.T) {
 // stands and another request renews it, a request passes unexplained.
 func TestBudgetTextGrownExpensiveIsRefusedAtOnce(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
-	schemas := schema.NewService(d)
-	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "budget", Entities: []schema.Entity{{Name: "Todo", Fields: []schema.Field{
-		{Name: "title", Type: schema.String},
-	}}}}); err != nil {
-		t.Fatal(err)
-	}
-	active, err := schemas.ActiveFor(ctx, tenant)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, schemas, tenant, active := budgetTodos(t)
 	table := schema.QualifiedIdent(active.PgSchema, "Todo")
 	d.MustExec(`INSERT INTO ` + table + ` (id, title) SELECT gen_random_uuid(), 't' || i FROM generate_series(1, 5) i`)
 	d.MustExec(`ANALYZE ` + table)
@@ -156,4 +134,21 @@ func TestBudgetTextGrownExpensiveIsRefusedAtOnce(t *testing.T) {
 	if n := records.Explained(s, sc); n != 3 {
 		t.Fatalf("%d estimates, want 3", n)
 	}
+}
+
+// budgetTodos creates, in a tenant of its own, a schema with one entity
+// Todo (title, ownerId indexed) and returns the database, the schema
+// service, the tenant and its active schema.
+func budgetTodos(t *testing.T) (*sqlx.DB, *schema.Service, string, *schema.Active) {
+	t.Helper()
+	ctx := context.Background()
+	d, schemas, tenant := tenantSchema(t, &schema.Definition{Name: "budget", Entities: []schema.Entity{{Name: "Todo", Fields: []schema.Field{
+		{Name: "title", Type: schema.String},
+		{Name: "ownerId", Type: schema.String, Indexed: true},
+	}}}})
+	active, err := schemas.ActiveFor(ctx, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, schemas, tenant, active
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/dds-project/dds/apperr"
-	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
@@ -78,12 +77,7 @@ func versions(t *testing.T, q sqlx.QueryerContext, pg, id string) []version {
 // very statement Create runs.
 func TestHistoryCreateInItsStatementIsTheTriggersVersion(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
-	schemas := schema.NewService(d)
-	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "hist", Entities: []schema.Entity{historyEntity()}}); err != nil {
-		t.Fatal(err)
-	}
+	d, schemas, tenant := tenantSchema(t, &schema.Definition{Name: "hist", Entities: []schema.Entity{historyEntity()}})
 	p := records.SystemPrincipal(tenant)
 	p.KeyID, p.UserID = "key-1", "user-1"
 	s := records.NewStore(d, schemas, nil)
@@ -162,14 +156,9 @@ func TestHistoryCreateInItsStatementIsTheTriggersVersion(t *testing.T) {
 // insert is recorded while the create's transaction is open.
 func TestHistoryTriggerSkipsOnlyTheCreatesOwnRow(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
-	schemas := schema.NewService(d)
-	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "hist", Entities: []schema.Entity{{Name: "Doc", History: true, Fields: []schema.Field{
+	d, schemas, tenant := tenantSchema(t, &schema.Definition{Name: "hist", Entities: []schema.Entity{{Name: "Doc", History: true, Fields: []schema.Field{
 		{Name: "title", Type: schema.String},
-	}}}}); err != nil {
-		t.Fatal(err)
-	}
+	}}}})
 	p := records.SystemPrincipal(tenant)
 	p.KeyID = "key-2"
 	s := records.NewStore(d, schemas, nil)

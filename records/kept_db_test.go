@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -15,14 +14,9 @@ import (
 // ef_search here; another schema version alike) compiles its own.
 func TestListKeptRecompilesForAnotherScope(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
-	schemas := schema.NewService(d)
-	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "kept", Entities: []schema.Entity{{Name: "Doc", Fields: []schema.Field{
+	d, schemas, tenant := tenantSchema(t, &schema.Definition{Name: "kept", Entities: []schema.Entity{{Name: "Doc", Fields: []schema.Field{
 		{Name: "title", Type: schema.String},
-	}}}}); err != nil {
-		t.Fatal(err)
-	}
+	}}}})
 	p := records.SystemPrincipal(tenant)
 	s := records.NewStore(d, schemas, nil)
 	sc, err := s.Scope(ctx, p)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/dds-project/dds/apperr"
-	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -21,15 +20,10 @@ import (
 // deleted records, nor the reverse.
 func TestBulkWritesAndBatchesRespectSoftDelete(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
-	schemas := schema.NewService(d)
-	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "soft", Entities: []schema.Entity{{Name: "Doc", SoftDelete: true, History: true, Fields: []schema.Field{
+	d, schemas, tenant := tenantSchema(t, &schema.Definition{Name: "soft", Entities: []schema.Entity{{Name: "Doc", SoftDelete: true, History: true, Fields: []schema.Field{
 		{Name: "title", Type: schema.String},
 		{Name: "n", Type: schema.Integer},
-	}}}}); err != nil {
-		t.Fatal(err)
-	}
+	}}}})
 	p := records.SystemPrincipal(tenant)
 	p.KeyID = "job-key"
 	s := records.NewStore(d, schemas, nil)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/outbox"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
@@ -19,10 +18,7 @@ import (
 // records of real writes, and the ones marked local must not need SQL.
 func TestLocalMatchesAgreeWithSQL(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
-	schemas := schema.NewService(d)
-	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "match", Entities: []schema.Entity{{Name: "Item", Fields: []schema.Field{
+	d, schemas, tenant := tenantSchema(t, &schema.Definition{Name: "match", Entities: []schema.Entity{{Name: "Item", Fields: []schema.Field{
 		{Name: "name", Type: schema.String},
 		{Name: "body", Type: schema.Text},
 		{Name: "kind", Type: schema.Enum, Values: []string{"a", "b"}},
@@ -31,9 +27,7 @@ func TestLocalMatchesAgreeWithSQL(t *testing.T) {
 		{Name: "ok", Type: schema.Boolean},
 		{Name: "at", Type: schema.Timestamp},
 		{Name: "tags", Type: schema.String, List: true},
-	}}}}); err != nil {
-		t.Fatal(err)
-	}
+	}}}})
 	s := records.NewStore(d, schemas, nil)
 	sc, err := s.Scope(ctx, records.SystemPrincipal(tenant))
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/dds-project/dds/apperr"
 	"github.com/dds-project/dds/auth"
-	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -31,16 +30,11 @@ func (f fixedRules) RoleRules(_ context.Context, _ string, _ *schema.Definition,
 // lacks denies; Admits agrees with reads; update.check rolls back.
 func TestRulesBindPerPrincipal(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
-	schemas := schema.NewService(d)
-	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "rules", Entities: []schema.Entity{{Name: "Todo", Fields: []schema.Field{
+	d, schemas, tenant := tenantSchema(t, &schema.Definition{Name: "rules", Entities: []schema.Entity{{Name: "Todo", Fields: []schema.Field{
 		{Name: "title", Type: schema.String},
 		{Name: "ownerId", Type: schema.String, Indexed: true},
 		{Name: "org", Type: schema.String},
-	}}}}); err != nil {
-		t.Fatal(err)
-	}
+	}}}})
 	member := query.RoleRules{Name: "member", Entities: map[string]*query.EntityRules{"Todo": {
 		Read: query.Or{
 			query.Cond{Field: "ownerId", Op: query.Eq, Value: query.VarUserID},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/dds-project/dds/internal/testenv"
 	"github.com/dds-project/dds/query"
 	"github.com/dds-project/dds/records"
 	"github.com/dds-project/dds/schema"
@@ -16,15 +15,10 @@ import (
 // the one kept for the plain selection.
 func TestVectorSearchKeepsTextPerOutput(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	tenant := testenv.TenantRow(t, t.Name())
-	schemas := schema.NewService(d)
-	if _, err := schemas.Create(ctx, tenant, &schema.Definition{Name: "vs", Entities: []schema.Entity{{Name: "Doc", Fields: []schema.Field{
+	d, schemas, tenant := tenantSchema(t, &schema.Definition{Name: "vs", Entities: []schema.Entity{{Name: "Doc", Fields: []schema.Field{
 		{Name: "title", Type: schema.String},
 		{Name: "v", Type: schema.Vector, VectorDimensions: 2},
-	}}}}); err != nil {
-		t.Fatal(err)
-	}
+	}}}})
 	s := records.NewStore(d, schemas, nil)
 	sc, err := s.Scope(ctx, records.SystemPrincipal(tenant))
 	if err != nil {
