@@ -18,6 +18,29 @@ func CPUs(ids ...int) unix.CPUSet {
 	return s
 }
 
+// OneAndOthers splits the CPUs this process may run on (its affinity,
+// not 0 to NumCPU-1: a cpuset may allow others) into the lowest one and
+// the rest; ok is false when it may run on fewer than two.
+func OneAndOthers() (one, others unix.CPUSet, ok bool, err error) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		return one, others, false, fmt.Errorf("this process's affinity: %w", err)
+	}
+	first := true
+	for c := 0; c < len(allowed)*64; c++ {
+		if !allowed.IsSet(c) {
+			continue
+		}
+		if first {
+			one.Set(c)
+			first = false
+		} else {
+			others.Set(c)
+		}
+	}
+	return one, others, others.Count() > 0, nil
+}
+
 // Pin restricts every thread of process pid to the CPUs of set (threads
 // and processes it starts later inherit the mask of the thread that
 // starts them) and returns a function that gives the process back the

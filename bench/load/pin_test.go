@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dds-project/dds/internal/testenv"
 )
 
 // threadMasks reads the CPU mask of every thread of this process.
@@ -52,5 +55,77 @@ func TestPinRestrictsEveryThreadAndGivesTheMaskBack(t *testing.T) {
 		if s != before {
 			t.Errorf("thread %d has %d CPUs after restore, want %d", tid, s.Count(), before.Count())
 		}
+	}
+}
+
+func TestOneAndOthersSplitsTheCPUsThisProcessMayUse(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	one, others, ok, err := OneAndOthers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Count() != 1 || ok != (allowed.Count() > 1) || one.Count()+others.Count() != allowed.Count() {
+		t.Fatalf("%d CPUs allowed split into %d and %d (ok %v)", allowed.Count(), one.Count(), others.Count(), ok)
+	}
+	for c := 0; c < len(allowed)*64; c++ {
+		if (one.IsSet(c) || others.IsSet(c)) != allowed.IsSet(c) || one.IsSet(c) && others.IsSet(c) {
+			t.Fatalf("CPU %d: allowed %v, in one %v, in others %v", c, allowed.IsSet(c), one.IsSet(c), others.IsSet(c))
+		}
+	}
+}
+
+// Pinning the cluster moves its postmaster and running backends, and
+// restore gives them the postmaster's earlier mask back.
+func TestPostgresPinMovesTheClusterAndGivesItBack(t *testing.T) {
+	ctx := context.Background()
+	d := testenv.DB(t)
+	pg, err := FindPostgres(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := d.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var backend int
+	if err := conn.GetContext(ctx, &backend, `SELECT pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	mask := func(pid int) unix.CPUSet {
+		t.Helper()
+		var s unix.CPUSet
+		if err := unix.SchedGetaffinity(pid, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := mask(pg.postmaster)
+	one, _, _, err := OneAndOthers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore, err := pg.Pin(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	t.Cleanup(func() {
+		if !restored {
+			_ = restore()
+		}
+	})
+	if pm, bk := mask(pg.postmaster), mask(backend); pm != one || bk != one {
+		t.Errorf("after Pin: postmaster on %d CPUs, backend on %d, want 1", pm.Count(), bk.Count())
+	}
+	restored = true
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	if pm, bk := mask(pg.postmaster), mask(backend); pm != before || bk != before {
+		t.Errorf("after restore: postmaster on %d CPUs, backend on %d, want %d", pm.Count(), bk.Count(), before.Count())
 	}
 }

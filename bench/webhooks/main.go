@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -52,7 +51,7 @@ var (
 	batchSize  = flag.Int("batch", 0, "events per claim (relay.Config.BatchSize; 0: the relay's default)")
 	inFlight   = flag.Int("inflight", 0, "batches in flight (relay.Config.InFlightBatches; 0: the relay's default)")
 	inFlightEv = flag.Int("inflight-events", 0, "events in flight (relay.Config.InFlightEvents; 0: the relay's default)")
-	pin        = flag.Bool("pin", true, "also measure the backlog and the loops with Postgres on CPU 0 and this process on the other CPUs (the database on a host of its own, as deployed); needs 2 CPUs and a local Postgres")
+	pin        = flag.Bool("pin", true, "also measure the backlog and the loops with Postgres on one CPU and this process on the others (the database on a host of its own, as deployed); needs 2 CPUs and a local Postgres")
 )
 
 func main() {
@@ -302,7 +301,7 @@ func run(n, rate, writers int, timeout time.Duration) error {
 	switch {
 	case pinned:
 		drain(", pinned", pBurst, pBase, pSeq)
-		fmt.Println("pinned: Postgres on CPU 0, this process (relay, receiver, loops) on the others")
+		fmt.Println("pinned: Postgres on one CPU, this process (relay, receiver, loops) on the others")
 	case *pin:
 		fmt.Println("pinned runs skipped:", why)
 	}
@@ -527,12 +526,14 @@ func printStatements(label string, before, after map[int64]stmt, n int, cpu, pgC
 	}
 }
 
-// onOwnCPU runs fn with Postgres on CPU 0 and this process on the other
-// CPUs, and gives both their masks back after it. It reports false and why
-// when that cannot be arranged (one CPU, a Postgres on another machine).
+// onOwnCPU runs fn with Postgres on one CPU and this process on the
+// others it may use, and gives both their masks back after it. It reports
+// false and why when that cannot be arranged (one CPU, a Postgres on
+// another machine).
 func onOwnCPU(ctx context.Context, d *sqlx.DB, fn func() error) (bool, string, error) {
-	if runtime.NumCPU() < 2 {
-		return false, "one CPU", nil
+	one, others, ok, err := load.OneAndOthers()
+	if err != nil || !ok {
+		return false, "this process may run on one CPU only", err
 	}
 	pg, err := load.FindPostgres(ctx, d)
 	if err != nil {
@@ -541,15 +542,11 @@ func onOwnCPU(ctx context.Context, d *sqlx.DB, fn func() error) (bool, string, e
 	if !pg.Local() {
 		return false, "Postgres runs on another machine", nil
 	}
-	others := make([]int, 0, runtime.NumCPU()-1)
-	for c := 1; c < runtime.NumCPU(); c++ {
-		others = append(others, c)
-	}
-	unpinPG, err := pg.Pin(load.CPUs(0))
+	unpinPG, err := pg.Pin(one)
 	if err != nil {
 		return false, "", err
 	}
-	unpinSelf, err := load.Pin(os.Getpid(), load.CPUs(others...))
+	unpinSelf, err := load.Pin(os.Getpid(), others)
 	if err != nil {
 		_ = unpinPG()
 		return false, "", err
