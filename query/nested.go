@@ -107,12 +107,14 @@ func (b *builder) nested(pe *schema.Entity, src string, n Nested, path string, d
 		// table's (source_id or target_id, created_at, id) index.
 		page = fmt.Sprintf(`SELECT %s FROM (SELECT %s.* FROM (%s) %s WHERE %s ORDER BY %s%s) %s JOIN %s %s ON %s."id" = %s."_other"`,
 			cols, e, edges, e, ew, innerOrder, b.limit(limit, n.Offset), e, c.Table(oe.Name), t, t, e)
-	} else if len(n.OrderBy) == 0 && c.ReadRestricted(oe.Name) {
-		// Under the related entity's read rule, in the edges' order: walk
+	} else if len(n.OrderBy) == 0 {
+		// Under a condition on the records (the related entity's read
+		// rule, the caller's where, or both), in the edges' order: walk
 		// the edges in their index order and look each record up with the
-		// rule (a one-row probe per edge), until the page is full, so a
-		// page whose records the rule all admits reads the edges and
-		// records the unruled page reads (rulewalk.go, "nested pages").
+		// condition (a one-row probe per edge), until the page is full, so
+		// a page whose records the condition all admits reads the edges
+		// and records the unconditioned page reads (rulewalk.go, "nested
+		// pages").
 		page = fmt.Sprintf(`SELECT %s FROM (%s) %s CROSS JOIN LATERAL (SELECT %s.* FROM %s %s WHERE %s."id" = %s."_other" AND %s LIMIT 1) %s WHERE %s ORDER BY %s%s`,
 			cols, edges, e, t, c.Table(oe.Name), t, t, e, nw, t, ew, innerOrder, b.limit(limit, n.Offset))
 	} else {
