@@ -193,8 +193,9 @@ func TestSoftDeletedRecordsCannotBeConnected(t *testing.T) {
 
 // "Products with their review count and average rating" through the
 // binary: <field>Aggregate on a relationship field, filtered by where,
-// with the soft-deleted reviews counting for nothing; a function a field
-// does not take, and an unknown field in where, are refused naming them.
+// with the soft-deleted reviews counting for nothing, and the reviews
+// under a where of their own; a function a field does not take, and an
+// unknown field in where, are refused naming them.
 func TestRelationshipAggregateThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	d := local
@@ -225,6 +226,18 @@ func TestRelationshipAggregateThroughTheBinary(t *testing.T) {
 	data = d.gql(t, tenant, key, `{ product(id: "`+desk+`") { name reviewsAggregate { count max { rating } } } }`, false)
 	if got, _ := json.Marshal(data["product"]); string(got) != `{"name":"desk","reviewsAggregate":{"count":2,"max":{"rating":5}}}` {
 		t.Errorf("a product by id with its review stats: %s", got)
+	}
+	// The reviews themselves, a nested page under its own where (walked
+	// link by link, each review probed with the filter and its soft
+	// delete): the deleted spam review matches rating <= 1 and shows for
+	// no one.
+	data = d.gql(t, tenant, key, `{ products(orderBy: [{field: "name"}]) { name
+	  mid: reviews(limit: 1, where: {rating: {lte: 4}}) { rating }
+	  low: reviews(where: {rating: {lte: 1}}) { rating } } }`, false)
+	got, _ = json.Marshal(data["products"])
+	want = `[{"low":[],"mid":[{"rating":4}],"name":"desk"},{"low":[],"mid":[{"rating":3}],"name":"lamp"},{"low":[],"mid":[],"name":"stool"}]`
+	if string(got) != want {
+		t.Errorf("products with their filtered reviews\n got %s\nwant %s", got, want)
 	}
 	for _, tc := range []struct{ q, want string }{
 		{`{ products { reviewsAggregate { sum { body } } } }`, "body"},
