@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/dds-project/dds/internal/testenv"
 )
 
@@ -13,14 +15,7 @@ import (
 // and a statement that burns CPU in a backend shows up in it.
 func TestPostgresCPUCountsWhatPostgresSpends(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	pg, err := FindPostgres(ctx, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pg.postmaster == 0 {
-		t.Fatal("the test Postgres runs on this machine, but no postmaster was found")
-	}
+	d, pg := localPostgres(t)
 	before, err := pg.Seconds()
 	if err != nil {
 		t.Fatal(err)
@@ -54,4 +49,19 @@ func TestReadStatReadsThisProcess(t *testing.T) {
 	if st.comm == "" {
 		t.Fatal("no command name")
 	}
+}
+
+// localPostgres is the test database and its cluster, which runs on this
+// machine (started by deploy/stack.sh).
+func localPostgres(t *testing.T) (*sqlx.DB, PostgresCPU) {
+	t.Helper()
+	d := testenv.DB(t)
+	pg, err := FindPostgres(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pg.postmaster == 0 {
+		t.Fatal("the test Postgres runs on this machine, but no postmaster was found")
+	}
+	return d, pg
 }

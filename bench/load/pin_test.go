@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/dds-project/dds/internal/testenv"
 )
 
 // threadMasks reads the CPU mask of every thread of this process.
@@ -81,11 +79,7 @@ func TestOneAndOthersSplitsTheCPUsThisProcessMayUse(t *testing.T) {
 // restore gives them the postmaster's earlier mask back.
 func TestPostgresPinMovesTheClusterAndGivesItBack(t *testing.T) {
 	ctx := context.Background()
-	d := testenv.DB(t)
-	pg, err := FindPostgres(ctx, d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, pg := localPostgres(t)
 	conn, err := d.Connx(ctx)
 	if err != nil {
 		t.Fatal(err)

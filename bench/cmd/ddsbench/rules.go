@@ -41,7 +41,8 @@ import (
 // (ruleRel, labelled "mixed owners", printed, not judged): every project
 // links 20 items of its owner and 20 of others, so a user's page of items
 // is cut from the links its rule admits, not the first ten links: it
-// follows about twice the links of the unruled page, another result set (docs/auth.md, "What a rule costs").
+// follows about twice the links of the unruled page, another result set
+// (docs/auth.md, "What a rule costs").
 // Both run by the ruled token and the unruled one, the mixed one by the
 // admin key too.
 //
@@ -192,7 +193,7 @@ func enableRules(ctx context.Context, b *bench, ddsURL, tenantID, key string) (*
 	// with the rule's condition written by the caller: the same answers.
 	gql := ddsURL + "/api/v1/dynamic-gql/" + tenantID
 	for _, p := range []struct{ method, ruled, where string }{
-		{"GET", ddsURL + "/api/v1/dynamic/" + ruleEntity + "?limit=20", ddsURL + "/api/v1/dynamic/" + ruleEntity + "?limit=20&where=" + url.QueryEscape(`{"ownerId":"u1"}`)},
+		{"GET", ddsURL + "/api/v1/dynamic/" + ruleEntity + "?limit=20", ddsURL + "/api/v1/dynamic/" + ruleEntity + "?limit=20&where=" + ruleOwnWhere},
 		{"POST", ruleGQLList, ruleGQLListWhere},
 		{"POST", ruleGQLNestedOwn, ruleGQLNestedOwnWhere},
 	} {
@@ -234,6 +235,10 @@ func sameAnswers(ctx context.Context, c *http.Client, method, gql, ruled, where,
 	}
 	return nil
 }
+
+// ruleOwnWhere is the REST list's where (query-escaped) asking for u1's
+// records, the owner rule's condition written by the caller.
+var ruleOwnWhere = url.QueryEscape(`{"ownerId":"u1"}`)
 
 const (
 	ruleGQLList = `query($n: Int!) { items(limit: $n, where: {price: {gte: 0}}) { id name price } }`
@@ -392,12 +397,11 @@ func rulesTargets(ctx context.Context, root string, env ddsEnv, b *bench, dds *p
 		return []string{"Authorization: Bearer " + tok, "Content-Type: application/json"}
 	}
 	var getL, listL, whereL, gqlL, gqlWhereL, peerGetL, peerListL []string
-	own := url.QueryEscape(`{"ownerId":"u1"}`)
 	for i := range 2000 {
 		id := rs.ids[i%len(rs.ids)]
 		getL = append(getL, reqLine("GET", "/api/v1/dynamic/"+ruleEntity+"/"+id, nil))
 		listL = append(listL, reqLine("GET", fmt.Sprintf("/api/v1/dynamic/%s?limit=%d", ruleEntity, 10+i%11), nil))
-		whereL = append(whereL, reqLine("GET", fmt.Sprintf("/api/v1/dynamic/%s?limit=%d&where=%s", ruleEntity, 10+i%11, own), nil))
+		whereL = append(whereL, reqLine("GET", fmt.Sprintf("/api/v1/dynamic/%s?limit=%d&where=%s", ruleEntity, 10+i%11, ruleOwnWhere), nil))
 		gqlL = append(gqlL, reqLine("POST", gqlPath, gqlBody(ruleGQLList, map[string]any{"n": 10 + i%11})))
 		gqlWhereL = append(gqlWhereL, reqLine("POST", gqlPath, gqlBody(ruleGQLListWhere, map[string]any{"n": 10 + i%11})))
 		peerGetL = append(peerGetL, reqLine("POST", peerPath, gqlBody(peerRLSGetQuery, map[string]any{"id": id})))
